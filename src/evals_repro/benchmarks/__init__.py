@@ -1,0 +1,14 @@
+"""Benchmark declarations (top-level `benchmarks/*.toml`), their registry and loaders."""
+
+from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration
+from .registry import benchmarks_dir, get_benchmark, list_benchmarks, load_subset
+
+__all__ = [
+    "BenchmarkDeclaration",
+    "LoadOptions",
+    "SubsetDeclaration",
+    "benchmarks_dir",
+    "get_benchmark",
+    "list_benchmarks",
+    "load_subset",
+]

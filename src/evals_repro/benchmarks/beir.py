@@ -1,0 +1,118 @@
+"""BEIR layout (`corpus.jsonl`, `queries.jsonl`, `qrels/test.tsv`), used by `sample` and user folders.
+
+Extensions over plain BEIR, all optional: a query's `language` (else the subset's native
+language) and `metadata` (query type, format...); a corpus record's `title`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from ..data import Page, Query, Qrels, Subset
+from ..errors import DataError
+from .declaration import BenchmarkDeclaration, LoadOptions
+from .registry import benchmarks_dir
+
+
+def _folder(decl: BenchmarkDeclaration, name: str) -> Path:
+    source = decl.subset_source(name)
+    raw = source.get("path")
+    if raw is None:
+        raise DataError(f"benchmark {decl.name}: subset {name} declares no source path", "add path = ...")
+    raw = str(raw).format(subset=name)
+    path = Path(raw)
+    if not path.is_absolute():
+        path = benchmarks_dir() / path
+    return path
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
+    if not path.exists():
+        raise DataError(f"{path}: file not found", "a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/test.tsv")
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})", "fix or regenerate the file") from None
+            if not isinstance(record, dict):
+                raise DataError(f"{path}:{number}: expected a JSON object", "one object per line")
+            missing = [key for key in required if key not in record]
+            if missing:
+                raise DataError(
+                    f"{path}:{number}: missing field {', '.join(missing)}",
+                    f"each line needs {', '.join(required)}",
+                )
+            records.append(record)
+    if not records:
+        raise DataError(f"{path}: file is empty", "a BEIR folder needs at least one record per file")
+    return records
+
+
+def read_qrels_tsv(path: Path) -> Qrels:
+    if not path.exists():
+        raise DataError(f"{path}: file not found", "a BEIR folder needs qrels/test.tsv")
+    qrels: Qrels = {}
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    if not rows:
+        raise DataError(f"{path}: file is empty", "add `query-id corpus-id score` rows")
+    start = 1 if rows[0] and rows[0][0] in ("query-id", "query_id", "qid") else 0
+    for number, row in enumerate(rows[start:], start=start + 1):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise DataError(f"{path}:{number}: expected 3 tab-separated columns, got {len(row)}",
+                            "rows are `query-id<TAB>corpus-id<TAB>score`")
+        try:
+            score = int(row[2])
+        except ValueError:
+            raise DataError(f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores") from None
+        qrels.setdefault(row[0], {})[row[1]] = score
+    return qrels
+
+
+def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
+    folder = _folder(decl, name)
+    if options.content != "markdown":
+        raise DataError(
+            f"benchmark {decl.name}: --content {options.content} is not available",
+            "BEIR folders hold text only; use --content markdown",
+        )
+    native = decl.subset(name).native_language
+    pages = [
+        Page(
+            id=str(r["_id"]),
+            text=str(r.get("text") or ""),
+            title=(str(r["title"]) if r.get("title") else None),
+            metadata=dict(r.get("metadata") or {}),
+        )
+        for r in _read_jsonl(folder / "corpus.jsonl", ("_id",))
+    ]
+    queries = [
+        Query(
+            id=str(r["_id"]),
+            text=str(r["text"]),
+            language=str(r.get("language") or native),
+            metadata=dict(r.get("metadata") or {}),
+        )
+        for r in _read_jsonl(folder / "queries.jsonl", ("_id", "text"))
+    ]
+    qrels = read_qrels_tsv(folder / "qrels" / "test.tsv")
+    known = {q.id for q in queries}
+    # BEIR folders often ship queries of every split; keep those judged in test.
+    queries = [q for q in queries if q.id in qrels] if any(q in known for q in qrels) else queries
+    return Subset(
+        benchmark=decl.name,
+        name=name,
+        native_language=native,
+        pages=pages,
+        queries=queries,
+        qrels=qrels,
+        source={"kind": "beir", "path": str(folder), "origin": str(folder)},
+    )

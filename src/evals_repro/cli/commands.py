@@ -1,0 +1,3 @@
+"""Subcommand registry: each line imports a module that adds commands to `app`."""
+
+from . import benchmarks  # noqa: F401

@@ -1,0 +1,194 @@
+"""The data every stage shares: a benchmark `Subset` (pages, queries, qrels) and a `Run`.
+
+Ids are strings everywhere (raw integer ids are converted on load) because rankings are
+tie-broken by id descending as a string comparison, exactly as trec_eval does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DataError
+
+# qid -> docid -> score: the pytrec_eval shape, used for runs, qrels and gains alike.
+Run = dict[str, dict[str, float]]
+Qrels = dict[str, dict[str, int]]
+Gains = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One corpus page. `image` is encoded image bytes (PNG/JPEG/WEBP) or None.
+
+    `title` is shown next to the page by every method when the benchmark has titles
+    (MIRACL-VISION); `metadata` keeps anything else the source provides (doc id, page number).
+    """
+
+    id: str
+    text: str
+    image: bytes | None = None
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query in one language. `metadata` holds source fields such as query_types,
+    query_format, content_type; report breakdowns read them."""
+
+    id: str
+    text: str
+    language: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Subset:
+    """One evaluable unit of a benchmark: a corpus, its queries in every language, and qrels.
+
+    `qrels` hold graded integer judgments (>0 relevant); `gains` optional float gains
+    (RCP-nDCG). `source` records where the data came from (repo, revision, files) so
+    result files can pin it.
+    """
+
+    benchmark: str
+    name: str
+    native_language: str
+    pages: list[Page]
+    queries: list[Query]
+    qrels: Qrels
+    gains: Gains | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+    # Optional per-query candidate pools (reranking views): qid -> ordered page ids.
+    pools: dict[str, list[str]] | None = None
+
+    @property
+    def languages(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for query in self.queries:
+            seen.setdefault(query.language, None)
+        return list(seen)
+
+    def queries_in(self, languages: list[str] | None) -> list[Query]:
+        if languages is None:
+            return list(self.queries)
+        wanted = set(languages)
+        return [q for q in self.queries if q.language in wanted]
+
+    def page_by_id(self) -> dict[str, Page]:
+        return {page.id: page for page in self.pages}
+
+    def fingerprint(self, with_images: bool = False) -> str:
+        """Digest of the corpus content: changes whenever a page id, text or title changes."""
+        digest = hashlib.sha256()
+        for page in self.pages:
+            digest.update(page.id.encode())
+            digest.update(b"\0")
+            digest.update((page.title or "").encode())
+            digest.update(b"\0")
+            digest.update(page.text.encode())
+            digest.update(b"\1")
+            if with_images and page.image is not None:
+                digest.update(hashlib.sha256(page.image).digest())
+        return digest.hexdigest()
+
+    def data_digest(self) -> str:
+        """Digest of corpus, queries and qrels: what a result or a study was computed on."""
+        digest = hashlib.sha256(self.fingerprint().encode())
+        for query in self.queries:
+            digest.update(json.dumps([query.id, query.text, query.language]).encode())
+        digest.update(json.dumps(self.qrels, sort_keys=True).encode())
+        if self.gains is not None:
+            digest.update(json.dumps(self.gains, sort_keys=True).encode())
+        return digest.hexdigest()
+
+
+@dataclass
+class CheckResult:
+    """Counts of each consistency problem, with the first offending ids."""
+
+    subset: str
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    FATAL = ("duplicate_page_ids", "duplicate_query_ids", "qrels_unknown_query", "qrels_unknown_page",
+             "no_queries", "no_pages", "invalid_gain")
+
+    def add(self, kind: str, ids: list[str]) -> None:
+        if ids:
+            self.counts[kind] = len(ids)
+            self.problems[kind] = ids[:5]
+
+    @property
+    def fatal(self) -> dict[str, list[str]]:
+        return {k: v for k, v in self.problems.items() if k in self.FATAL}
+
+    @property
+    def warnings(self) -> dict[str, list[str]]:
+        return {k: v for k, v in self.problems.items() if k not in self.FATAL}
+
+
+def _duplicates(ids: list[str]) -> list[str]:
+    seen: set[str] = set()
+    dups: list[str] = []
+    for item in ids:
+        if item in seen and item not in dups:
+            dups.append(item)
+        seen.add(item)
+    return dups
+
+
+def check_subset(subset: Subset, origin: str = "") -> CheckResult:
+    """Consistency checks; raises DataError on fatal problems, returns the warnings.
+
+    Fatal: duplicate ids, qrels naming unknown queries or pages, an empty corpus or query set,
+    negative/non-finite gains. Warnings: queries without a positive qrel (they are not
+    scored, as in trec_eval), pages with empty text (kept in the corpus; images may carry them).
+    """
+    result = CheckResult(subset.name)
+    page_ids = [p.id for p in subset.pages]
+    query_ids = [q.id for q in subset.queries]
+    result.add("no_pages", ["<corpus>"] if not page_ids else [])
+    result.add("no_queries", ["<queries>"] if not query_ids else [])
+    result.add("duplicate_page_ids", _duplicates(page_ids))
+    result.add("duplicate_query_ids", _duplicates(query_ids))
+    known_pages = set(page_ids)
+    known_queries = set(query_ids)
+    result.add("qrels_unknown_query", sorted(q for q in subset.qrels if q not in known_queries))
+    result.add(
+        "qrels_unknown_page",
+        sorted({d for docs in subset.qrels.values() for d in docs if d not in known_pages}),
+    )
+    positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
+    result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
+    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
+    if subset.gains is not None:
+        bad = [
+            f"{q}/{d}"
+            for q, docs in subset.gains.items()
+            for d, g in docs.items()
+            if not (isinstance(g, (int, float)) and math.isfinite(g) and g >= 0)
+        ]
+        result.add("invalid_gain", bad)
+    fatal = result.fatal
+    if fatal:
+        kind, ids = next(iter(fatal.items()))
+        where = f" ({origin})" if origin else ""
+        raise DataError(
+            f"subset {subset.benchmark}/{subset.name}{where}: {result.counts[kind]} "
+            f"{kind.replace('_', ' ')}, first: {', '.join(ids)}",
+            "fix the source data or pick another revision",
+        )
+    return result
+
+
+def ranked(scores: dict[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
+    """Order one query's scores the trec_eval way: score descending, then doc id descending."""
+    items = sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    return items[:top_k] if top_k is not None else items
+
+

@@ -1,0 +1,1 @@
+"""Embedders: API models through their official SDKs and offline NumPy models."""

@@ -1,0 +1,47 @@
+"""The Embedder protocol: items in, L2-normalised float32 rows out, one row per item in order.
+
+Caching, batching limits and throttles sit around `embed` (see `retrieval/dense.py` and
+`providers/`); an embedder only turns one batch of items into vectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+InputType = Literal["query", "document"]
+
+
+@dataclass(frozen=True)
+class EmbedItem:
+    """What one vector is computed from: text, an image (encoded bytes), or both; plus a title."""
+
+    text: str | None = None
+    image: bytes | None = None
+    title: str | None = None
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str  # the method name, e.g. "voyage-4-large"
+    model: str  # the provider's model id
+    dimension: int | None  # requested output dimension (None = model default)
+    supports_images: bool
+
+    def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
+        """Return an (len(items), d) float32 matrix with unit-norm rows, in item order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that changes the vectors (model, dimension, prompts), for cache keys and results."""
+        ...
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    """Unit-normalise rows as float32; a zero row stays zero rather than becoming NaN."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)

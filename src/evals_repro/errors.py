@@ -1,0 +1,44 @@
+"""Typed errors: every failure a user can cause carries one line and a hint on how to fix it.
+
+The CLI prints `error: <message> (<hint>)` and exits non-zero; `--verbose` adds the traceback.
+"""
+
+from __future__ import annotations
+
+
+class EvalsError(Exception):
+    """Base class for errors shown to the user as a single line."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = self.message.rstrip(".")
+        return f"{text}: {self.hint}" if self.hint else text
+
+
+class UsageError(EvalsError):
+    """A bad option value, unknown name or impossible combination."""
+
+
+class DataError(EvalsError):
+    """A missing, empty, garbled or inconsistent input file or dataset."""
+
+
+class ProviderError(EvalsError):
+    """A hosted API failed in a way retries cannot fix (bad key, 4xx, retries exhausted)."""
+
+    exit_code = 3
+
+
+class ConfigurationError(EvalsError):
+    """A missing key or an unusable environment (no Hub access, store not uploaded)."""
+
+
+def choices(values) -> str:
+    """Format valid choices for a hint: `a, b, c`."""
+    return ", ".join(str(v) for v in values)

@@ -1,0 +1,101 @@
+"""Crash-safe file writing: temp file + rename, and append-only JSONL flushed per record.
+
+A killed process leaves either the old file or the new one, never a torn one; a torn final
+JSONL line (killed mid-write) is dropped and truncated away on the next open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:
+    """Read the records of a JSONL file; a torn last line is dropped (and cut off if `repair`).
+
+    Only the final line may be torn (a kill mid-write); a bad line before it is real damage.
+    """
+    from .errors import DataError
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    records: list[dict] = []
+    offset = 0
+    while offset < len(data):
+        newline = data.find(b"\n", offset)
+        terminated = newline != -1
+        end = newline if terminated else len(data)
+        line = data[offset:end]
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                if terminated and data[end + 1 :].strip():
+                    raise DataError(
+                        f"{path}: line {data[:offset].count(b'\n') + 1} is not valid JSON",
+                        "the file is damaged before its last line; move it away and rerun",
+                    ) from None
+                if repair:
+                    with open(path, "r+b") as handle:
+                        handle.truncate(offset)
+                return records
+        if not terminated and repair:
+            with open(path, "ab") as handle:
+                handle.write(b"\n")
+        offset = end + 1
+    return records
+
+
+class JsonlAppender:
+    """Append records to a JSONL file, one flush + fsync per record."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        read_jsonl(self.path, repair=True)
+        self._handle = open(self.path, "ab")
+
+    def append(self, record: dict) -> None:
+        self._handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

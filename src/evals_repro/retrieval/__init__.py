@@ -1,0 +1,1 @@
+"""First-stage retrieval: the Retriever protocol, BM25, the exact cosine index."""

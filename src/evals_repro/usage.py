@@ -1,0 +1,36 @@
+"""What a run spent: requests, attempts, tokens, cache hits. Written to result files and printed."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+
+class Usage:
+    """Thread-safe counters keyed by name (requests, attempts, retries, tokens, cache_hits, ...)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, key: str, amount: int | float = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    def get(self, key: str) -> int | float:
+        with self._lock:
+            return self._counts.get(key, 0)
+
+    def as_dict(self) -> dict[str, int | float]:
+        with self._lock:
+            return dict(sorted(self._counts.items()))
+
+    def merge(self, other: "Usage") -> None:
+        for key, value in other.as_dict().items():
+            self.add(key, value)
+
+    def summary(self) -> str:
+        counts = self.as_dict()
+        if not counts:
+            return "no API requests"
+        return ", ".join(f"{key.replace('_', ' ')} {value:,}" for key, value in counts.items())

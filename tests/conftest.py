@@ -1,0 +1,22 @@
+"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
+os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+
+def shared_path(*parts: str) -> Path:
+    """A file under ../shared, or skip the test when it is absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"../shared/{'/'.join(parts)} is not available")
+    return path
