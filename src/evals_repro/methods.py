@@ -101,6 +101,21 @@ def _import(target: str) -> Any:
     return getattr(importlib.import_module(module_name), func_name)
 
 
+def build(method: ResolvedMethod, ctx: MethodContext) -> Retriever:
+    """Build the full pipeline: first stage (or RRF of several), then the reranker if any."""
+    if method.fused:
+        fuse = _import("evals_repro.retrieval.fusion:RRFRetriever")
+        first = fuse([build_first_stage(name, ctx) for name in method.fused], name=method.first_stage)
+    else:
+        first = build_first_stage(method.first_stage, ctx)
+    if not method.is_reranked:
+        return first
+    entry = RERANKERS[method.reranker]
+    reranker = _import(entry.target)(method.reranker, method.reranker_model, ctx)
+    pipeline = _import("evals_repro.rerankers.pipeline:RerankedRetriever")
+    return pipeline(first, reranker, depth=method.depth, name=method.label)
+
+
 def build_first_stage(name: str, ctx: MethodContext) -> Retriever:
     entry = METHODS.get(name)
     if entry is None:

@@ -1,0 +1,1 @@
+"""Rerankers over any first stage: Cohere, Voyage, Mixedbread through their official SDKs."""
