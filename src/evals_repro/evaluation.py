@@ -204,6 +204,9 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
     started = time.perf_counter()
     subset = load_subset(decl, name, options)
     load_seconds = time.perf_counter() - started
+    checks = subset.source.get("checks") or {}
+    if checks:
+        echo(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
     languages = languages_for(request.setting, decl, subset)
     before = ctx.usage.as_dict()
     blocks, _ = score_subset(subset, retriever, languages, request.top_k, measures)
