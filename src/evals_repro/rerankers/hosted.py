@@ -56,6 +56,7 @@ class HostedReranker(ABC):
         self.ctx = ctx
         self.settings = provider_settings(self.provider, ctx.options)
         self.client = client if client is not None else self._make_client()
+        self.workers = int(ctx.options.get("workers") or 4)  # concurrent queries in RerankedRetriever
         self._lock = threading.Lock()
         self.documents_seen = 0
         self.documents_truncated = 0

@@ -39,12 +39,12 @@ class RerankedRetriever:
     """`<first stage>+<reranker>@<depth>`: the Retriever protocol around a first stage and a Reranker."""
 
     def __init__(self, first: Any, reranker: Reranker, depth: int, name: str | None = None,
-                 workers: int = 4) -> None:
+                 workers: int | None = None) -> None:
         self.first = first
         self.reranker = reranker
         self.depth = int(depth)
         self.name = name or f"{first.name}+{reranker.name}@{self.depth}"
-        self.workers = max(1, int(workers))
+        self.workers = max(1, int(workers or getattr(reranker, "workers", 4)))
 
     @property
     def meaningful_depth(self) -> int:

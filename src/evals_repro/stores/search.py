@@ -35,8 +35,7 @@ def best_chunk_per_page(chunks: list[Any], file_pages: dict[str, str]) -> dict[s
 
 
 class StoreRetriever:
-    def __init__(self, name: str, ctx: MethodContext, content: str, rerank: bool, client: Any = None,
-                 workers: int = 4) -> None:
+    def __init__(self, name: str, ctx: MethodContext, content: str, rerank: bool, client: Any = None) -> None:
         from ..providers.settings import provider_settings
 
         self.name = name
@@ -51,7 +50,7 @@ class StoreRetriever:
 
             client = mixedbread_client(self.settings)
         self.client = client
-        self.workers = max(1, int(workers))
+        self.workers = max(1, int(ctx.options.get("workers") or 4))
         self.call = retrying(self.settings, ctx.usage)
         self.stores: dict[str, str] = {}  # subset -> store name, for describe()
 
