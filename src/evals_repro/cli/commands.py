@@ -2,3 +2,4 @@
 
 from . import benchmarks  # noqa: F401
 from . import evaluate  # noqa: F401
+from . import run  # noqa: F401
