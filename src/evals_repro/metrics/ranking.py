@@ -33,10 +33,16 @@ def as_float32(qid: str, scores: Mapping[str, float]) -> dict[str, float]:
     return dict(zip(scores, array("f", values).tolist()))
 
 
-def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
-    """(doc id, float32 score) pairs in trec_eval order; expects `as_float32` scores."""
-    ordered = sorted(((score, doc) for doc, score in scores.items()), reverse=True)
-    return [(doc, score) for score, doc in ordered]
+def trec_ranked(scores: Mapping[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
+    """(doc id, score) pairs in trec_eval order, float32 ties broken by doc id descending.
+
+    The scores returned are the caller's own; only the order follows trec_eval.
+    """
+    rounded = array("f", scores.values()).tolist()
+    order = sorted(zip(rounded, scores), reverse=True)
+    if top_k is not None:
+        order = order[:top_k]
+    return [(doc, scores[doc]) for _, doc in order]
 
 
 def truncate(scores: Mapping[str, float], depth: int) -> dict[str, float]:
