@@ -1,0 +1,124 @@
+"""nDCG over float gains (RCP-nDCG), with the two tie rules the rcp-ndcg release reports.
+
+Linear gain, discount 1/log2(rank + 1). The ideal ranking takes every gain of the query (all
+judged pages, retrieved or not); a query whose ideal DCG is 0 scores 0; a page without a gain
+counts 0. Which queries are scored follows trec_eval: those present in both the run and the
+gains (a query absent from the gains is not scored and not averaged).
+
+Tie rules:
+- `group-mean` (default, the paper's and mteb's rule): pages with identical scores form a group
+  and each position the group occupies is credited the group's mean gain -- the expected DCG
+  over all orderings of the tie. A group straddling the cutoff contributes its mean at each of
+  its positions inside the cutoff.
+- `doc-id`: score descending, then page id descending, with scores compared as 32-bit floats
+  (trec_eval stores scores as C floats, so 0.30000001 and 0.3 tie there too).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import DataError, UsageError, choices
+
+TIE_RULES = ("group-mean", "doc-id")
+DEFAULT_TIE_RULE = "group-mean"
+
+
+def check_tie_rule(tie_rule: str) -> str:
+    if tie_rule not in TIE_RULES:
+        raise UsageError(f"unknown tie rule '{tie_rule}'", f"choose from {choices(TIE_RULES)}")
+    return tie_rule
+
+
+def _discounts(k: int) -> np.ndarray:
+    return 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+
+
+def check_gains(gains: Mapping[str, float], where: str = "") -> None:
+    """Negative or non-finite gains are data errors, never silently clipped."""
+    for doc, gain in gains.items():
+        if not (isinstance(gain, (int, float)) and math.isfinite(gain) and gain >= 0):
+            raise DataError(
+                f"gain {gain!r} for page {doc}{where} is not a finite number >= 0",
+                "gains are probabilities in [0, 1]; fix the gains file",
+            )
+
+
+def _check_scores(scores: Mapping[str, float], where: str) -> None:
+    for doc, score in scores.items():
+        if isinstance(score, float) and math.isnan(score):
+            raise DataError(f"score NaN for page {doc}{where}", "drop or rescore NaN rows before evaluating")
+
+
+def idcg_at_k(gains: Mapping[str, float], k: int) -> float:
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    return float(np.dot(np.asarray(ideal, dtype=np.float64), _discounts(len(ideal)))) if ideal else 0.0
+
+
+def dcg_at_k(scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE) -> float:
+    check_tie_rule(tie_rule)
+    if not scores:
+        return 0.0
+    discounts = _discounts(min(k, len(scores)))
+    if tie_rule == "doc-id":
+        order = sorted(scores, key=lambda d: (np.float32(scores[d]), d), reverse=True)[:k]
+        return float(sum(gains.get(d, 0.0) * discounts[i] for i, d in enumerate(order)))
+    order = sorted(scores, key=lambda d: scores[d], reverse=True)
+    total = 0.0
+    start = 0
+    while start < len(order) and start < k:
+        end = start + 1
+        while end < len(order) and scores[order[end]] == scores[order[start]]:
+            end += 1
+        mean_gain = sum(gains.get(d, 0.0) for d in order[start:end]) / (end - start)
+        total += mean_gain * float(discounts[start : min(end, k)].sum())
+        start = end
+    return total
+
+
+def ndcg_float_at_k(
+    scores: Mapping[str, float],
+    gains: Mapping[str, float],
+    k: int = 10,
+    tie_rule: str = DEFAULT_TIE_RULE,
+    query_id: str | None = None,
+) -> float:
+    """nDCG@k of one query's scored pages against its float gains."""
+    if k < 1:
+        raise UsageError(f"cutoff k={k} must be at least 1", "use e.g. k=10")
+    where = f" of query {query_id}" if query_id is not None else ""
+    check_gains(gains, where)
+    _check_scores(scores, where)
+    ideal = idcg_at_k(gains, k)
+    if ideal <= 0.0:
+        return 0.0
+    return dcg_at_k(scores, gains, k, tie_rule) / ideal
+
+
+def ndcg_float_per_query(
+    run: Mapping[str, Mapping[str, float]],
+    gains: Mapping[str, Mapping[str, float]],
+    k: int = 10,
+    tie_rule: str = DEFAULT_TIE_RULE,
+) -> dict[str, float]:
+    """qid -> nDCG@k for every query in both the run and the gains (trec_eval's query set)."""
+    check_tie_rule(tie_rule)
+    return {
+        qid: ndcg_float_at_k(scores, gains[qid], k, tie_rule, query_id=qid)
+        for qid, scores in run.items()
+        if qid in gains
+    }
+
+
+def mean_ndcg_float(
+    run: Mapping[str, Mapping[str, float]],
+    gains: Mapping[str, Mapping[str, float]],
+    k: int = 10,
+    tie_rule: str = DEFAULT_TIE_RULE,
+) -> float:
+    """Mean over the scored queries; 0.0 when no query is scored."""
+    values = ndcg_float_per_query(run, gains, k, tie_rule)
+    return float(sum(values.values()) / len(values)) if values else 0.0
