@@ -81,6 +81,10 @@ def test_query_absent_from_gains_is_not_scored():
     gains = {"q1": {"a": 0.25}}
     assert ndcg_float_per_query(run, gains) == {"q1": 1.0}
     assert mean_ndcg_float(run, gains) == 1.0
+    # Asked for explicitly (the positive-qrel queries), it scores 0: its ideal DCG is 0.
+    assert ndcg_float_per_query(run, gains, qids=["q1", "q2"]) == {"q1": 1.0, "q2": 0.0}
+    # A judged query missing from the run scores 0 (trec_eval -c).
+    assert ndcg_float_per_query({}, gains) == {"q1": 0.0}
     # A query with gains but all zero is scored, as 0.
     assert mean_ndcg_float(run, {"q1": {"a": 0.25}, "q2": {"a": 0.0}}) == 0.5
 

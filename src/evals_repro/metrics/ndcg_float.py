@@ -2,8 +2,8 @@
 
 Linear gain, discount 1/log2(rank + 1). The ideal ranking takes every gain of the query (all
 judged pages, retrieved or not); a query whose ideal DCG is 0 scores 0; a page without a gain
-counts 0. Which queries are scored follows trec_eval: those present in both the run and the
-gains (a query absent from the gains is not scored and not averaged).
+counts 0. The judged queries (those with gains) are scored, a judged query missing from the
+run scoring 0 as in trec_eval -c; a run query absent from the gains is not scored.
 
 Tie rules:
 - `group-mean` (default, the paper's and mteb's rule): pages with identical scores form a group
@@ -17,7 +17,7 @@ Tie rules:
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -103,13 +103,20 @@ def ndcg_float_per_query(
     gains: Mapping[str, Mapping[str, float]],
     k: int = 10,
     tie_rule: str = DEFAULT_TIE_RULE,
+    qids: Iterable[str] | None = None,
 ) -> dict[str, float]:
-    """qid -> nDCG@k for every query in both the run and the gains (trec_eval's query set)."""
+    """qid -> nDCG@k.
+
+    By default the judged queries are scored (every query of `gains`); a judged query missing
+    from the run scores 0 (trec_eval -c), a run query absent from the gains is not scored.
+    Given `qids` (e.g. the queries with a positive qrel), exactly those are scored, and one
+    without gains scores 0 (its ideal DCG is 0).
+    """
     check_tie_rule(tie_rule)
+    selected = sorted(gains) if qids is None else list(dict.fromkeys(qids))
     return {
-        qid: ndcg_float_at_k(scores, gains[qid], k, tie_rule, query_id=qid)
-        for qid, scores in run.items()
-        if qid in gains
+        qid: ndcg_float_at_k(run.get(qid) or {}, gains.get(qid) or {}, k, tie_rule, query_id=qid)
+        for qid in selected
     }
 
 
@@ -118,7 +125,8 @@ def mean_ndcg_float(
     gains: Mapping[str, Mapping[str, float]],
     k: int = 10,
     tie_rule: str = DEFAULT_TIE_RULE,
+    qids: Iterable[str] | None = None,
 ) -> float:
-    """Mean over the scored queries; 0.0 when no query is scored."""
-    values = ndcg_float_per_query(run, gains, k, tie_rule)
+    """Macro mean over the scored queries (see `ndcg_float_per_query`); 0.0 when none is scored."""
+    values = ndcg_float_per_query(run, gains, k, tie_rule, qids)
     return float(sum(values.values()) / len(values)) if values else 0.0
