@@ -17,6 +17,7 @@ from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, p
 # Loader kind -> "module:function(declaration, subset_name, options) -> Subset".
 LOADERS: dict[str, str] = {
     "beir": "evals_repro.benchmarks.beir:load",
+    "rcp": "evals_repro.benchmarks.rcp:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"
