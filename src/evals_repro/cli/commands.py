@@ -1,3 +1,4 @@
 """Subcommand registry: each line imports a module that adds commands to `app`."""
 
 from . import benchmarks  # noqa: F401
+from . import rcp  # noqa: F401

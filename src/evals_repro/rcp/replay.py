@@ -104,7 +104,7 @@ def replay(release: Release, domains: Iterable[str] = DOMAINS, languages: Iterab
     return result
 
 
-_VIEW_TITLES = {"native": "native-language questions", "mean6": "mean over the 6 query languages"}
+_VIEW_TITLES = {"native": "native-language questions", "mean6": "mean over the {n} query languages"}
 _RULE_TITLES = {"doc-id": "rule (a): document-id tie-break", "group-mean": "rule (b): group-mean gain for ties"}
 _METRIC_TITLES = {"rcp_ndcg_at_10": "RCP-nDCG@10", "qrel_ndcg_at_10": "qrel-nDCG@10"}
 
@@ -121,7 +121,7 @@ def format_tables(result: Replay, tie_rules: Iterable[str] = ("doc-id", "group-m
     for view in VIEWS:
         for rule in tie_rules:
             for metric in METRICS:
-                lines += ["", f"**{_METRIC_TITLES[metric]} (%), {_VIEW_TITLES[view]}, {_RULE_TITLES[rule]}**", "",
+                lines += ["", f"**{_METRIC_TITLES[metric]} (%), {_VIEW_TITLES[view].format(n=len(result.languages))}, {_RULE_TITLES[rule]}**", "",
                           header, rule_line]
                 for model in result.models:
                     cells = [pct(result.cell(view, model, d, rule, metric)) for d in result.domains]
