@@ -98,6 +98,15 @@ def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[bytes, list[st
     return _parquet(rows), pool
 
 
+def qrels_parquet(qid: str, rows: list[tuple]) -> bytes:
+    """`{subset}-qrels`: query-id, corpus-id, score (int), gain, theta (null outside the judged pool)."""
+    return _parquet(
+        {"query-id": [qid] * len(rows), "corpus-id": [r[0] for r in rows], "score": [r[1] for r in rows],
+         "gain": [r[2] for r in rows], "theta": [r[3] for r in rows]},
+        pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64()),
+                   ("gain", pa.float64()), ("theta", pa.float64())]))
+
+
 def release_files() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
@@ -111,21 +120,13 @@ def release_files() -> dict[str, bytes]:
     for subset, (qid, text, pool, rows) in QRELS.items():
         files[f"{subset}/queries.parquet"] = _parquet({"id": [qid], "text": [text]})
         files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
-        files[f"{subset}/qrels.parquet"] = _parquet(
-            {"query-id": [qid] * len(rows), "corpus-id": [r[0] for r in rows], "score": [r[1] for r in rows],
-             "gain": [r[2] for r in rows], "theta": [r[3] for r in rows]},
-            pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64()),
-                       ("gain", pa.float64()), ("theta", pa.float64())]))
+        files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, rows)
     for subset, qid in POOL_SUBSETS.items():
         first_stage, pool = _first_stage(qid, "g1", perturb=subset.startswith("energy"))
         files[f"provenance/first_stage/{subset}.parquet"] = first_stage
         files[f"{subset}/queries.parquet"] = _parquet({"id": [qid], "text": ["Wie viele Urlaubstage?"]})
         files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
-        files[f"{subset}/qrels.parquet"] = _parquet(
-            {"query-id": [qid, qid], "corpus-id": ["g1", "missed-positive"], "score": [2, 1],
-             "gain": [0.9, 0.0], "theta": [1.2, None]},
-            pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64()),
-                       ("gain", pa.float64()), ("theta", pa.float64())]))
+        files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, [("g1", 2, 0.9, 1.2), ("missed-positive", 1, 0.0, None)])
     for domain, rows in RUNS.items():
         files[f"provenance/runs/{domain}.parquet"] = _parquet(
             {"model": [r[0] for r in rows], "is_judge": [r[1] for r in rows], "query-id": [r[2] for r in rows],

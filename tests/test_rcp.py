@@ -154,3 +154,48 @@ def test_rcp_pool_command(snapshot, capsys):
     captured = capsys.readouterr()
     assert "energy__german: rrf_fused not reproduced for 1 queries, first en-de-1" in captured.out
     assert "error: pools not reproduced in 1 of 2 subsets" in captured.err
+
+
+# -- the same release served by the fake Hub ----------------------------------------------------------------
+
+@pytest.fixture
+def hub(request, monkeypatch):
+    """The session's fake Hub (tests/conftest.py) serving the fixture at v2 and a v1 whose h2 gain differs."""
+    try:
+        fake = request.getfixturevalue("fake_hub")
+    except pytest.FixtureLookupError:
+        pytest.skip("tests/conftest.py provides no fake_hub fixture")
+    from evals_repro.rcp.release import REPO
+
+    files = rcp_fixture.release_files()
+    fake.add_repo(REPO, V2, files)
+    old = dict(files)
+    old["hr__english/qrels.parquet"] = rcp_fixture.qrels_parquet("hr-en-1", [
+        ("h1", 2, 0.9, 1.5), ("h2", 0, 0.45, 0.1), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)])
+    fake.add_repo(REPO, V1, old, branch=None)
+    monkeypatch.delenv("EVALS_REPRO_RCP_SNAPSHOT", raising=False)
+    return fake
+
+
+def test_loader_through_fake_hub(hub, monkeypatch):
+    decl = get_benchmark("vidore-v3-rcp")
+    subset = load_subset(decl, "hr__english")
+    assert subset.gains["hr-en-1"]["h2"] == 0.5 and subset.source["revision"] == V2
+    assert subset.pools == {"hr-en-1": ["h1", "h2", "h3"]}
+    older = load_subset(decl, "hr__english", LoadOptions(revision="v1-nvidia-qwen3.5-397b-a17b-nvfp4"))
+    assert older.gains["hr-en-1"]["h2"] == 0.45 and older.source["revision"] == V1
+    # A second load from the cache with HF_HUB_OFFLINE makes no request.
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    hub.clear_requests()
+    again = load_subset(decl, "hr__english")
+    assert again.gains == subset.gains and hub.requests == []
+
+
+def test_replay_and_pool_through_fake_hub(hub, capsys):
+    assert main(["rcp", "replay", "--domains", "hr,energy", "--languages", "english,french"]) == 0
+    out = capsys.readouterr().out
+    assert f"at revision {V2}" in out and "| Voyage2.5 | 95.9 | 86.6 | 91.2 |" in out
+    assert main(["rcp", "pool", "--subsets", "hr__german"]) == 0
+    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 |" in capsys.readouterr().out

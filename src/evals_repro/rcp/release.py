@@ -117,26 +117,32 @@ class Release:
 
 
 def _download(repo: str, relpath: str, revision: str) -> Path:
+    """One file at one revision through the Hub cache; the same probe and errors as the Hub loaders."""
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import (EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
-    where = f"{repo}@{revision}"
+    from ..benchmarks import hub
+
+    if hub.offline():
+        if not _SHA.fullmatch(revision):
+            raise ConfigurationError(f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got '{revision}'",
+                                     f"use a release tag ({choices(RELEASES)}) or unset HF_HUB_OFFLINE")
+        commit = revision
+    else:
+        commit = hub.resolve_revision(repo, revision)
     try:
-        return Path(hf_hub_download(repo, relpath, repo_type="dataset", revision=revision))
+        return Path(hf_hub_download(repo, relpath, repo_type="dataset", revision=commit))
     except EntryNotFoundError:
-        raise DataError(f"{where}: no file {relpath}", "check the subset name and the revision") from None
-    except RevisionNotFoundError:
-        raise DataError(f"{where}: revision not found on the Hub",
-                        f"use a release tag ({choices(RELEASES)}) or a full commit sha") from None
-    except RepositoryNotFoundError:
-        raise DataError(f"{repo}: dataset not found on the Hub", "check HF_ENDPOINT and the repo id") from None
-    except (LocalEntryNotFoundError, OSError) as exc:
+        raise DataError(f"{repo}@{commit}: no file {relpath}", "check the subset name and the revision") from None
+    except LocalEntryNotFoundError:
         raise ConfigurationError(
-            f"cannot fetch {relpath} from {where} ({type(exc).__name__})",
-            "connect to the Hub, set HF_ENDPOINT to a mirror, pre-download with HF_HUB_OFFLINE unset, "
-            "or pass --snapshot with a local copy",
+            f"{repo}@{commit}/{relpath} is not in the offline cache and HF_HUB_OFFLINE=1 is set",
+            "download it once with network access, or pass --snapshot with a local copy of the release",
         ) from None
+    except Exception as exc:
+        if hub._is_network_error(exc):
+            raise hub.unreachable(repo, commit, type(exc).__name__) from None
+        raise
 
 
 def parse_item_params(path: Path) -> list[tuple[float, float]]:
