@@ -130,3 +130,30 @@ def test_doc_id_rule_matches_pytrec_eval_on_integer_gains():
     assert set(ours) == set(expected)
     for qid, value in ours.items():
         assert value == pytest.approx(expected[qid]["ndcg_cut_10"], abs=1e-6), qid
+
+
+def test_evaluate_command_with_gains(tmp_path, capsys):
+    from evals_repro.cli import main
+
+    (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 1\n")
+    (tmp_path / "gains").write_text("q1 0 d1 1.0\nq1 0 d2 0.5\nq1 0 d9 0\nq2 0 d3 0.25\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 0.9 t\nq1 Q0 d1 2 0.7 t\nq1 Q0 d9 3 0.1 t\n"
+                                  "q2 Q0 d3 1 0.5 t\nq2 Q0 d4 2 0.5 t\n")
+    args = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+            "--gains", str(tmp_path / "gains"), "-m", "ndcg_at_10", "-q"]
+    assert main(args) == 0
+    lines = {tuple(line.split()[:2]): float(line.split()[2]) for line in capsys.readouterr().out.splitlines()}
+    q1 = (0.5 + 1 / L2(3)) / (1 + 0.5 / L2(3))
+    q2_group_mean = 0.125 * (1 + 1 / L2(3)) / 0.25  # d3 (0.25) ties d4 (unjudged) at ranks 1-2
+    assert lines[("ndcg_float_at_10", "q1")] == pytest.approx(q1, abs=1e-4)
+    assert lines[("ndcg_float_at_10", "q2")] == pytest.approx(q2_group_mean, abs=1e-4)
+    assert lines[("ndcg_float_at_10", "all")] == pytest.approx((q1 + q2_group_mean) / 2, abs=1e-4)
+    assert main(args[:-1] + ["--tie-rule", "doc-id"]) == 0
+    lines = {tuple(line.split()[:2]): float(line.split()[2]) for line in capsys.readouterr().out.splitlines()}
+    assert lines[("ndcg_float_at_10", "all")] == pytest.approx((q1 + 1 / L2(3)) / 2, abs=1e-4)  # d4 before d3
+
+    (tmp_path / "bad").write_text("q1 0 d1 -0.5\n")
+    assert main(args[:-1] + ["--gains", str(tmp_path / "bad")]) == 2
+    assert "bad:1: gain -0.5 is not a finite number >= 0" in capsys.readouterr().err
+    assert main(args[:5] + ["-m", "ndcg_float_at_10"]) == 2
+    assert "needs float gains" in capsys.readouterr().err

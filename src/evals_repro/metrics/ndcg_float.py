@@ -17,6 +17,7 @@ Tie rules:
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -130,3 +131,61 @@ def mean_ndcg_float(
     """Macro mean over the scored queries (see `ndcg_float_per_query`); 0.0 when none is scored."""
     values = ndcg_float_per_query(run, gains, k, tie_rule, qids)
     return float(sum(values.values()) / len(values)) if values else 0.0
+
+
+# -- the measure family (`ndcg_float_at_10` in `evaluate`, result files and reports) -------------------
+
+_FORM = re.compile(r"ndcg_float_at_(\d+)")
+GAINS_LAYOUT = "`qid 0 docid gain`"
+
+
+def _compute(measures: list, data) -> dict[str, dict[str, float]]:
+    """Every requested cutoff for every scored query; the tie rule comes from `options["tie_rule"]`."""
+    if data.gains is None:
+        raise UsageError("ndcg_float_at_k needs float gains", "pass --gains FILE (TREC qrels layout, float 4th column)")
+    tie_rule = check_tie_rule(data.options.get("tie_rule", DEFAULT_TIE_RULE))
+    return {
+        qid: {m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)
+              for m in measures}
+        for qid in data.qids
+    }
+
+
+def _parse(text: str):
+    from .base import Measure
+
+    match = _FORM.fullmatch(text)
+    if not match or int(match.group(1)) < 1:
+        return None
+    k = int(match.group(1))
+    return Measure(f"ndcg_float_at_{k}", f"ndcg_float_cut_{k}", _compute, cutoff=k)
+
+
+def read_trec_gains(path) -> dict[str, dict[str, float]]:
+    """Float gains in TREC qrels layout (`q1 0 doc7 0.8970193041430923`); one line per query and page."""
+    from .trec_files import iter_columns
+
+    gains: dict[str, dict[str, float]] = {}
+    for number, (qid, _iteration, docid, text) in iter_columns(path, 4, "gains", GAINS_LAYOUT):
+        where = f"{path}:{number}"
+        try:
+            value = float(text)
+        except ValueError:
+            raise DataError(f"{where}: gain '{text}' is not a number", f"gains lines are {GAINS_LAYOUT}") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise DataError(f"{where}: gain {text} is not a finite number >= 0", "gains are probabilities in [0, 1]")
+        docs = gains.setdefault(qid, {})
+        if docid in docs:
+            raise DataError(f"{where}: page {docid} has two gains for query {qid}", "keep one line per query and page")
+        docs[docid] = value
+    return gains
+
+
+def _register():
+    from .base import FAMILIES, Family, register
+
+    if not any(f.name == "ndcg_float" for f in FAMILIES):
+        register(Family("ndcg_float", ("ndcg_float_at_{k}",), _parse))
+
+
+_register()
