@@ -84,3 +84,18 @@ def test_rrf_through_method_registry(monkeypatch):
 def test_rrf_needs_two_methods():
     with pytest.raises(UsageError, match="at least two"):
         RRFRetriever([FixedRetriever("a", [])], name="rrf:a")
+
+
+def test_pool_retriever_and_restriction():
+    from evals_repro.errors import DataError
+    from evals_repro.retrieval.pool import PoolRetriever, restrict_to_pools
+
+    subset = _subset()
+    subset.pools = {"q1": ["p3", "p1", "p4"]}
+    run = PoolRetriever().run(subset, subset.queries, top_k=2)
+    assert run == {"q1": {"p3": 0.0, "p1": -1.0}}
+    assert restrict_to_pools({"q1": {"p1": 0.2, "p2": 0.9, "p4": 0.1}, "q9": {"p1": 1.0}}, subset.pools) == {
+        "q1": {"p1": 0.2, "p4": 0.1}}
+    subset.pools = None
+    with pytest.raises(DataError, match="no candidate pools"):
+        PoolRetriever().run(subset, subset.queries, top_k=2)
