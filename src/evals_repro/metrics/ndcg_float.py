@@ -20,8 +20,6 @@ import math
 import re
 from typing import Iterable, Mapping
 
-import numpy as np
-
 from ..errors import DataError, UsageError, choices
 
 TIE_RULES = ("group-mean", "doc-id")
@@ -34,8 +32,8 @@ def check_tie_rule(tie_rule: str) -> str:
     return tie_rule
 
 
-def _discounts(k: int) -> np.ndarray:
-    return 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+def _discounts(k: int) -> list[float]:
+    return [1.0 / math.log2(rank + 1) for rank in range(1, k + 1)]
 
 
 def check_gains(gains: Mapping[str, float], where: str = "") -> None:
@@ -56,7 +54,7 @@ def _check_scores(scores: Mapping[str, float], where: str) -> None:
 
 def idcg_at_k(gains: Mapping[str, float], k: int) -> float:
     ideal = sorted(gains.values(), reverse=True)[:k]
-    return float(np.dot(np.asarray(ideal, dtype=np.float64), _discounts(len(ideal)))) if ideal else 0.0
+    return sum(g * d for g, d in zip(ideal, _discounts(len(ideal))))
 
 
 def dcg_at_k(scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE) -> float:
@@ -65,7 +63,10 @@ def dcg_at_k(scores: Mapping[str, float], gains: Mapping[str, float], k: int, ti
         return 0.0
     discounts = _discounts(min(k, len(scores)))
     if tie_rule == "doc-id":
-        order = sorted(scores, key=lambda d: (np.float32(scores[d]), d), reverse=True)[:k]
+        from .ranking import as_float32  # trec_eval stores scores as C floats
+
+        rounded = as_float32("", scores)
+        order = sorted(scores, key=lambda d: (rounded[d], d), reverse=True)[:k]
         return float(sum(gains.get(d, 0.0) * discounts[i] for i, d in enumerate(order)))
     order = sorted(scores, key=lambda d: scores[d], reverse=True)
     total = 0.0
@@ -75,7 +76,7 @@ def dcg_at_k(scores: Mapping[str, float], gains: Mapping[str, float], k: int, ti
         while end < len(order) and scores[order[end]] == scores[order[start]]:
             end += 1
         mean_gain = sum(gains.get(d, 0.0) for d in order[start:end]) / (end - start)
-        total += mean_gain * float(discounts[start : min(end, k)].sum())
+        total += mean_gain * sum(discounts[start : min(end, k)])
         start = end
     return total
 
