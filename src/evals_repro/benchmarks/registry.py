@@ -17,6 +17,10 @@ from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, p
 # Loader kind -> "module:function(declaration, subset_name, options) -> Subset".
 LOADERS: dict[str, str] = {
     "beir": "evals_repro.benchmarks.beir:load",
+    "vidore-raw": "evals_repro.benchmarks.vidore:load",
+    "mteb": "evals_repro.benchmarks.mteb:load",
+    "miracl-vision": "evals_repro.benchmarks.miracl:load",
+    "rcp": "evals_repro.benchmarks.rcp:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"
@@ -44,8 +48,9 @@ def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:
         return (folder / "corpus.jsonl").exists() or (folder / "queries.jsonl").exists()
 
     native = language or USER_FOLDER_LANGUAGE
+    path_name = path.resolve().name  # `path.name` is empty for "." or "folder/.."
     if is_beir(path):
-        subsets = [SubsetDeclaration(path.name, native, {"path": str(path.resolve())})]
+        subsets = [SubsetDeclaration(path_name, native, {"path": str(path.resolve())})]
     else:
         children = sorted(child for child in path.iterdir() if child.is_dir() and is_beir(child))
         if not children:
@@ -55,7 +60,7 @@ def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:
             )
         subsets = [SubsetDeclaration(c.name, native, {"path": str(c.resolve())}) for c in children]
     return BenchmarkDeclaration(
-        name=path.resolve().name,
+        name=path_name,
         loader="beir",
         query_languages=[native],
         subsets=subsets,
