@@ -130,3 +130,11 @@ def test_learns_reported_to_estimated_ratio():
     ticket, _ = throttle.acquire(100)
     throttle.release(ticket, tokens=0)  # failed calls (booked as zero) teach nothing
     assert abs(throttle.scale - 0.5) < 0.01
+
+
+def test_reset_throttles_forgets_budgets():
+    from evals_repro.providers.throttle import reset_throttles
+    settings = provider_settings("gemini", {"gemini_rpm": 7})
+    before = get_throttle(settings)
+    reset_throttles()
+    assert get_throttle(settings) is not before

@@ -64,7 +64,7 @@ def run(monkeypatch, throttled: bool, items: int) -> dict:
     with BudgetedVoyage(BUDGET, WINDOW) as fake:
         monkeypatch.setenv("VOYAGE_API_KEY", "perf-key")
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
-        ctx = MethodContext(benchmark="perf", options={"max_attempts": 30, "embed_workers": 4, "timeout": 30})
+        ctx = MethodContext(benchmark="perf", options={"max_attempts": 30, "workers": 4, "timeout": 30})
         embedder = build_embedder("voyage-4", ctx)
         embedder.settings = replace(embedder.settings, window=WINDOW, max_batch_items=BATCH,
                                     tokens_per_minute=BUDGET if throttled else 0, requests_per_minute=0)

@@ -135,3 +135,9 @@ def get_throttle(settings: ProviderSettings) -> Throttle:
         if throttle is None:
             throttle = _throttles[settings.key] = Throttle.from_settings(settings)
         return throttle
+
+
+def reset_throttles() -> None:
+    """Forget every process-wide throttle (tests start each case with fresh budgets)."""
+    with _registry_lock:
+        _throttles.clear()
