@@ -11,6 +11,7 @@ from evals_repro.errors import UsageError
 from evals_repro.evaluation import RunRequest, run_benchmark
 from evals_repro.report import build_tables, to_markdown
 from evals_repro.stores.upload import upload_benchmark
+from beir_folder import write_beir_folder
 from fakes.mixedbread_store import MixedbreadStoreFake
 from fakes.rerankers import CohereRerankFake
 
@@ -39,14 +40,7 @@ def fakes(monkeypatch):
 
 
 def _folder(tmp_path):
-    folder = tmp_path / "energy"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in PAGES.items()))
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n"
-                                                  for k, v in QUERIES.items()))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"
-                                               + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in QRELS))
-    return str(folder)
+    return write_beir_folder(tmp_path / "energy", PAGES, QUERIES, QRELS)
 
 
 def _reranked_run(benchmark, subsets, tmp_path, depth=3, top_k=5):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections import Counter
 
 import pytest
@@ -16,6 +15,7 @@ from evals_repro.stores.common import store_name, upload_command
 from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
 from evals_repro.stores.upload import StoreUploader
 from evals_repro.usage import Usage
+from beir_folder import write_beir_folder
 from fakes._http import overlap_score
 from fakes.mixedbread_store import MixedbreadStoreFake
 
@@ -234,16 +234,23 @@ def test_best_chunk_falls_back_to_file_ids():
 def test_cli_upload_prints_the_summary_and_fails_on_a_failed_page(fake, tmp_path, capsys):
     from evals_repro.cli import main
 
-    folder = tmp_path / "mini"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": p.id, "text": p.text})
-                                                   for p in PAGES[:4]) + "\n")
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "solar"}) + "\n")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp1\t1\n")
+    folder = write_beir_folder(tmp_path / "mini", {p.id: p.text for p in PAGES[:4]}, {"q1": "solar"},
+                               [("q1", "p1", 1)])
     fake.fail_external_ids = {"p3"}
-    code = main(["mixedbread-upload", "markdown", "--benchmark", str(folder), "--workers", "2"])
+    code = main(["mixedbread-upload", "markdown", "--benchmark", folder, "--workers", "2"])
     out, err = capsys.readouterr()
     assert code != 0
     assert "store mini-eval-mini-markdown: 4 pages, 3 uploaded, 0 already present, 1 failed" in out
     assert "failed p3: failed: could not parse file" in out
     assert err.startswith("error: 1 pages failed to upload")
+
+
+def test_cli_missing_key_is_one_line(monkeypatch, tmp_path, capsys):
+    from evals_repro.cli import main
+
+    monkeypatch.delenv("MXBAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    folder = write_beir_folder(tmp_path / "mini", {"p1": "x"}, {"q1": "x"}, [("q1", "p1", 1)])
+    assert main(["mixedbread-upload", "markdown", "--benchmark", folder, "--subsets", "mini"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: missing API key: MXBAI_API_KEY is not set")
