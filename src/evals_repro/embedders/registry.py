@@ -8,7 +8,15 @@ from ..errors import UsageError, choices
 from ..retrieval.base import MethodContext
 from .base import Embedder
 
-EMBEDDERS: dict[str, str] = {}
+EMBEDDERS: dict[str, str] = {
+    "voyage-4-large": "evals_repro.embedders.voyage:build",
+    "voyage-4": "evals_repro.embedders.voyage:build",
+    "voyage-4-lite": "evals_repro.embedders.voyage:build",
+    "voyage-multimodal-3.5": "evals_repro.embedders.voyage:build",
+    "cohere-embed-v4.0": "evals_repro.embedders.cohere:build",
+    "gemini-embedding-2": "evals_repro.embedders.gemini:build",
+    "gemini-embedding-2-noprompt": "evals_repro.embedders.gemini:build",
+}
 
 
 def build_embedder(name: str, ctx: MethodContext) -> Embedder:
