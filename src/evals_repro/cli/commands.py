@@ -4,3 +4,4 @@ from . import benchmarks  # noqa: F401
 from . import evaluate  # noqa: F401
 from . import run  # noqa: F401
 from . import stores  # noqa: F401
+from . import study  # noqa: F401

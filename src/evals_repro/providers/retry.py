@@ -9,9 +9,12 @@ Any other 4xx fails at once with the provider's message. Usage keys (per provide
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 import time
-from typing import Callable, TypeVar
+from dataclasses import dataclass
+from typing import Callable, Iterator, TypeVar
 
 from ..errors import ProviderError
 from ..usage import Usage
@@ -23,6 +26,30 @@ T = TypeVar("T")
 
 BACKOFF_BASE = 1.0  # seconds before the first retry when the provider gives no Retry-After
 BACKOFF_CAP = 30.0
+
+
+_local = threading.local()
+
+
+@dataclass
+class CallTimer:
+    """Time spent inside successful SDK calls (perf_counter_ns), excluding throttle waits,
+    failed attempts and backoff: what the latency study reports as a call's latency."""
+
+    success_ns: int = 0
+    calls: int = 0
+
+
+@contextlib.contextmanager
+def time_provider_calls() -> Iterator[CallTimer]:
+    """Collect the successful-call time of every provider call made by this thread inside the block."""
+    timer = CallTimer()
+    previous = getattr(_local, "timer", None)
+    _local.timer = timer
+    try:
+        yield timer
+    finally:
+        _local.timer = previous
 
 
 def backoff_delay(retry_number: int, rng: random.Random | None = None, cap: float = BACKOFF_CAP) -> float:
@@ -66,6 +93,7 @@ def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage:
         if waited:
             usage.add(f"{p}_wait_seconds", waited)
         usage.add(f"{p}_attempts")
+        started = time.perf_counter_ns()
         try:
             result = fn()
         except ProviderError:
@@ -93,6 +121,10 @@ def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage:
             usage.add(f"{p}_wait_seconds", delay)
             sleep(delay)
             continue
+        timer = getattr(_local, "timer", None)
+        if timer is not None:
+            timer.success_ns += time.perf_counter_ns() - started
+            timer.calls += 1
         counted = reported_tokens(result) if reported_tokens is not None else None
         throttle.release(ticket, counted)
         usage.add(f"{p}_tokens", counted if counted is not None else tokens)
