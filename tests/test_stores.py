@@ -16,8 +16,8 @@ from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
 from evals_repro.stores.upload import StoreUploader
 from evals_repro.usage import Usage
 from beir_folder import write_beir_folder
-from fakes._http import overlap_score
-from fakes.mixedbread_store import MixedbreadStoreFake
+from fakes.mixedbread_store import FakeMixedbreadStores
+from fakes.rerankers import count_requests, relevance
 
 PAGES = [
     Page("p1", "solar panels on roofs\n\nthe inverter converts current"),
@@ -36,11 +36,10 @@ UPLOADABLE = [p.id for p in PAGES if p.text.strip()]
 
 @pytest.fixture
 def fake(monkeypatch):
-    server = MixedbreadStoreFake(polls_to_complete=2, page_size_cap=2).start()  # 2 per list page: pagination
-    monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
-    monkeypatch.setenv("MXBAI_API_KEY", "test-key")
-    yield server
-    server.stop()
+    with FakeMixedbreadStores(polls_to_complete=2, page_size_cap=2) as server:  # 2 per list page: pagination
+        monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
+        monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+        yield server
 
 
 def _client():
@@ -77,12 +76,12 @@ def test_full_upload_then_rerun_skips_everything(fake):
     by_id = {f["external_id"]: f for f in files}
     assert by_id["p/7"]["metadata"]["page_id"] == "p/7" and by_id["p/7"]["filename"] == "p_7.md"
     assert by_id["p1"]["data"] == PAGES[0].text.encode()
-    uploads_before = fake.count("POST", "/v1/files")
+    uploads_before = count_requests(fake, "POST", "/v1/files")
     lists_before = sum(r.path.endswith("/files/list") for r in fake.requests)
 
     again = _uploader().run(SUBSET)
     assert (again.uploaded, again.skipped, again.failed) == (0, 6, {})
-    assert fake.count("POST", "/v1/files") == uploads_before  # nothing paid twice
+    assert count_requests(fake, "POST", "/v1/files") == uploads_before  # nothing paid twice
     # 6 store files at the fake's 2 per page: the resume listing followed 3 pages.
     assert sum(r.path.endswith("/files/list") for r in fake.requests) - lists_before == 3
 
@@ -104,14 +103,14 @@ def test_crash_part_way_then_resume_uploads_only_the_rest(fake, crash_after):
     with pytest.raises(KeyboardInterrupt):
         uploader.run(SUBSET)
     after_crash = {f["external_id"]: f["status"] for f in fake.store_files("toy-eval-energy-markdown")}
-    uploads_at_crash = fake.count("POST", "/v1/files")
+    uploads_at_crash = count_requests(fake, "POST", "/v1/files")
     assert crash_after <= len(after_crash) < len(UPLOADABLE)
     assert list(after_crash.values()).count("completed") >= crash_after - 1
     assert "pending" in after_crash.values()  # the crashed page was attached but never polled
 
     resumed = _uploader(workers=2).run(SUBSET)
     # Only pages absent from the store are uploaded; attached-but-unpolled pages are only polled.
-    assert fake.count("POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
+    assert count_requests(fake, "POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
     completed = sum(status == "completed" for status in after_crash.values())
     assert (resumed.skipped, resumed.uploaded, resumed.failed) == (completed, len(UPLOADABLE) - completed, {})
     ids = [f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")]
@@ -153,10 +152,10 @@ def test_search_maps_chunks_to_pages_by_best_chunk(fake):
             if not page.text.strip():
                 continue
             chunks = [c for c in page.text.split("\n\n") if c.strip()]
-            expected[page.id] = max(overlap_score(query.text, c) for c in chunks)
+            expected[page.id] = max(relevance(query.text, c) for c in chunks)
         assert run[query.id] == pytest.approx(expected)
     assert ranked(run["q1"])[0][0] == "p1"
-    body = [r for r in fake.requests if r.path == "/v1/stores/search"][0].json()
+    body = [r for r in fake.requests if r.path == "/v1/stores/search"][0].json
     assert body["search_options"] == {"return_metadata": True, "rerank": False} and body["top_k"] == 10
     assert retriever.describe()["stores"] == {"energy": "toy-eval-energy-markdown"}
     assert retriever.meaningful_depth is None
