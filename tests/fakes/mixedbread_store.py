@@ -73,6 +73,18 @@ class FakeMixedbreadStores(FakeMixedbread):
                 "external_id": entry["external_id"], "status": entry["status"],
                 "last_error": entry.get("last_error"), "config": entry["config"]}
 
+    def _observe(self, entry: dict) -> None:
+        """Processing advances each time a client looks at the file (retrieve or list)."""
+        if entry["status"] in ("pending", "in_progress"):
+            entry["polls"] += 1
+            if entry["polls"] >= self.polls_to_complete:
+                if entry["external_id"] in self.fail_external_ids:
+                    entry["status"], entry["last_error"] = "failed", {"message": "could not parse file"}
+                else:
+                    entry["status"] = "completed"
+            else:
+                entry["status"] = "in_progress"
+
     @staticmethod
     def _missing(what: str) -> Reply:
         return Reply(404, {"detail": f"{what} not found", "message": f"{what} not found"})
@@ -133,15 +145,7 @@ class FakeMixedbreadStores(FakeMixedbread):
             entry = store["files"].get(request.match.groupdict()["file"]) if store else None
             if entry is None:
                 return self._missing("store file")
-            if entry["status"] in ("pending", "in_progress"):
-                entry["polls"] += 1
-                if entry["polls"] >= self.polls_to_complete:
-                    if entry["external_id"] in self.fail_external_ids:
-                        entry["status"], entry["last_error"] = "failed", {"message": "could not parse file"}
-                    else:
-                        entry["status"] = "completed"
-                else:
-                    entry["status"] = "in_progress"
+            self._observe(entry)
             return Reply(200, self._store_file_json(store, entry))
 
     @route("POST", r"/v1/stores/(?P<store>[^/]+)/files/list")
@@ -156,6 +160,8 @@ class FakeMixedbreadStores(FakeMixedbread):
             start = keys.index(body["after"]) + 1 if body.get("after") in keys else 0
             page = keys[start:start + limit]
             has_more = start + limit < len(keys)
+            for key in page:
+                self._observe(store["files"][key])
             data = [self._store_file_json(store, store["files"][k]) for k in page]
         return Reply(200, {"object": "list", "data": data,
                      "pagination": {"has_more": has_more, "first_cursor": page[0] if page else None,
