@@ -278,3 +278,14 @@ def test_gemini_malformed_body(gemini):
 def test_empty_input_makes_no_request(gemini):
     assert build_embedder("gemini-embedding-2", context()).embed([], "query").shape[0] == 0
     assert gemini.requests == []
+
+
+@pytest.mark.parametrize("method", ["voyage-4", "cohere-embed-v4.0", "gemini-embedding-2"])
+def test_dropped_connection_is_retried(method, voyage, cohere_fake, gemini):
+    fake = {"voyage-4": voyage, "cohere-embed-v4.0": cohere_fake, "gemini-embedding-2": gemini}[method]
+    fake.script(Reply(drop=True))
+    ctx = context()
+    matrix = build_embedder(method, ctx).embed(items(TEXTS[:2]), "document")
+    assert matrix.shape[0] == 2 and len(fake.requests) == 2
+    provider = method.split("-")[0]
+    assert ctx.usage.get(f"{provider}_retries") == 1

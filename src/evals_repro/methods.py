@@ -31,16 +31,6 @@ _DENSE = "evals_repro.retrieval.dense:build"
 
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
-    "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
-                                       ("markdown",), "MXBAI_API_KEY"),
-    "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",
-                                     ("images",), "MXBAI_API_KEY"),
-    "mixedbread-markdown+rerank": MethodEntry("evals_repro.stores.search:build",
-                                              "Mixedbread Store search over markdown, store reranker on top",
-                                              ("markdown",), "MXBAI_API_KEY"),
-    "mixedbread-images+rerank": MethodEntry("evals_repro.stores.search:build",
-                                            "Mixedbread Store search over images, store reranker on top",
-                                            ("images",), "MXBAI_API_KEY"),
     # API embedders (embedders/voyage.py, cohere.py, gemini.py) + exact index
     "voyage-4-large": MethodEntry(_DENSE, "Voyage voyage-4-large embeddings", key_env="VOYAGE_API_KEY"),
     "voyage-4": MethodEntry(_DENSE, "Voyage voyage-4 embeddings", key_env="VOYAGE_API_KEY"),
@@ -53,6 +43,16 @@ METHODS: dict[str, MethodEntry] = {
                                       key_env="GEMINI_API_KEY"),
     "gemini-embedding-2-noprompt": MethodEntry(_DENSE, "Gemini gemini-embedding-2 on bare text",
                                                key_env="GEMINI_API_KEY"),
+    "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
+                                       ("markdown",), "MXBAI_API_KEY"),
+    "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",
+                                     ("images",), "MXBAI_API_KEY"),
+    "mixedbread-markdown+rerank": MethodEntry("evals_repro.stores.search:build",
+                                              "Mixedbread Store search over markdown, store reranker on top",
+                                              ("markdown",), "MXBAI_API_KEY"),
+    "mixedbread-images+rerank": MethodEntry("evals_repro.stores.search:build",
+                                            "Mixedbread Store search over images, store reranker on top",
+                                            ("images",), "MXBAI_API_KEY"),
 }
 
 # Reranker name -> "module:function(name, model, ctx) -> Reranker"; model may be None (default).

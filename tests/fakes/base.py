@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -75,6 +76,7 @@ class Reply:
     sleep: float = 0.0  # seconds to wait before answering (client timeouts); a scripted
     # `Reply(200, sleep=s)` with no body delays the normal answer
     path: str | None = None  # scripted replies only: regex the request path must match
+    drop: bool = False  # close the connection without answering (a dropped connection)
 
 
 def route(method: str, pattern: str) -> Callable:
@@ -128,7 +130,8 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
         reply = self._scripted(request.path)
-        if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None):
+        if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None
+                                  or reply.drop):
             return reply
         handler_reply = self.before(request) or self._route(request)
         if reply is not None:  # a scripted 200 with only a delay: answer normally, late
@@ -169,6 +172,10 @@ class FakeServer:
                 reply = fake.dispatch(Request(self.command, self.path, headers, body))
                 if reply.sleep:
                     time.sleep(reply.sleep)
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.json).encode()
                 try:
                     self.send_response(reply.status)

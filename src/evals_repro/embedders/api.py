@@ -40,9 +40,9 @@ class ApiEmbedder(ABC):
             max_batch_items=min(settings.max_batch_items, max_batch_items or settings.max_batch_items),
             max_batch_tokens=min(settings.max_batch_tokens, max_batch_tokens or settings.max_batch_tokens),
         )
-        self.workers = int(ctx.options.get("embed_workers") or DEFAULT_WORKERS)
+        self.workers = int(ctx.options.get("workers") or DEFAULT_WORKERS)
         if self.workers < 1:
-            raise UsageError(f"option embed_workers={self.workers} is below 1", "give 1 or more")
+            raise UsageError(f"option workers={self.workers} is below 1", "give 1 or more")
         self.client = self.make_client(self.settings)  # a missing key fails here, before any request
 
     # -- what a provider supplies -------------------------------------------------------------------
