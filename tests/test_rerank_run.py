@@ -62,6 +62,7 @@ def test_reranked_run_writes_the_named_result_and_report_hides_it(fakes, tmp_pat
     assert retriever["first_stage"]["stores"] == {"energy": "energy-eval-energy-markdown"}
     assert result["flags"]["meaningful_depth"] == 3
     assert result["usage"]["cohere_requests"] == len(QUERIES)
+    assert result["usage"]["rerank_documents"] == 3 * len(QUERIES)
     # Every query sent exactly its top-3 store candidates to Cohere.
     assert all(len(r.json["documents"]) == 3 for r in cohere.requests)
 

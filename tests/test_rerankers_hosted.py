@@ -65,8 +65,7 @@ def test_cohere_fast_model_and_truncation_count(cohere_fake):
     long_doc = "cat " * 120_000  # ~160k estimated tokens, far over 32,768
     reranker.rerank(QUERY, [long_doc, "mat"])
     assert cohere_fake.requests[-1].json["model"] == "rerank-v4.0-fast"
-    assert reranker.describe()["documents_over_context"] == 1
-    assert ctx.usage.get("rerank_documents_truncated") == 1
+    assert ctx.usage.get("rerank_documents_truncated") == 1 and ctx.usage.get("rerank_documents") == 2
 
 
 def test_voyage_scores_align(voyage_fake):
@@ -80,14 +79,15 @@ def test_voyage_split_over_aggregate_limit_keeps_document_positions(voyage_fake)
     documents = [f"doc {i} " + ("cat " if i % 3 == 0 else "dog ") * 40 for i in range(12)]
     # One request would cost ~ 12 x (4 + 55) tokens in the fake's count; a 250-token budget forces splits.
     voyage_fake.aggregate_limit = 250
-    reranker, _ = _build("voyage", "rerank-2.5-lite", voyage_rerank_max_tokens=250)
+    reranker, ctx = _build("voyage", "rerank-2.5-lite", voyage_rerank_max_tokens=250)
     scores = reranker.rerank(QUERY, documents)
     assert scores == pytest.approx([relevance(QUERY, d) for d in documents])
     assert len(voyage_fake.batches) > 1
     assert [d for batch in voyage_fake.batches for d in batch] == documents  # every document once, in order
     for batch in voyage_fake.batches:
         assert voyage_fake.aggregate_tokens(QUERY, batch) <= 250
-    assert reranker.describe()["requests_split"] == 1
+    assert ctx.usage.get("rerank_requests_split") == 1
+    assert ctx.usage.get("voyage_requests") == len(voyage_fake.batches)
 
 
 def test_voyage_unsplit_request_over_the_limit_is_rejected_without_retry(voyage_fake):
