@@ -88,6 +88,15 @@ def test_full_upload_then_rerun_skips_everything(fake):
     assert sum(r.path.endswith("/files/list") for r in fake.requests) - lists_before == 3
 
 
+def test_changed_page_is_uploaded_again_in_place(fake):
+    _uploader().run(SUBSET)
+    changed = [Page(p.id, p.text + " (revised)") if p.id == "p4" else p for p in PAGES]
+    summary = _uploader().run(Subset("toy", "energy", "english", changed, QUERIES, {}))
+    assert (summary.uploaded, summary.skipped) == (1, 5)
+    p4 = [f for f in fake.store_files("toy-eval-energy-markdown") if f["external_id"] == "p4"]
+    assert len(p4) == 1 and p4[0]["data"].endswith(b"(revised)")
+
+
 @pytest.mark.parametrize("crash_after", [1, 3])
 def test_crash_part_way_then_resume_uploads_only_the_rest(fake, crash_after):
     uploader = _uploader(workers=1)

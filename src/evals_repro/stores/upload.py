@@ -97,7 +97,8 @@ class StoreUploader:
                 summary.no_content += 1
                 continue
             entry = existing.get(page.id)
-            same = entry is not None and (entry.metadata or {}).get("sha256") == payload.digest
+            metadata = entry.metadata if entry is not None and isinstance(entry.metadata, dict) else {}
+            same = entry is not None and metadata.get("sha256") == payload.digest
             if same and entry.status == "completed":
                 summary.skipped += 1
                 continue
