@@ -13,6 +13,10 @@ daemon thread as soon as it is built.
 - `hub.requests`: every request served, as ``(method, path_with_query)``; `hub.clear_requests()`.
 - `hub.stop()` closes the socket (clients then see "connection refused", i.e. an unreachable
   Hub); `hub.start()` serves again on the same port.
+- `install_environment(hub)` points HF_ENDPOINT at the hub and HF_HOME at a fresh temporary
+  folder (removed at exit), clears offline/token settings, and returns that folder. Call it
+  before anything imports `huggingface_hub` or `datasets` (tests/conftest.py does, at import);
+  it refuses to run later, since those modules read the environment once, at import time.
 
 Endpoints, as the Hub answers them (`{kind}` is `datasets` or `models`, `{rev}` a branch or a
 full sha, possibly URL-encoded):
@@ -32,9 +36,16 @@ Unknown repos, revisions and files get the Hub's 404 with ``X-Error-Code`` ``Rep
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -59,6 +70,7 @@ class FakeHub:
         self.branches: dict[str, dict[str, str]] = {}
         self.requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
+        self._connections: set = set()
         for repo_id, commits in (repos or {}).items():
             for sha, files in commits.items():
                 self.add_repo(repo_id, sha, files)
@@ -104,6 +116,14 @@ class FakeHub:
         self._server.shutdown()
         self._server.server_close()
         self._server = None
+        # Keep-alive connections outlive the listening socket: cut them so clients see a dead Hub.
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     # -- lookups -------------------------------------------------------------------------
     def resolve(self, repo_id: str, revision: str) -> str | None:
@@ -144,6 +164,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002 - keep test output quiet
         pass
+
+    def setup(self):
+        super().setup()
+        with self.fake._lock:
+            self.fake._connections.add(self.connection)
+
+    def finish(self):
+        with self.fake._lock:
+            self.fake._connections.discard(self.connection)
+        super().finish()
 
     # -- responses -----------------------------------------------------------------------
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
@@ -267,3 +297,24 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = _route
     do_HEAD = _route
     do_POST = _route
+
+
+def install_environment(hub: FakeHub) -> Path:
+    """Route `huggingface_hub`/`datasets` in this process (and its children) to `hub`."""
+    early = [name for name in ("huggingface_hub", "datasets") if name in sys.modules]
+    if early:
+        raise RuntimeError(f"{', '.join(early)} already imported: the fake Hub's environment would be ignored")
+    home = Path(tempfile.mkdtemp(prefix="evals-repro-hf-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE",
+                 "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_XET_CACHE"):
+        os.environ.pop(name, None)
+    os.environ.update({
+        "HF_ENDPOINT": hub.url,
+        "HF_HOME": str(home),
+        "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    })
+    return home
