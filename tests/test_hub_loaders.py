@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,20 +15,13 @@ from evals_repro.benchmarks.declaration import parse_declaration
 from evals_repro.errors import ConfigurationError, DataError, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
-HR_UNCACHED_SHA = "c0ffee" + "0" * 34  # served, but no test loads it online
-OCR_REPO = "fixture/vidore_v3_hr_ocr"
-OCR_SHA = "4d42cf85d8b8117935c04698b5b7fd3c70c8c9f4"
+HR_UNCACHED_SHA = fx.HR_UNCACHED_SHA
+OCR_REPO, OCR_SHA = fx.OCR_REPO, fx.OCR_SHA
 
 
 @pytest.fixture(scope="session")
 def hub(fake_hub):
-    fake_hub.add_repo(fx.HR_REPO, fx.HR_MAIN_SHA, fx.vidore_raw_files(extra_page=True))
-    fake_hub.add_repo(fx.HR_REPO, HR_UNCACHED_SHA, fx.vidore_raw_files(extra_page=True), branch=None)
-    fake_hub.add_repo(fx.HR_REPO, fx.HR_EVAL_SHA, fx.vidore_raw_files(), branch=None)
-    fake_hub.add_repo(fx.HR_MTEB_REPO, fx.HR_MTEB_SHA, fx.vidore_mteb_files())
-    fake_hub.add_repo(OCR_REPO, OCR_SHA, fx.vidore_mteb_files(with_text=True))
-    fake_hub.add_repo(fx.MIRACL_REPO, fx.MIRACL_SHA, fx.miracl_files())
-    return fake_hub
+    return fx.install(fake_hub)
 
 
 def by_language(subset) -> dict[str, list[str]]:
@@ -125,32 +114,36 @@ def test_unreachable_hub_is_one_line_naming_repo_and_revision(hub, monkeypatch):
     assert "HF_ENDPOINT" in line and "HF_HUB_OFFLINE=1" in line and "network access" in line
 
 
-OFFLINE_SCRIPT = textwrap.dedent("""
-    import json, sys
-    from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
-    from evals_repro.errors import EvalsError
-    subset = load_subset(get_benchmark("vidore-v3"), "hr")
-    out = {"pages": len(subset.pages), "queries": len(subset.queries), "revision": subset.source["revision"]}
-    try:
-        load_subset(get_benchmark("vidore-v3"), "hr", LoadOptions(revision=sys.argv[1]))
-    except EvalsError as exc:
-        out["uncached"] = exc.one_line()
-    print(json.dumps(out))
-""")
+@pytest.fixture
+def offline_mode(monkeypatch):
+    """HF_HUB_OFFLINE=1 as the libraries see it: both read the variable once, at import, into
+    these constants (a subprocess with the variable set would spend ~10 s importing datasets)."""
+    import datasets
+    from huggingface_hub import constants
+
+    assert constants.HF_HUB_OFFLINE is False and hub_access.offline() is False
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
 
 
-def test_second_load_offline_makes_no_request(hub):
-    load_subset(get_benchmark("vidore-v3"), "hr")  # online: downloads (or finds) the pinned files
+def test_second_load_offline_makes_no_request(hub, request):
+    online = load_subset(get_benchmark("vidore-v3"), "hr")  # downloads (or finds) the pinned files
+    load_subset(get_benchmark("vidore-v3"), "hr", LoadOptions(revision=fx.HR_MAIN_SHA))  # cached later
+    request.getfixturevalue("offline_mode")
     hub.clear_requests()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT, HR_UNCACHED_SHA], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    subset = load_subset(get_benchmark("vidore-v3"), "hr")
     assert hub.requests == []
-    assert out["pages"] == 5 and out["queries"] == 12 and out["revision"] == fx.HR_EVAL_SHA
-    # A commit that was never downloaded is refused, not replaced by the cached one.
-    assert f"{fx.HR_REPO}@{HR_UNCACHED_SHA}" in out["uncached"] and "offline cache" in out["uncached"]
+    # The pinned commit, not the most recently cached one (main, with six pages).
+    assert subset.source["revision"] == fx.HR_EVAL_SHA and len(subset.pages) == 5
+    assert subset.data_digest() == online.data_digest()
+    # A commit that was never downloaded is refused, not replaced by a cached one.
+    with pytest.raises(ConfigurationError) as caught:
+        load_subset(get_benchmark("vidore-v3"), "hr", LoadOptions(revision=HR_UNCACHED_SHA))
+    line = caught.value.one_line()
+    assert f"{fx.HR_REPO}@{HR_UNCACHED_SHA}" in line and "offline cache" in line and "\n" not in line
+    with pytest.raises(ConfigurationError, match="full commit sha"):
+        load_subset(get_benchmark("vidore-v3"), "hr", LoadOptions(revision="main"))
+    assert hub.requests == []
 
 
 # -- mteb layout ----------------------------------------------------------------------------
