@@ -20,6 +20,7 @@ from .data import Query, Run, Subset
 from .errors import UsageError, choices
 from .results import method_label, read_result, result_path, write_result
 from .retrieval.base import MethodContext, Retriever
+from .progress import progress_bar
 from .usage import Usage
 
 SETTINGS = ("monolingual", "crosslingual")
@@ -179,51 +180,63 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] = print) -> R
     retriever = methods.build(resolved, ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
     outcomes: list[SubsetOutcome] = []
-    for name in subset_names:
-        path = result_path(request.results_dir, decl.name, label, name)
-        if request.resume:
-            existing = read_result(path)
-            if existing is not None:
-                why_not = _covers(existing, request, request.revision)
-                if why_not is None:
-                    echo(f"{name}: complete result kept ({path}), skipped")
-                    outcomes.append(SubsetOutcome(name, path, "skipped", existing.get("metrics", {})))
-                    continue
-                echo(f"{name}: recomputing, the existing result does not match ({why_not})")
-        started = time.perf_counter()
-        subset = load_subset(decl, name, options)
-        load_seconds = time.perf_counter() - started
-        languages = languages_for(request.setting, decl, subset)
-        before = ctx.usage.as_dict()
-        blocks, _ = score_subset(subset, retriever, languages, request.top_k, measures)
-        spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
-        blocks["timings"]["load_seconds"] = round(load_seconds, 4)
-        result = {
-            "benchmark": decl.name,
-            "subset": name,
-            "method": label,
-            "first_stage": method_label(resolved.first_stage, request.content),
-            "reranked": resolved.is_reranked,
-            "setting": request.setting,
-            "native_language": subset.native_language,
-            "config": {
-                "method": resolved.label,
-                "content": request.content,
-                "top_k": request.top_k,
-                "measures": measures,
-                "retriever": retriever.describe(),
-            },
-            "source": {k: v for k, v in subset.source.items() if k != "origin"},
-            "versions": package_versions(),
-            "usage": spent,
-            **blocks,
-        }
-        if resolved.is_reranked:
-            result["flags"] = {"meaningful_depth": resolved.depth,
-                               "note": f"metrics past rank {resolved.depth} come from the first stage alone"}
-        write_result(path, result)
-        headline = result["metrics"].get("ndcg_at_10")
-        shown = f"nDCG@10 {headline * 100:.1f}" if headline is not None else ""
-        echo(f"{name}: {result['n_queries']} queries, {shown} -> {path}")
-        outcomes.append(SubsetOutcome(name, path, "written", result["metrics"]))
+    with progress_bar(f"{label} on {decl.name}", len(subset_names)) as bar:
+        for name in subset_names:
+            outcomes.append(_run_subset(request, decl, name, resolved, label, retriever, ctx, options,
+                                        measures, echo))
+            bar.advance()
     return RunSummary(decl.name, label, outcomes, ctx.usage)
+
+
+def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, resolved, label: str,
+                retriever: Retriever, ctx: MethodContext, options: LoadOptions, measures: list[str],
+                echo: Callable[[str], None]) -> SubsetOutcome:
+    """Evaluate one subset and write its result file, or skip it when --resume finds it complete."""
+    path = result_path(request.results_dir, decl.name, label, name)
+    if request.resume:
+        existing = read_result(path)
+        if existing is not None:
+            why_not = _covers(existing, request, request.revision)
+            if why_not is None:
+                echo(f"{name}: complete result kept ({path}), skipped")
+                return SubsetOutcome(name, path, "skipped", existing.get("metrics", {}))
+            echo(f"{name}: recomputing, the existing result does not match ({why_not})")
+    started = time.perf_counter()
+    subset = load_subset(decl, name, options)
+    load_seconds = time.perf_counter() - started
+    checks = subset.source.get("checks") or {}
+    if checks:
+        echo(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
+    languages = languages_for(request.setting, decl, subset)
+    before = ctx.usage.as_dict()
+    blocks, _ = score_subset(subset, retriever, languages, request.top_k, measures)
+    spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
+    blocks["timings"]["load_seconds"] = round(load_seconds, 4)
+    result = {
+        "benchmark": decl.name,
+        "subset": name,
+        "method": label,
+        "first_stage": method_label(resolved.first_stage, request.content),
+        "reranked": resolved.is_reranked,
+        "setting": request.setting,
+        "native_language": subset.native_language,
+        "config": {
+            "method": resolved.label,
+            "content": request.content,
+            "top_k": request.top_k,
+            "measures": measures,
+            "retriever": retriever.describe(),
+        },
+        "source": {k: v for k, v in subset.source.items() if k != "origin"},
+        "versions": package_versions(),
+        "usage": spent,
+        **blocks,
+    }
+    if resolved.is_reranked:
+        result["flags"] = {"meaningful_depth": resolved.depth,
+                           "note": f"metrics past rank {resolved.depth} come from the first stage alone"}
+    write_result(path, result)
+    headline = result["metrics"].get("ndcg_at_10")
+    shown = f", nDCG@10 {headline * 100:.1f}" if headline is not None else ""
+    echo(f"{name}: {result['n_queries']} queries{shown} -> {path}")
+    return SubsetOutcome(name, path, "written", result["metrics"])

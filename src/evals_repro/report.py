@@ -11,7 +11,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError, choices
+from .errors import DataError, UsageError, choices
 from .results import StoredResult, scan_results
 
 
@@ -55,6 +55,11 @@ def build_tables(
     first_stage_only: bool = False,
 ) -> list[Table]:
     results = scan_results(results_dir, benchmark)
+    if not results:
+        raise DataError(
+            f"no complete result files under {Path(results_dir) / benchmark}",
+            f"run `evals-repro run <method> --benchmark {benchmark}` first, or pass --results-dir",
+        )
     if first_stage_only:
         results = [r for r in results if not r.data.get("reranked")]
     known_measures = {m for r in results for m in r.data.get("metrics", {})}

@@ -71,7 +71,7 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
         where = f"{path}:{number}"
         score = _parse(score_text, float, where, "score", f"the fifth column is the score; lines are {RUN_LAYOUT}")
         if math.isnan(score):
-            raise DataError(f"{where}: score is NaN", "every retrieved document needs a numeric score")
+            raise DataError(f"{where}: score is NaN", f"every retrieved document needs a numeric score; lines are {RUN_LAYOUT}")
         docs = run.setdefault(qid, {})
         if docid in docs:
             raise _duplicate(path, number, qid, docid, 6, "run", RUN_LAYOUT)
