@@ -2,12 +2,13 @@
 
 API
 ---
-`FakeHub(repos=None, repo_type="dataset")` binds 127.0.0.1 on a free port and serves from a
-daemon thread as soon as it is built.
+`FakeHub(repos=None)` binds 127.0.0.1 on a free port and serves from a daemon thread as soon
+as it is built.
 
-- `repos`: ``{repo_id: {commit_sha: {path_in_repo: bytes}}}``. Add more with
-  `hub.add_repo(repo_id, sha, files, branch="main")`; the last sha added under a branch is
-  what that branch resolves to (`branch=None` keeps the commit reachable by sha only).
+- `repos`: ``{repo_id: {commit_sha: {path_in_repo: bytes}}}`` (dataset repos). Add more with
+  `hub.add_repo(repo_id, sha, files, branch="main", repo_type="dataset")`; the last sha added
+  under a branch is what that branch resolves to (`branch=None` keeps the commit reachable by
+  sha only). `repo_type` may be "dataset", "model" or "space".
 - `hub.url`: the endpoint to put in `HF_ENDPOINT` (before `huggingface_hub` is imported:
   `huggingface_hub.constants` and `datasets.config` read the environment at import time).
 - `hub.requests`: every request served, as ``(method, path_with_query)``; `hub.clear_requests()`.
@@ -26,7 +27,7 @@ full sha, possibly URL-encoded):
 - ``GET /api/{kind}/{repo}/tree/{rev}[/{path}]?recursive=``: tree listing (files carry ``oid``,
   ``size`` and, for binary files, ``lfs``); no pagination (fixtures are small).
 - ``POST /api/{kind}/{repo}/paths-info/{rev}`` (form field ``paths``, repeated).
-- ``HEAD``/``GET /{datasets/}{repo}/resolve/{rev}/{path}``: file bytes with ``ETag``,
+- ``HEAD``/``GET /[datasets/|spaces/]{repo}/resolve/{rev}/{path}`` (models have no prefix): file bytes with ``ETag``,
   ``X-Repo-Commit``, ``Content-Length`` (and ``X-Linked-Etag``/``X-Linked-Size`` for LFS
   files); ``Range: bytes=a-b`` is honoured.
 
@@ -64,8 +65,8 @@ def _is_lfs(path: str) -> bool:
 class FakeHub:
     """The fake Hub server; see the module docstring for the API."""
 
-    def __init__(self, repos: dict[str, dict[str, dict[str, bytes]]] | None = None, repo_type: str = "dataset"):
-        self.repo_type = repo_type
+    def __init__(self, repos: dict[str, dict[str, dict[str, bytes]]] | None = None):
+        self.repo_types: dict[str, str] = {}
         self.repos: dict[str, dict[str, dict[str, bytes]]] = {}
         self.branches: dict[str, dict[str, str]] = {}
         self.requests: list[tuple[str, str]] = []
@@ -84,10 +85,14 @@ class FakeHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def add_repo(self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main") -> None:
+    def add_repo(self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main",
+                 repo_type: str = "dataset") -> None:
         if len(sha) != 40:
             raise ValueError(f"commit sha must be 40 hex digits, got {sha!r}")
+        if repo_type not in ("dataset", "model", "space"):
+            raise ValueError(f"repo_type must be dataset, model or space, got {repo_type!r}")
         with self._lock:
+            self.repo_types[repo_id] = repo_type
             self.repos.setdefault(repo_id, {})[sha] = dict(files)
             if branch:
                 self.branches.setdefault(repo_id, {})[branch] = sha
@@ -201,18 +206,25 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = parse_qs(parts.query)
         segments = [s for s in parts.path.split("/") if s]
-        kind = f"{self.fake.repo_type}s"
-        if segments[:2] == ["api", kind] and len(segments) >= 4:
+        if len(segments) >= 4 and segments[0] == "api" and segments[1] in ("datasets", "models", "spaces"):
             repo_id = "/".join(segments[2:4])
-            self._api(repo_id, segments[4:], query)
+            if self._typed(repo_id, segments[1][:-1]):
+                self._api(repo_id, segments[4:], query)
             return
-        resolve_prefix = [kind] if self.fake.repo_type != "model" else []
-        n = len(resolve_prefix)
-        if segments[:n] == resolve_prefix and len(segments) >= n + 5 and segments[n + 2] == "resolve":
+        n = 1 if segments and segments[0] in ("datasets", "spaces") else 0
+        if len(segments) >= n + 5 and segments[n + 2] == "resolve":
             repo_id = "/".join(segments[n:n + 2])
-            self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4:]))
+            if self._typed(repo_id, segments[0][:-1] if n else "model"):
+                self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4:]))
             return
         self._error(404, "NotFound", f"fake hub: no route for {self.command} {parts.path}")
+
+    def _typed(self, repo_id: str, repo_type: str) -> bool:
+        """A repo is found only under its own type's URLs, as on the Hub."""
+        if self.fake.repo_types.get(repo_id, repo_type) != repo_type:
+            self._error(404, "RepoNotFound", f"Repository not found: {repo_type}s/{repo_id}")
+            return False
+        return True
 
     def _commit(self, repo_id: str, revision: str) -> tuple[str, dict[str, bytes]] | None:
         if repo_id not in self.fake.repos:
