@@ -20,6 +20,7 @@ LOADERS: dict[str, str] = {
     "vidore-raw": "evals_repro.benchmarks.vidore:load",
     "mteb": "evals_repro.benchmarks.mteb:load",
     "miracl-vision": "evals_repro.benchmarks.miracl:load",
+    "rcp": "evals_repro.benchmarks.rcp:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"

@@ -20,6 +20,7 @@ from . import ap  # noqa: F401
 from . import recall  # noqa: F401
 from . import precision  # noqa: F401
 from . import rr  # noqa: F401
+from . import ndcg_float  # noqa: F401
 from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
 from .evaluate import evaluate, mean, scored_queries
 from .ranking import trec_ranked
