@@ -171,6 +171,10 @@ def test_bm25_run_and_report(hub, tmp_path, capsys):
     assert main(["report", "--benchmark", "vidore-v3", "--results-dir", str(tmp_path / "results")]) == 0
     text = capsys.readouterr().out
     assert "monolingual" in text and "crosslingual" in text and "| bm25 |" in text
+    code = main(["run", "bm25", "--benchmark", "vidore-v3", "--subsets", "hr", "--content", "images",
+                 "--results-dir", str(tmp_path / "results")])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1 and "images" in err
 
 
 # -- breakdown on hand-written result dicts ----------------------------------------------------
