@@ -20,31 +20,35 @@ from evals_repro.study.latency import LATENCY, PLAN, WARMUP, LatencyRequest, run
 from evals_repro.study.prepare import PrepareRequest, prepare
 from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
 from evals_repro.study.report import write_report
-from fakes.mixedbread_store import MixedbreadStoreFake
-from fakes.rerankers import CohereRerankFake, VoyageRerankFake
+from fakes.base import route
+from fakes.mixedbread_store import FakeMixedbreadStores
+from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
 
 QUIET = lambda _line: None  # noqa: E731
 FAST = {"voyage_interval": 0.0}
 
 
-class TimedCohere(CohereRerankFake):
+class TimedCohere(FakeCohereRerank):
     """Cohere fake with a fixed delay; with `repeat_speedup`, a query's later calls take half as long."""
 
     def __init__(self, delay: float = 0.0, repeat_speedup: bool = False):
         super().__init__()
         self.delay, self.repeat_speedup, self.seen = delay, repeat_speedup, set()
 
-    def _rerank(self, request):
-        query = request.json()["query"]
+    @route("POST", r"/v2/rerank")
+    def rerank(self, request):
+        query = request.json["query"]
         fast = self.repeat_speedup and query in self.seen
         self.seen.add(query)
         time.sleep(self.delay / 2 if fast else self.delay)
-        return super()._rerank(request)
+        return super().rerank(request)
 
 
 @pytest.fixture
 def providers(monkeypatch):
-    cohere, voyage, mixedbread = TimedCohere().start(), VoyageRerankFake().start(), MixedbreadStoreFake().start()
+    cohere, voyage, mixedbread = TimedCohere(), FakeVoyageRerank(), FakeMixedbreadStores()
+    for fake in (cohere, voyage, mixedbread):
+        fake.__enter__()
     env = {"CO_API_URL": cohere.url, "CO_API_KEY": "k", "COHERE_API_KEY": "k",
            "VOYAGE_BASE_URL": f"{voyage.url}/v1", "VOYAGE_API_KEY": "k",
            "MIXEDBREAD_BASE_URL": mixedbread.url, "MXBAI_API_KEY": "k"}
@@ -52,7 +56,7 @@ def providers(monkeypatch):
         monkeypatch.setenv(key, value)
     yield {"cohere": cohere, "voyage": voyage, "mixedbread": mixedbread, "env": env}
     for fake in (cohere, voyage, mixedbread):
-        fake.stop()
+        fake.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +100,7 @@ def test_prepare_refuses_changed_dataset(study, tmp_path):
 
 def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tmp_path):
     cohere = providers["cohere"]
-    cohere.fail("/v2/rerank", 429, times=1, headers={"Retry-After": "1"})
+    cohere.fail(429, times=1, retry_after="1", path="/v2/rerank")
     counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "voyage", "mixedbread"],
                                         cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
     records = read_jsonl(study / QUALITY)
@@ -106,15 +110,15 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
     retried = [r for r in records if r["attempts"] > 1]
     assert len(retried) == 1 and retried[0]["model"] == "cohere-pro" and retried[0]["wait_seconds"] >= 1
     # adding a model reuses every completed request
-    before = cohere.count("POST", "/v2/rerank")
+    before = count_requests(cohere, "POST", "/v2/rerank")
     counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "cohere-fast"],
                                         cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
     assert counts["reused"] == queries and counts["sent"] == queries
-    assert cohere.count("POST", "/v2/rerank") - before == queries
+    assert count_requests(cohere, "POST", "/v2/rerank") - before == queries
 
 
 def test_quality_failure_recorded_then_completed(study, providers, tmp_path):
-    providers["cohere"].fail("/v2/rerank", 400, times=1, body={"message": "bad request"})
+    providers["cohere"].fail(400, times=1, path="/v2/rerank")
     request = QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache", options=FAST)
     counts = run_quality(request, echo=QUIET)
     assert counts["failed"] == 1
@@ -166,7 +170,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     assert 5 <= len(done_before) < 52
     sent_before = len(cohere.requests)
     run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"), echo=QUIET)
-    resent = [r.json()["query"] for r in cohere.requests[sent_before:]]
+    resent = [r.json["query"] for r in cohere.requests[sent_before:]]
     queries = {r["query_id"]: r["query"] for p in (study / "candidates/sample").glob("*.jsonl") for r in read_jsonl(p)}
     assert not {queries[q] for q in done_before} & set(resent)
     assert {r["query_id"] for r in read_jsonl(study / QUALITY)} == set(queries)
