@@ -1,0 +1,164 @@
+"""Exact inner-product top-k over float32 embeddings, in bounded memory, ties broken like trec_eval.
+
+Rows are expected unit-norm (the embedders return them so), which makes the inner product the
+cosine. The corpus matrix is used in place (never copied). Scores are computed one
+(query block x corpus block) tile at a time with a BLAS matmul into a reused buffer; each
+query keeps a running threshold (its k-th best score so far, less a margin that covers float32
+rounding), so after the first tile only the few scores near or above it are kept as
+candidates, compacted whenever they pile up. The survivors are rescored exactly (float64, one
+fixed summation order per pair) and ordered score descending, then document id descending as a
+string (the trec_eval order). The rescoring matters: BLAS sums a dot product in an order that
+depends on where the row sits in the tile, so duplicate pages would otherwise differ in the
+last bit and their order would depend on the batch. Scratch memory stays within
+`memory_budget` bytes (default: 5% of the corpus, at least 8 MiB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import UsageError
+
+# Scratch per tile element: scores (4) + mask (1), plus either the transient partition copy
+# that seeds thresholds (4) or the pending candidates and their compaction (~6).
+_BYTES_PER_TILE_ELEMENT = 12
+_MIN_BUDGET = 8 << 20
+_MAX_QUERY_BLOCK = 1024
+
+
+class ExactIndex:
+    """Exact top-k search over `embeddings` (n, d) float32 whose rows belong to `ids`."""
+
+    def __init__(self, embeddings: np.ndarray, ids: Sequence[str], memory_budget: int | None = None):
+        if embeddings.ndim != 2:
+            raise UsageError(f"ExactIndex needs a 2-d matrix, got shape {embeddings.shape}",
+                             "pass one embedding row per document")
+        if len(ids) != embeddings.shape[0]:
+            raise UsageError(f"ExactIndex got {embeddings.shape[0]} rows but {len(ids)} ids",
+                             "pass one id per embedding row")
+        # No copy when the caller already holds C-contiguous float32 (the normal case).
+        self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        self.ids = list(ids)
+        # id_rank[i] = position of ids[i] in ascending string order: the tie-breaker.
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        self.id_rank = np.empty(len(self.ids), dtype=np.int64)
+        self.id_rank[order] = np.arange(len(self.ids), dtype=np.int64)
+        corpus_bytes = self.embeddings.nbytes
+        self.max_norm = self._max_norm()
+        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, corpus_bytes // 20)
+
+    def _max_norm(self) -> float:
+        """Largest row norm (1.0 for unit rows), for the float32 error bound; computed in blocks."""
+        largest = 0.0
+        for start in range(0, len(self.embeddings), 65536):
+            part = self.embeddings[start : start + 65536]
+            largest = max(largest, float(np.einsum("ij,ij->i", part, part).max()))
+        return float(np.sqrt(largest)) * 1.0001
+
+    @property
+    def dimension(self) -> int:
+        return self.embeddings.shape[1]
+
+    def __len__(self) -> int:
+        return self.embeddings.shape[0]
+
+    def _blocks(self, n_queries: int) -> tuple[int, int]:
+        elements = max(1, self.memory_budget // _BYTES_PER_TILE_ELEMENT)
+        query_block = max(1, min(n_queries, _MAX_QUERY_BLOCK, elements // 256))
+        corpus_block = max(1, min(len(self), elements // query_block))
+        return query_block, corpus_block
+
+    def search(self, queries: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return (row indices, float64 exact scores), each (n_queries, min(top_k, n)), best first."""
+        if top_k < 1:
+            raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dimension:
+            raise UsageError(f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
+                             "embed queries with the same model and dimension as the corpus")
+        m, k = queries.shape[0], min(top_k, len(self))
+        indices = np.empty((m, k), dtype=np.int64)
+        scores = np.empty((m, k), dtype=np.float64)
+        if m == 0 or k == 0:
+            return indices, scores
+        query_block, corpus_block = self._blocks(m)
+        tile = np.empty(query_block * corpus_block, dtype=np.float32)
+        mask = np.empty(query_block * corpus_block, dtype=np.bool_)
+        for q0 in range(0, m, query_block):
+            q1 = min(m, q0 + query_block)
+            block_scores, block_indices = self._search_block(queries[q0:q1], k, corpus_block, tile, mask)
+            indices[q0:q1] = block_indices
+            scores[q0:q1] = block_scores
+        return indices, scores
+
+    def _search_block(self, block: np.ndarray, k: int, corpus_block: int, tile: np.ndarray,
+                      mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        qb = block.shape[0]
+        # Bound on |float32 BLAS score - exact score| per query (gamma_d * |q| * max|c|, doubled);
+        # a document can only reach the exact top k if its BLAS score is within 2x that of the
+        # running k-th BLAS score, so candidates keep that margin until the exact rescoring.
+        error = 2.0 * self.dimension * 2.0**-24 * np.linalg.norm(block, axis=1) * self.max_norm
+        margin = (2.0 * error).astype(np.float32)
+        threshold = np.full(qb, -np.inf, dtype=np.float32)
+        pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        pending_count = 0
+        compact_at = max(2 * k * qb, 1 << 16)
+        for c0 in range(0, len(self), corpus_block):
+            c1 = min(len(self), c0 + corpus_block)
+            width = c1 - c0
+            scores = tile[: qb * width].reshape(qb, width)
+            np.matmul(block, self.embeddings[c0:c1].T, out=scores)
+            if c0 == 0 and width > k:
+                # Seed every query's threshold with its k-th best score in the first tile.
+                threshold = np.partition(scores, width - k, axis=1)[:, width - k] - margin
+            keep = mask[: qb * width].reshape(qb, width)
+            np.greater_equal(scores, threshold[:, None], out=keep)
+            r, c = np.nonzero(keep)
+            pending.append((r, c + c0, scores[r, c]))
+            pending_count += r.size
+            if pending_count >= compact_at:
+                pending, kth = self._select(pending, qb, k, margin)
+                threshold = kth - margin
+                pending_count = pending[0][0].size
+        [(rows, cols, _)], _ = self._select(pending, qb, k, margin)
+        exact = self._rescore(block, rows, cols)
+        [(_, cols, exact)], _ = self._select([(rows, cols, exact)], qb, k, None)
+        return exact.reshape(qb, k), cols.reshape(qb, k)
+
+    def _select(self, parts, qb: int, k: int, margin: np.ndarray | None):
+        """Per query, the best k candidates (score desc, id desc) plus, with a margin, every
+        candidate within it of the k-th score. Returns ([(rows, cols, scores)] best first, k-th scores)."""
+        rows = np.concatenate([p[0] for p in parts])
+        cols = np.concatenate([p[1] for p in parts])
+        vals = np.concatenate([p[2] for p in parts])
+        order = np.lexsort((-self.id_rank[cols], -vals, rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        starts = np.searchsorted(rows, np.arange(qb + 1))
+        counts = np.diff(starts)
+        kth = np.full(qb, -np.inf, dtype=vals.dtype)
+        full = counts >= k
+        kth[full] = vals[starts[:-1][full] + k - 1]
+        keep = np.arange(rows.size) - starts[rows] < k
+        if margin is not None:
+            keep |= vals >= (kth - margin)[rows]
+        return [(rows[keep], cols[keep], vals[keep])], kth
+
+    def _rescore(self, block: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Exact float64 inner products of the candidates, summed in one fixed order per pair,
+        so that identical vectors score identically wherever they sit in the corpus or batch."""
+        exact = np.empty(rows.size, dtype=np.float64)
+        chunk = max(1, self.memory_budget // (24 * self.dimension))
+        for start in range(0, rows.size, chunk):
+            sl = slice(start, start + chunk)
+            products = self.embeddings[cols[sl]].astype(np.float64)
+            products *= block[rows[sl]]
+            exact[sl] = products.sum(axis=1)
+        return exact
+
+    def search_ids(self, queries: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
+        """Like `search`, with document ids and Python floats, best first."""
+        indices, scores = self.search(queries, top_k)
+        return [[(self.ids[i], float(s)) for i, s in zip(row_i, row_s)]
+                for row_i, row_s in zip(indices.tolist(), scores.tolist())]
