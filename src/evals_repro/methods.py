@@ -29,10 +29,27 @@ class MethodEntry:
 
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
+    "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
+                                       ("markdown",), "MXBAI_API_KEY"),
+    "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",
+                                     ("images",), "MXBAI_API_KEY"),
+    "mixedbread-markdown+rerank": MethodEntry("evals_repro.stores.search:build",
+                                              "Mixedbread Store search over markdown, store reranker on top",
+                                              ("markdown",), "MXBAI_API_KEY"),
+    "mixedbread-images+rerank": MethodEntry("evals_repro.stores.search:build",
+                                            "Mixedbread Store search over images, store reranker on top",
+                                            ("images",), "MXBAI_API_KEY"),
 }
 
 # Reranker name -> "module:function(name, model, ctx) -> Reranker"; model may be None (default).
-RERANKERS: dict[str, MethodEntry] = {}
+RERANKERS: dict[str, MethodEntry] = {
+    "cohere": MethodEntry("evals_repro.rerankers.hosted:build", "Cohere rerank-v4.0-pro (or :rerank-v4.0-fast)",
+                          key_env="CO_API_KEY"),
+    "voyage": MethodEntry("evals_repro.rerankers.hosted:build",
+                          "Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)", key_env="VOYAGE_API_KEY"),
+    "mixedbread": MethodEntry("evals_repro.rerankers.hosted:build",
+                              "Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking", key_env="MXBAI_API_KEY"),
+}
 
 DEFAULT_RERANK_DEPTH = 50
 

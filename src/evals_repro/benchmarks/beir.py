@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..data import Page, Query, Qrels, Subset
@@ -28,27 +29,49 @@ def _folder(decl: BenchmarkDeclaration, name: str) -> Path:
     return path
 
 
+def _lines(path: Path) -> Iterator[str]:
+    """The file's lines, streamed: a BOM is dropped and bytes that are not UTF-8 are one clear error.
+
+    Only \\n, \\r\\n and \\r end a line (not U+2028, which JSON strings may hold raw).
+    """
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for line in handle:
+                yield line.rstrip("\r\n")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return
+    # Decoding runs ahead in chunks, so find the offending line from the raw bytes.
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+        line = 0
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+    raise DataError(f"{path}:{line}: not valid UTF-8", "re-encode the file as UTF-8")
+
+
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
     if not path.exists():
         raise DataError(f"{path}: file not found", "a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/test.tsv")
     records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})", "fix or regenerate the file") from None
-            if not isinstance(record, dict):
-                raise DataError(f"{path}:{number}: expected a JSON object", "one object per line")
-            missing = [key for key in required if key not in record]
-            if missing:
-                raise DataError(
-                    f"{path}:{number}: missing field {', '.join(missing)}",
-                    f"each line needs {', '.join(required)}",
-                )
-            records.append(record)
+    for number, line in enumerate(_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})", "fix or regenerate the file") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{path}:{number}: expected a JSON object", "one object per line")
+        missing = [key for key in required if key not in record]
+        if missing:
+            raise DataError(
+                f"{path}:{number}: missing field {', '.join(missing)}",
+                f"each line needs {', '.join(required)}",
+            )
+        records.append(record)
     if not records:
         raise DataError(f"{path}: file is empty", "a BEIR folder needs at least one record per file")
     return records
@@ -58,8 +81,8 @@ def read_qrels_tsv(path: Path) -> Qrels:
     if not path.exists():
         raise DataError(f"{path}: file not found", "a BEIR folder needs qrels/test.tsv")
     qrels: Qrels = {}
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.reader(handle, delimiter="\t"))
+    # QUOTE_NONE: ids are taken verbatim; a quote in an id must not swallow the rest of the file.
+    rows = list(csv.reader(_lines(path), delimiter="\t", quoting=csv.QUOTE_NONE))
     if not rows:
         raise DataError(f"{path}: file is empty", "add `query-id corpus-id score` rows")
     start = 1 if rows[0] and rows[0][0] in ("query-id", "query_id", "qid") else 0
@@ -74,6 +97,8 @@ def read_qrels_tsv(path: Path) -> Qrels:
         except ValueError:
             raise DataError(f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores") from None
         qrels.setdefault(row[0], {})[row[1]] = score
+    if not qrels:
+        raise DataError(f"{path}: no judgments after the header", "add `query-id corpus-id score` rows")
     return qrels
 
 

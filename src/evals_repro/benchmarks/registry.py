@@ -44,8 +44,9 @@ def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:
         return (folder / "corpus.jsonl").exists() or (folder / "queries.jsonl").exists()
 
     native = language or USER_FOLDER_LANGUAGE
+    path_name = path.resolve().name  # `path.name` is empty for "." or "folder/.."
     if is_beir(path):
-        subsets = [SubsetDeclaration(path.name, native, {"path": str(path.resolve())})]
+        subsets = [SubsetDeclaration(path_name, native, {"path": str(path.resolve())})]
     else:
         children = sorted(child for child in path.iterdir() if child.is_dir() and is_beir(child))
         if not children:
@@ -55,7 +56,7 @@ def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:
             )
         subsets = [SubsetDeclaration(c.name, native, {"path": str(c.resolve())}) for c in children]
     return BenchmarkDeclaration(
-        name=path.resolve().name,
+        name=path_name,
         loader="beir",
         query_languages=[native],
         subsets=subsets,

@@ -1,0 +1,34 @@
+"""`evals-repro evaluate`: score any TREC run file against TREC qrels, printed like trec_eval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+
+
+@app.command("evaluate")
+def evaluate_command(
+    qrels: Path = typer.Option(..., "--qrels", help="TREC qrels: `qid 0 docid relevance`."),
+    run: Path = typer.Option(..., "--run", help="TREC run: `qid Q0 docid rank score tag`."),
+    measure: Optional[list[str]] = typer.Option(
+        None, "--measure", "-m", help="Measure(s), repeatable or comma-separated (default: the standard set)."),
+    per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
+    trec_names: bool = typer.Option(False, "--trec-names", help="Print trec_eval's measure names (ndcg_cut_10...)."),
+) -> None:
+    """Score a run like `trec_eval -c`: judged queries missing from the run score 0 and count in the mean."""
+    from .. import metrics as M
+
+    measures = M.parse_measures(measure) if measure else list(M.DEFAULT_MEASURES)
+    judgments = M.read_trec_qrels(qrels)
+    ranking = M.read_trec_run(run)
+    per_query_scores = M.evaluate(judgments, ranking, measures)
+    missing = [qid for qid in per_query_scores if not ranking.get(qid)]
+    if missing:
+        typer.echo(f"warning: {len(missing)} of {len(per_query_scores)} judged queries have no results in {run} "
+                   f"and score 0 (first: {', '.join(missing[:5])})", err=True)
+    for line in M.trec_eval_lines(per_query_scores, measures, per_query_lines=per_query, trec_names=trec_names):
+        typer.echo(line)

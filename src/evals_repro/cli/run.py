@@ -1,0 +1,96 @@
+"""`evals-repro run` and `evals-repro report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+
+PROVIDERS = ("voyage", "cohere", "gemini", "mixedbread")
+
+
+@app.command("run")
+def run_command(
+    method: str = typer.Argument(..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."),
+    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b", help="A declared benchmark or a BEIR folder."),
+    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Subsets to run (default: all)."),
+    setting: str = typer.Option("monolingual", help="monolingual | crosslingual"),
+    top_k: int = typer.Option(100, "--top-k", help="Pages retrieved per query."),
+    results_dir: Path = typer.Option(Path("results"), "--results-dir"),
+    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    resume: bool = typer.Option(False, "--resume", help="Skip subsets whose complete result covers this run."),
+    content: str = typer.Option("markdown", help="markdown | images"),
+    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (default: the standard set)."),
+    language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
+    rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
+    rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
+    rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
+    store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
+    workers: int = typer.Option(4, help="Concurrent API requests per provider."),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
+    voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
+    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
+    cohere_tpm: Optional[int] = typer.Option(None, "--cohere-tpm"),
+    cohere_rpm: Optional[int] = typer.Option(None, "--cohere-rpm"),
+    cohere_interval: Optional[float] = typer.Option(None, "--cohere-interval"),
+    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm"),
+    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm"),
+    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval"),
+    mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm"),
+    mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm"),
+    mixedbread_interval: Optional[float] = typer.Option(None, "--mixedbread-interval"),
+) -> None:
+    """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
+    from ..evaluation import RunRequest, run_benchmark
+    from ..progress import console
+
+    if rerank:
+        method = f"{method}+{rerank}@{rerank_depth}"
+    local = locals()
+    options = {"workers": workers, "rerank_top_k": rerank_top_k}
+    if timeout is not None:
+        options["timeout"] = timeout
+    if store_prefix is not None:
+        options["store_prefix"] = store_prefix
+    for provider in PROVIDERS:
+        for suffix in ("tpm", "rpm", "interval"):
+            value = local[f"{provider}_{suffix}"]
+            if value is not None:
+                options[f"{provider}_{suffix}"] = value
+    request = RunRequest(
+        method=method, benchmark=benchmark, subsets=subsets or None, setting=setting, top_k=top_k,
+        results_dir=results_dir, cache_dir=cache_dir, resume=resume, content=content, revision=revision,
+        measures=measure or None, language=language, options=options,
+    )
+    summary = run_benchmark(request, echo=lambda line: console.print(line, highlight=False))
+    written = sum(o.status == "written" for o in summary.outcomes)
+    skipped = len(summary.outcomes) - written
+    console.print(f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
+                  f"spent: {summary.usage.summary()}", highlight=False)
+
+
+@app.command("report")
+def report_command(
+    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
+    measure: str = typer.Option("ndcg_at_10", "--measure", "-m"),
+    first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
+    results_dir: Path = typer.Option(Path("results"), "--results-dir"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
+    decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
+) -> None:
+    """Print the monolingual and crosslingual tables (methods x subsets, x100)."""
+    from ..benchmarks import get_benchmark
+    from ..io import atomic_write_text
+    from ..report import build_tables, to_csv, to_markdown
+
+    decl = get_benchmark(benchmark)
+    tables = build_tables(results_dir, decl.name, decl.subset_names, measure, first_stage_only)
+    text = "\n".join(to_markdown(t, decimals) for t in tables)
+    typer.echo(text)
+    if output is not None:
+        atomic_write_text(output, to_csv(tables, decimals) if output.suffix == ".csv" else text)

@@ -1,0 +1,40 @@
+"""`evals-repro mixedbread-upload markdown|images`: fill one Mixedbread store per subset, resumably."""
+
+from __future__ import annotations
+
+import typer
+
+from . import app
+
+
+@app.command("mixedbread-upload")
+def mixedbread_upload_command(
+    content: str = typer.Argument(..., help="What to upload per page: markdown or images."),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="Declared benchmark name or BEIR folder."),
+    subsets: str = typer.Option("", "--subsets", help="Comma-separated subsets (default: all)."),
+    parsing: str = typer.Option("fast", "--parsing", help="Mixedbread parsing strategy: fast or high_quality."),
+    workers: int = typer.Option(4, "--workers", help="Pages uploaded in parallel."),
+    store_prefix: str = typer.Option("", "--store-prefix", help="Store name prefix (default: <benchmark>-eval)."),
+) -> None:
+    """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
+    from ..errors import ProviderError
+    from ..stores.common import CONTENTS
+    from ..stores.upload import upload_benchmark
+
+    if content not in CONTENTS:
+        from ..errors import UsageError, choices
+
+        raise UsageError(f"unknown content '{content}'", f"choose from {choices(CONTENTS)}")
+    requested = [s.strip() for s in subsets.split(",") if s.strip()] or None
+    summaries = upload_benchmark(benchmark, content, requested, parsing=parsing, workers=workers,
+                                 store_prefix=store_prefix or None)
+    failed = 0
+    for summary in summaries:
+        typer.echo(summary.line())
+        for page_id, reason in list(summary.failed.items())[:10]:
+            typer.echo(f"  failed {page_id}: {reason}")
+        if len(summary.failed) > 10:
+            typer.echo(f"  ... and {len(summary.failed) - 10} more")
+        failed += len(summary.failed)
+    if failed:
+        raise ProviderError(f"{failed} pages failed to upload", "rerun the same command to retry only those pages")

@@ -1,0 +1,117 @@
+"""`evals-repro rerank-study prepare|quality|latency|report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+
+study_app = typer.Typer(help="Compare rerankers on frozen candidates: quality and serial latency.",
+                        no_args_is_help=True)
+app.add_typer(study_app, name="rerank-study")
+
+STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The study directory.")
+MODELS = typer.Option(None, "--models", help="Study models: mixedbread voyage cohere-pro cohere-fast, or reranker:model.")
+
+
+def _echo(line: str) -> None:
+    from ..progress import console
+
+    console.print(line, highlight=False)
+
+
+def _models(values: Optional[list[str]]) -> list[str]:
+    from ..study.models import DEFAULT_MODELS
+
+    names: list[str] = []
+    for value in values or DEFAULT_MODELS:
+        names.extend(v for v in value.replace(",", " ").split() if v)
+    return names
+
+
+def _provider_options(voyage_tpm: Optional[int], voyage_interval: Optional[float], timeout: Optional[float]) -> dict:
+    options: dict = {}
+    if voyage_tpm is not None:
+        options["voyage_tpm"] = voyage_tpm
+    if voyage_interval is not None:
+        options["voyage_interval"] = voyage_interval
+    if timeout is not None:
+        options["timeout"] = timeout
+    return options
+
+
+@study_app.command("prepare")
+def prepare_command(
+    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="'all' = every study benchmark."),
+    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s"),
+    study_dir: Path = STUDY_DIR,
+    first_stage: Optional[str] = typer.Option(None, "--first-stage", help="bm25, mixedbread-markdown, ..."),
+    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
+) -> None:
+    """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..study.prepare import PrepareRequest, prepare
+
+    options = {"store_prefix": store_prefix} if store_prefix else {}
+    prepare(PrepareRequest(benchmarks=benchmark, subsets=subsets or None, study_dir=study_dir,
+                           first_stage=first_stage, cache_dir=cache_dir, options=options), echo=_echo)
+
+
+@study_app.command("quality")
+def quality_command(
+    models: Optional[list[str]] = MODELS,
+    study_dir: Path = STUDY_DIR,
+    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
+    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
+    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3)."),
+    timeout: Optional[float] = typer.Option(None, help="Request timeout in seconds."),
+    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+) -> None:
+    """Score every query's frozen candidates with each model (resumable)."""
+    from ..study.quality import QualityRequest, run_quality
+
+    counts = run_quality(QualityRequest(study_dir=study_dir, models=_models(models), workers=quality_workers,
+                                        cache_dir=cache_dir,
+                                        options=_provider_options(voyage_tpm, voyage_interval, timeout)),
+                         echo=_echo)
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@study_app.command("latency")
+def latency_command(
+    models: Optional[list[str]] = MODELS,
+    study_dir: Path = STUDY_DIR,
+    samples: int = typer.Option(20, help="Timed queries per benchmark."),
+    repeats: int = typer.Option(5, help="Timed calls per query and model."),
+    seed: int = typer.Option(42),
+    host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
+    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm"),
+    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval"),
+    timeout: Optional[float] = typer.Option(None),
+    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+) -> None:
+    """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
+    from ..study.latency import LatencyRequest, run_latency
+
+    counts = run_latency(LatencyRequest(study_dir=study_dir, models=_models(models), samples=samples,
+                                        repeats=repeats, seed=seed, host_location=host_location,
+                                        cache_dir=cache_dir,
+                                        options=_provider_options(voyage_tpm, voyage_interval, timeout)),
+                         echo=_echo)
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@study_app.command("report")
+def report_command(study_dir: Path = STUDY_DIR,
+                   resamples: int = typer.Option(2000, help="Bootstrap resamples.")) -> None:
+    """Write report.md, quality.csv and latency-summary.json, and print report.md."""
+    from ..study.report import write_report
+
+    paths = write_report(study_dir, resamples=resamples)
+    typer.echo(paths["report"].read_text(encoding="utf-8"))
+    _echo("wrote " + ", ".join(str(p) for p in paths.values()))

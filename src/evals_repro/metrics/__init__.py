@@ -1,0 +1,39 @@
+"""Retrieval measures computed like trec_eval (through pytrec_eval), named `ndcg_at_10` style.
+
+Public API:
+- `DEFAULT_MEASURES`: the names the harness reports.
+- `parse_measures(names) -> list[str]`, `get_measure(name) -> Measure` (UsageError if unknown).
+- `evaluate(qrels, run, measures, *, gains=None, options=None) -> {qid: {measure: value}}`.
+- `mean(per_query, qids=None) -> {measure: value}` (macro average).
+- `read_trec_run(path)`, `read_trec_qrels(path)`; `trec_eval_lines(...)` prints like trec_eval.
+- `register(Family(...))` to plug in another measure family.
+
+Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
+"""
+
+from __future__ import annotations
+
+# Registration order is the order of the valid forms in error messages.
+from . import ndcg  # noqa: F401,I001
+from . import ap  # noqa: F401
+from . import recall  # noqa: F401
+from . import precision  # noqa: F401
+from . import rr  # noqa: F401
+from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
+from .evaluate import evaluate, mean, scored_queries
+from .trec_files import iter_columns, read_trec_qrels, read_trec_run
+from .trec_output import trec_eval_lines
+
+DEFAULT_MEASURES: tuple[str, ...] = (
+    "ndcg_at_1", "ndcg_at_3", "ndcg_at_5", "ndcg_at_10", "ndcg_at_20", "ndcg_at_100",
+    "map", "map_at_10", "map_at_100",
+    "recall_at_1", "recall_at_5", "recall_at_10", "recall_at_20", "recall_at_50", "recall_at_100",
+    "p_at_1", "p_at_5", "p_at_10",
+    "mrr_at_10",
+)
+
+__all__ = [
+    "DEFAULT_MEASURES", "FAMILIES", "EvalData", "Family", "Measure", "PerQuery", "evaluate", "get_measure",
+    "iter_columns", "mean", "measure_forms", "parse_measures", "read_trec_qrels", "read_trec_run", "register",
+    "scored_queries", "trec_eval_lines",
+]

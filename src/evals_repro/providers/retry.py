@@ -1,0 +1,134 @@
+"""One place that calls a provider: throttle, call, classify the failure, wait, retry, count.
+
+429, 5xx, 408, timeouts and dropped connections are retried, waiting `Retry-After` (seconds or HTTP-date)
+when the provider sent one, else exponential backoff with jitter; both capped at `settings.max_wait`.
+Any other 4xx fails at once with the provider's message. Usage keys (per provider `p`): `p_requests`
+(logical calls), `p_attempts`, `p_retries`, `p_rate_limited` (429 answers), `p_tokens`,
+`p_wait_seconds` (throttle waits and backoff).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, TypeVar
+
+from ..errors import ProviderError
+from ..usage import Usage
+from .errors_map import Failure, classify
+from .settings import KEY_ENV, ProviderSettings
+from .throttle import Throttle, get_throttle
+
+T = TypeVar("T")
+
+BACKOFF_BASE = 1.0  # seconds before the first retry when the provider gives no Retry-After
+BACKOFF_CAP = 30.0
+
+
+_local = threading.local()
+
+
+@dataclass
+class CallTimer:
+    """Time spent inside successful SDK calls (perf_counter_ns), excluding throttle waits,
+    failed attempts and backoff: what the latency study reports as a call's latency."""
+
+    success_ns: int = 0
+    calls: int = 0
+
+
+@contextlib.contextmanager
+def time_provider_calls() -> Iterator[CallTimer]:
+    """Collect the successful-call time of every provider call made by this thread inside the block."""
+    timer = CallTimer()
+    previous = getattr(_local, "timer", None)
+    _local.timer = timer
+    try:
+        yield timer
+    finally:
+        _local.timer = previous
+
+
+def backoff_delay(retry_number: int, rng: random.Random | None = None, cap: float = BACKOFF_CAP) -> float:
+    """Exponential backoff with jitter: 1, 2, 4, ... seconds (capped), each scaled by 0.5-1.0."""
+    ceiling = min(cap, BACKOFF_BASE * 2 ** (retry_number - 1))
+    return ceiling * (0.5 + 0.5 * (rng or random).random())
+
+
+def _rejected(settings: ProviderSettings, what: str, failure: Failure) -> ProviderError:
+    status = f"HTTP {failure.status}" if failure.status is not None else "error"
+    if failure.status in (401, 403):
+        hint = f"check {KEY_ENV[settings.provider]} (the provider refused the key)"
+    else:
+        hint = "the provider rejected the request; it is not retried"
+    return ProviderError(f"{settings.provider} {what} rejected ({status}): {failure.message}", hint)
+
+
+def _exhausted(settings: ProviderSettings, what: str, failure: Failure, attempts: int) -> ProviderError:
+    status = f"HTTP {failure.status}" if failure.status is not None else "no answer"
+    return ProviderError(
+        f"{settings.provider} {what} failed after {attempts} attempts (last: {status}: {failure.message})",
+        f"retry later, lower --{settings.provider}-tpm/--{settings.provider}-rpm, or raise --max-attempts",
+    )
+
+
+def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage: Usage, tokens: int = 0,
+                      items: int = 1, what: str = "embed",
+                      reported_tokens: Callable[[T], int | None] | None = None,
+                      throttle: Throttle | None = None, sleep: Callable[[float], None] = time.sleep,
+                      rng: random.Random | None = None) -> T:
+    """Call `fn` under the provider's throttle until it succeeds, fails for good, or attempts run out.
+
+    `tokens`/`items` are the estimated cost the throttle books; `reported_tokens(result)` returns the
+    provider's own count when it gives one, which then replaces the estimate.
+    """
+    p = settings.provider
+    throttle = throttle or get_throttle(settings)
+    usage.add(f"{p}_requests")
+    for attempt in range(1, settings.max_attempts + 1):
+        ticket, waited = throttle.acquire(tokens, items)
+        if waited:
+            usage.add(f"{p}_wait_seconds", waited)
+        usage.add(f"{p}_attempts")
+        started = time.perf_counter_ns()
+        try:
+            result = fn()
+        except ProviderError:
+            throttle.release(ticket, 0)
+            raise
+        except Exception as exc:
+            throttle.release(ticket, 0)
+            failure = classify(p, exc)
+            if failure is None:
+                raise ProviderError(
+                    f"{p} {what}: malformed response ({type(exc).__name__}: {str(exc)[:200]})",
+                    "the provider or proxy answered something the SDK cannot read; check the base URL",
+                ) from exc
+            if not failure.retryable:
+                raise _rejected(settings, what, failure) from exc
+            if failure.status == 429:
+                usage.add(f"{p}_rate_limited")
+            if attempt == settings.max_attempts:
+                raise _exhausted(settings, what, failure, attempt) from exc
+            delay = failure.retry_after if failure.retry_after is not None else backoff_delay(attempt, rng)
+            delay = min(delay, settings.max_wait)
+            if failure.status == 429:
+                throttle.pause(delay)  # the budget is shared: hold the other threads too
+            usage.add(f"{p}_retries")
+            usage.add(f"{p}_wait_seconds", delay)
+            sleep(delay)
+            continue
+        timer = getattr(_local, "timer", None)
+        if timer is not None:
+            timer.success_ns += time.perf_counter_ns() - started
+            timer.calls += 1
+        counted = reported_tokens(result) if reported_tokens is not None else None
+        throttle.release(ticket, counted)
+        usage.add(f"{p}_tokens", counted if counted is not None else tokens)
+        return result
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+

@@ -1,0 +1,105 @@
+"""Per-provider limits, timeouts and base URLs, with documented defaults overridable per run.
+
+Defaults (per provider, per minute; override with the `run` flags that land in `MethodContext.options`):
+
+| provider   | tokens/min | requests/min | items/min | batch items | batch tokens | source |
+|------------|-----------:|-------------:|----------:|------------:|-------------:|--------|
+| voyage     | 3,000,000  | 2,000        | -         | 1,000       | 120,000      | Voyage tier 1 for voyage-4-large (the strictest text model); batch limits of the embeddings endpoint |
+| cohere     | -          | 2,000        | 2,000     | 96          | 500,000      | Cohere production: Embed 2,000 inputs/min; 96 texts per call |
+| gemini     | 1,000,000  | 3,000        | -         | 100         | 500,000      | Gemini API tier 1 for embeddings; at most 100 requests per batchEmbedContents |
+| mixedbread | 1,000,000  | 300          | -         | 1,000       | 500,000      | no published figure: conservative guess |
+
+`0` means "no budget" for a per-minute limit. Timeout 120 s, 6 attempts, no minimum interval.
+Option keys read: `{provider}_tpm`, `{provider}_rpm`, `{provider}_ipm`, `{provider}_interval` (seconds),
+`timeout` (seconds), `max_attempts`. Base URLs come from `VOYAGE_BASE_URL` (with `/v1`), `CO_API_URL`,
+`GOOGLE_GEMINI_BASE_URL` and `MIXEDBREAD_BASE_URL`, read each time settings are built.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError, choices
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    provider: str
+    tokens_per_minute: int  # 0 = no token budget
+    requests_per_minute: int  # 0 = no request budget
+    min_interval: float  # seconds between the starts of two calls; 0 = none
+    timeout: float  # seconds per HTTP call (converted to ms for Gemini)
+    max_attempts: int  # total attempts per call, first one included
+    base_url: str | None  # None = the SDK's default endpoint
+    max_batch_items: int
+    max_batch_tokens: int
+    items_per_minute: int = 0  # 0 = no item budget (Cohere limits inputs per minute)
+    window: float = 60.0  # length of the budget window in seconds (tests scale it down)
+    max_wait: float = 120.0  # cap on a single backoff or Retry-After wait, seconds
+
+    @property
+    def key(self) -> tuple:
+        """What makes two settings share one throttle."""
+        return (self.provider, self.tokens_per_minute, self.requests_per_minute, self.items_per_minute,
+                self.min_interval, self.window)
+
+
+BASE_URL_ENV = {
+    "voyage": "VOYAGE_BASE_URL",
+    "cohere": "CO_API_URL",
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
+    "mixedbread": "MIXEDBREAD_BASE_URL",
+}
+
+KEY_ENV = {
+    "voyage": "VOYAGE_API_KEY",
+    "cohere": "CO_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mixedbread": "MXBAI_API_KEY",
+}
+
+# provider -> (tpm, rpm, ipm, batch items, batch tokens)
+DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
+    "voyage": (3_000_000, 2_000, 0, 1_000, 120_000),
+    "cohere": (0, 2_000, 2_000, 96, 500_000),
+    "gemini": (1_000_000, 3_000, 0, 100, 500_000),
+    "mixedbread": (1_000_000, 300, 0, 1_000, 500_000),
+}
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_ATTEMPTS = 6
+
+
+def _number(options: dict[str, Any], key: str, default, kind=int, minimum=0):
+    value = options.get(key)
+    if value is None:
+        return default
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"option {key}={value!r} is not a number", f"give a number >= {minimum}") from None
+    if number < minimum:
+        raise UsageError(f"option {key}={value!r} is below {minimum}", f"give a number >= {minimum}")
+    return number
+
+
+def provider_settings(provider: str, options: dict[str, Any] | None = None) -> ProviderSettings:
+    """Settings for `provider`: defaults above, overridden by run options and base-URL variables."""
+    if provider not in DEFAULTS:
+        raise UsageError(f"unknown provider '{provider}'", f"choose from {choices(sorted(DEFAULTS))}")
+    options = {k.replace("-", "_"): v for k, v in (options or {}).items()}
+    tpm, rpm, ipm, items, tokens = DEFAULTS[provider]
+    base_url = os.environ.get(BASE_URL_ENV[provider], "").strip().rstrip("/") or None
+    return ProviderSettings(
+        provider=provider,
+        tokens_per_minute=_number(options, f"{provider}_tpm", tpm),
+        requests_per_minute=_number(options, f"{provider}_rpm", rpm),
+        items_per_minute=_number(options, f"{provider}_ipm", ipm),
+        min_interval=_number(options, f"{provider}_interval", 0.0, float),
+        timeout=_number(options, "timeout", DEFAULT_TIMEOUT, float, minimum=0.001),
+        max_attempts=_number(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int, minimum=1),
+        base_url=base_url,
+        max_batch_items=items,
+        max_batch_tokens=tokens,
+    )

@@ -1,0 +1,122 @@
+"""Per-provider budgets shared by every thread: tokens, requests and items per window, plus a minimum interval.
+
+A sliding window of recent calls. A call is admitted when the window's sums plus the call stay within
+every budget; a call larger than a whole budget is admitted alone once the window is empty. When the
+call finishes, `release` re-stamps it with the finish time and the provider's own token count: the
+server saw the call at some instant before that, so expiring it from the finish time never lets the
+client believe budget is free before the server does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+from .settings import ProviderSettings
+
+
+@dataclass
+class Ticket:
+    """One admitted call, held in the window until it expires."""
+
+    stamp: float
+    tokens: int
+    items: int
+    done: bool = False
+
+
+class Throttle:
+    def __init__(self, tokens_per_window: int = 0, requests_per_window: int = 0, items_per_window: int = 0,
+                 min_interval: float = 0.0, window: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+        self.tokens_per_window = tokens_per_window
+        self.requests_per_window = requests_per_window
+        self.items_per_window = items_per_window
+        self.min_interval = min_interval
+        self.window = window
+        self.clock = clock
+        self.sleep = sleep
+        self._tickets: deque[Ticket] = deque()
+        self._lock = threading.Lock()
+        self._last_start = float("-inf")
+        self._paused_until = float("-inf")
+
+    @classmethod
+    def from_settings(cls, settings: ProviderSettings, **kwargs) -> "Throttle":
+        return cls(settings.tokens_per_minute, settings.requests_per_minute, settings.items_per_minute,
+                   settings.min_interval, settings.window, **kwargs)
+
+    def _expire(self, now: float) -> None:
+        # Tickets are re-stamped on release, so the deque is not sorted: drop every expired one.
+        if any(t.done and now - t.stamp >= self.window for t in self._tickets):
+            self._tickets = deque(t for t in self._tickets if not (t.done and now - t.stamp >= self.window))
+
+    def _wait_needed(self, now: float, tokens: int, items: int) -> float:
+        """Seconds to wait before this call fits (0 = admit now); called with the lock held."""
+        self._expire(now)
+        waits = [self._paused_until - now, self._last_start + self.min_interval - now]
+        if self._tickets:
+            budgets = ((self.tokens_per_window, tokens, lambda t: t.tokens),
+                       (self.requests_per_window, 1, lambda t: 1),
+                       (self.items_per_window, items, lambda t: t.items))
+            for budget, need, weight in budgets:
+                if budget <= 0:
+                    continue
+                used = sum(weight(t) for t in self._tickets)
+                if used + need <= budget:
+                    continue
+                # Free budget by expiring the oldest finished tickets; an unfinished one frees nothing yet.
+                # A call larger than the whole budget goes through alone: everything must expire first.
+                excess = used if need > budget else used + need - budget
+                freed, wait = 0, None
+                for t in sorted((t for t in self._tickets if t.done), key=lambda t: t.stamp):
+                    freed += weight(t)
+                    if freed >= excess:
+                        wait = t.stamp + self.window - now
+                        break
+                waits.append(wait if wait is not None else self.window / 100)
+        return max(0.0, *waits)
+
+    def acquire(self, tokens: int = 0, items: int = 1) -> tuple[Ticket, float]:
+        """Block until the call fits; returns its ticket and the seconds spent waiting."""
+        waited = 0.0
+        while True:
+            with self._lock:
+                now = self.clock()
+                wait = self._wait_needed(now, tokens, items)
+                if wait <= 0:
+                    ticket = Ticket(now, tokens, items)
+                    self._tickets.append(ticket)
+                    self._last_start = now
+                    return ticket, waited
+            self.sleep(wait)
+            waited += wait
+
+    def release(self, ticket: Ticket, tokens: int | None = None) -> None:
+        """The call finished: re-stamp it now and, when the provider reported it, use its token count."""
+        with self._lock:
+            ticket.stamp = self.clock()
+            if tokens is not None:
+                ticket.tokens = tokens
+            ticket.done = True
+
+    def pause(self, seconds: float) -> None:
+        """Hold every thread's next call for `seconds` (the provider said it is over budget)."""
+        with self._lock:
+            self._paused_until = max(self._paused_until, self.clock() + seconds)
+
+
+_throttles: dict[tuple, Throttle] = {}
+_registry_lock = threading.Lock()
+
+
+def get_throttle(settings: ProviderSettings) -> Throttle:
+    """The process-wide throttle for this provider and these budgets."""
+    with _registry_lock:
+        throttle = _throttles.get(settings.key)
+        if throttle is None:
+            throttle = _throttles[settings.key] = Throttle.from_settings(settings)
+        return throttle

@@ -1,0 +1,1 @@
+"""Mixedbread Stores: resumable upload of benchmark pages, and store search as a retrieval method."""

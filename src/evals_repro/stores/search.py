@@ -1,0 +1,129 @@
+"""Store search as a retrieval method: `mixedbread-markdown`, `mixedbread-images` and their `+rerank` forms.
+
+Each query searches the subset's store; chunk hits map back to page ids and a page scores its
+best chunk, so the usual page-level metrics apply. Before any query the store is checked: a
+missing or incomplete store stops the run with the upload command that fixes it.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..data import Query, Run, Subset
+from ..errors import ConfigurationError
+from ..progress import progress_bar
+from ..retrieval.base import MethodContext
+from .common import (default_prefix, external_id_of, find_store, has_content, list_store_files, retrying,
+                     store_name, upload_command)
+
+RERANK_MODEL = "mixedbread-ai/mxbai-rerank-large-v2"
+DEFAULT_RERANK_TOP_K = 10
+
+
+def best_chunk_per_page(chunks: list[Any], file_pages: dict[str, str]) -> dict[str, float]:
+    """Page id -> its best chunk score; chunks name their page by external id or by file id."""
+    scores: dict[str, float] = {}
+    for chunk in chunks:
+        page_id = external_id_of(chunk) or file_pages.get(getattr(chunk, "file_id", ""))
+        if page_id is None:
+            continue
+        score = float(chunk.score)
+        if page_id not in scores or score > scores[page_id]:
+            scores[page_id] = score
+    return scores
+
+
+class StoreRetriever:
+    def __init__(self, name: str, ctx: MethodContext, content: str, rerank: bool, client: Any = None) -> None:
+        from ..providers.settings import provider_settings
+
+        self.name = name
+        self.ctx = ctx
+        self.content = content
+        self.rerank = rerank
+        self.prefix = ctx.options.get("store_prefix") or default_prefix(ctx.benchmark)
+        self.rerank_top_k = int(ctx.options.get("rerank_top_k") or DEFAULT_RERANK_TOP_K)
+        self.settings = provider_settings("mixedbread", ctx.options)
+        if client is None:
+            from ..providers.clients import mixedbread_client
+
+            client = mixedbread_client(self.settings)
+        self.client = client
+        self.workers = max(1, int(ctx.options.get("workers") or 4))
+        self.call = retrying(self.settings, ctx.usage)
+        self.stores: dict[str, str] = {}  # subset -> store name, for describe()
+
+    @property
+    def meaningful_depth(self) -> int | None:
+        """With the store's reranker only its top-k come back: deeper cut-offs are not meaningful."""
+        return self.rerank_top_k if self.rerank else None
+
+    def check_store(self, subset: Subset) -> tuple[Any, dict[str, str]]:
+        """The subset's store, verified complete; and file id -> page id for mapping hits."""
+        name = store_name(self.prefix, subset.name, self.content)
+        fix = upload_command(self.ctx.benchmark, subset.name, self.content, self.prefix)
+        store = find_store(self.client, self.call, name)
+        if store is None:
+            raise ConfigurationError(f"store {name} for {self.ctx.benchmark}/{subset.name} does not exist",
+                                     f"upload it first: {fix}")
+        if getattr(store, "status", None) == "expired":
+            raise ConfigurationError(f"store {name} has expired", f"upload it again: {fix} --store-prefix <new>")
+        files = list_store_files(self.client, self.call, store.id)
+        expected = [page.id for page in subset.pages if has_content(page, self.content)]
+        failed = [pid for pid in expected if pid in files and files[pid].status in ("failed", "cancelled")]
+        if failed:
+            raise ConfigurationError(
+                f"store {name}: {len(failed)} pages failed processing (first: {', '.join(failed[:3])})",
+                f"rerun the upload to retry them: {fix}")
+        missing = [pid for pid in expected if pid not in files or files[pid].status != "completed"]
+        if missing:
+            raise ConfigurationError(
+                f"store {name} is incomplete: {len(expected) - len(missing)} of {len(expected)} pages ready "
+                f"(first missing: {', '.join(missing[:3])})", f"finish the upload: {fix}")
+        self.stores[subset.name] = name
+        return store, {item.id: pid for pid, item in files.items()}
+
+    def _search_options(self, subset: Subset) -> dict[str, Any]:
+        options: dict[str, Any] = {"return_metadata": True, "rerank": False}
+        if self.rerank:
+            with_titles = any(page.title for page in subset.pages)
+            options["rerank"] = {"model": RERANK_MODEL, "top_k": self.rerank_top_k,
+                                 "with_metadata": ["title"] if with_titles else False}
+        return options
+
+    def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
+        store, file_pages = self.check_store(subset)
+        options = self._search_options(subset)
+        known = {page.id for page in subset.pages}
+
+        def search(query: Query) -> tuple[str, dict[str, float]]:
+            answer = self.call(lambda: self.client.stores.search(
+                store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options),
+                "store search")
+            scores = best_chunk_per_page(list(answer.data), file_pages)
+            return query.id, {pid: score for pid, score in scores.items() if pid in known}
+
+        run: Run = {}
+        with progress_bar(f"search {store.name}", len(queries)) as bar:
+            pool = ThreadPoolExecutor(max_workers=self.workers)
+            try:
+                for qid, scores in pool.map(search, queries):
+                    run[qid] = scores
+                    bar.advance()
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return run
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "provider": "mixedbread", "content": self.content,
+                "store_prefix": self.prefix, "stores": dict(self.stores),
+                "chunks_per_query": "top_k", "page_score": "best chunk",
+                "rerank": {"model": RERANK_MODEL, "top_k": self.rerank_top_k} if self.rerank else None,
+                "meaningful_depth": self.meaningful_depth}
+
+
+def build(name: str, ctx: MethodContext) -> StoreRetriever:
+    """Registry factory for the four store methods; the name says the content and the reranker."""
+    base = name.removesuffix("+rerank")
+    return StoreRetriever(name, ctx, content=base.removeprefix("mixedbread-"), rerank=name.endswith("+rerank"))

@@ -1,0 +1,158 @@
+"""`rerank-study latency`: strictly serial timed calls on a seed-sampled set of queries.
+
+The plan (which queries, how many repeats) is saved before the first request and reused on
+resume. Each invocation warms every (model, subset) once (recorded in `warmup.jsonl`, excluded),
+then runs the remaining (query, repeat, model) calls one at a time in a seed-shuffled order.
+`latency_ms` is the time inside successful SDK calls; `wall_ms` adds failed attempts, backoff
+and throttle waits. Calls that needed a retry are kept but flagged and left out of the statistics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import EvalsError, UsageError
+from ..io import JsonlAppender, atomic_write_json, read_jsonl
+from ..progress import progress_bar
+from ..providers.retry import time_provider_calls
+from .candidates import Candidate
+from .lock import StudyLock, command_line
+from .manifest import finish_session, require_same, save_manifest, start_session
+from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
+from .sampling import sample_queries, shuffled
+
+PLAN = "latency-plan.json"
+LATENCY = "latency.jsonl"
+WARMUP = "warmup.jsonl"
+
+
+@dataclass
+class LatencyRequest:
+    study_dir: Path = Path("results/rerank-study")
+    models: list[str] = field(default_factory=lambda: list(DEFAULT_MODELS))
+    samples: int = 20
+    repeats: int = 5
+    seed: int = 42
+    host_location: str | None = None
+    cache_dir: Path = Path("cache")
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def make_plan(items: list[tuple[Candidate, dict]], samples: int, repeats: int, seed: int) -> dict[str, Any]:
+    by_benchmark: dict[str, dict[str, list[str]]] = {}
+    for candidate, _ in items:
+        by_benchmark.setdefault(candidate.benchmark, {}).setdefault(candidate.subset, []).append(candidate.query_id)
+    queries = {bench: sample_queries(subsets, samples, seed) for bench, subsets in sorted(by_benchmark.items())}
+    return {"samples": samples, "repeats": repeats, "seed": seed, "queries": queries}
+
+
+def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[str, Any]:
+    path = Path(study_dir) / PLAN
+    settings = {"samples": request.samples, "repeats": request.repeats, "seed": request.seed}
+    if path.exists():
+        import json
+
+        plan = json.loads(path.read_text(encoding="utf-8"))
+        require_same(study_dir, "the latency plan (--samples/--repeats/--seed)",
+                     {k: plan[k] for k in settings}, settings)
+        return plan
+    plan = make_plan(items, request.samples, request.repeats, request.seed)
+    atomic_write_json(path, plan)
+    return plan
+
+
+def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, str, str, int, StudyModel]]:
+    """Every (benchmark, subset, query, repeat, model) call, in the plan's deterministic order."""
+    seed = plan["seed"]
+    queries = [(b, s, q) for b, subsets in sorted(plan["queries"].items())
+               for s, ids in sorted(subsets.items()) for q in ids]
+    calls = []
+    for repeat in range(plan["repeats"]):
+        for bench, subset, qid in shuffled(queries, seed, "queries", str(repeat)):
+            for model in shuffled(models, seed, "models", bench, subset, qid, str(repeat)):
+                calls.append((bench, subset, qid, repeat, model))
+    return calls
+
+
+def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
+    before = usage.as_dict()
+    record: dict[str, Any] = {"model": model.name, "model_id": model.model or "",
+                              "benchmark": candidate.benchmark, "subset": candidate.subset,
+                              "query_id": candidate.query_id}
+    with time_provider_calls() as timer:
+        started = time.perf_counter_ns()
+        try:
+            reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
+            record["status"] = "ok"
+        except EvalsError as exc:
+            record.update(status="failed", error=exc.one_line())
+        wall_ns = time.perf_counter_ns() - started
+    record.update(call_costs(before, usage.as_dict(), model.provider))
+    record["wall_ms"] = wall_ns / 1e6
+    record["latency_ms"] = timer.success_ns / 1e6 if record["status"] == "ok" else None
+    record["retried"] = record["attempts"] > 1
+    return record
+
+
+def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+    study_dir = Path(request.study_dir)
+    if request.samples < 1 or request.repeats < 1:
+        raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
+    models = parse_models(request.models)
+    options = {**STUDY_DEFAULT_OPTIONS, **request.options}
+    with StudyLock(study_dir, command_line()) as lock:
+        if lock.stale_note:
+            echo(lock.stale_note)
+        manifest, items = load_prepared(study_dir)
+        plan = load_or_make_plan(study_dir, items, request)
+        host = manifest.setdefault("host", {})
+        if request.host_location is not None:
+            host["location"] = request.host_location
+        session = start_session(manifest, command_line())
+        invocation = len(manifest["sessions"])
+        save_manifest(study_dir, manifest)
+        status = "failed"
+        try:
+            counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"), echo)
+            status = "completed" if counts["failed"] == 0 else "incomplete"
+        finally:
+            finish_session(session, status)
+            save_manifest(study_dir, manifest)
+    return counts
+
+
+def _run(study_dir: Path, plan, models, items, request: LatencyRequest, options, invocation: int,
+         location: str | None, echo: Callable[[str], None]) -> dict[str, int]:
+    lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
+    done = {(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
+            for r in read_jsonl(study_dir / LATENCY) if r.get("status") == "ok"}
+    calls = [c for c in schedule(plan, models) if (c[4].name, c[0], c[1], c[2], c[3]) not in done]
+    echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
+    rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
+    warmed: set[tuple[str, str, str]] = set()
+    counts = {"timed": 0, "failed": 0, "warmups": 0}
+    with JsonlAppender(study_dir / LATENCY) as out, JsonlAppender(study_dir / WARMUP) as warm, \
+            progress_bar("latency", len(calls)) as bar:
+        for bench, subset, qid, repeat, model in calls:
+            candidate, texts = lookup[(bench, subset, qid)]
+            reranker, usage = rerankers[model.name]
+            if (model.name, bench, subset) not in warmed:
+                record = _timed_call(reranker, usage, model, candidate, texts)
+                record.update(invocation=invocation, host_location=location)
+                warm.append(record)
+                warmed.add((model.name, bench, subset))
+                counts["warmups"] += 1
+            record = _timed_call(reranker, usage, model, candidate, texts)
+            record.update(repeat=repeat, invocation=invocation, host_location=location)
+            out.append(record)
+            counts["timed"] += 1
+            if record["status"] != "ok":
+                counts["failed"] += 1
+                echo(f"latency: {model.name} {bench}/{subset} {qid} failed: {record['error']}")
+            bar.advance()
+    echo(f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s)")
+    return counts

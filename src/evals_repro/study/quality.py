@@ -1,0 +1,149 @@
+"""`rerank-study quality`: every model scores every query's frozen candidates.
+
+One worker pool per provider, so a budget wait at one provider never holds another's workers.
+Every finished request is appended to `quality.jsonl` and flushed before the next is counted, so
+a killed run resumes without repeating a completed request; adding a model reuses the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import EvalsError, UsageError
+from ..io import JsonlAppender, read_jsonl
+from ..progress import progress_bar
+from .candidates import Candidate, candidates_path, read_candidates, read_texts
+from .lock import StudyLock, command_line
+from .manifest import finish_session, load_manifest, require_same, save_manifest, start_session
+from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+
+QUALITY = "quality.jsonl"
+STUDY_DEFAULT_OPTIONS = {"voyage_tpm": 2_000_000, "voyage_interval": 3.0}
+
+
+@dataclass
+class QualityRequest:
+    study_dir: Path = Path("results/rerank-study")
+    models: list[str] = field(default_factory=lambda: list(DEFAULT_MODELS))
+    workers: int = 2
+    cache_dir: Path = Path("cache")
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def model_config(model: StudyModel, options: dict[str, Any]) -> dict[str, Any]:
+    return {"reranker": model.reranker, "model": model.model}
+
+
+def completed_requests(study_dir: Path) -> set[tuple[str, str, str]]:
+    """(model, model id, request digest) of every request answered in full."""
+    return {
+        (r["model"], r.get("model_id") or "", r["request_digest"])
+        for r in read_jsonl(Path(study_dir) / QUALITY)
+        if r.get("status") == "ok"
+    }
+
+
+def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str, str]]]]:
+    manifest = load_manifest(study_dir)
+    if not manifest or not manifest.get("datasets"):
+        raise UsageError(f"{study_dir} holds no prepared study", f"run `evals-repro rerank-study prepare --study-dir {study_dir}` first")
+    items = []
+    for entry in manifest["datasets"].values():
+        path = candidates_path(study_dir, entry["benchmark"], entry["subset"])
+        texts = read_texts(path)
+        items.extend((c, texts) for c in read_candidates(path, entry["benchmark"], entry["subset"]))
+    return manifest, items
+
+
+def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+    study_dir = Path(request.study_dir)
+    if request.workers < 1:
+        raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
+    models = parse_models(request.models)
+    options = {**STUDY_DEFAULT_OPTIONS, **request.options}
+    with StudyLock(study_dir, command_line()) as lock:
+        if lock.stale_note:
+            echo(lock.stale_note)
+        manifest, items = load_prepared(study_dir)
+        configs = manifest.setdefault("models", {})
+        for model in models:
+            require_same(study_dir, f"model {model.name}'s configuration", configs.get(model.name),
+                         model_config(model, options))
+            configs[model.name] = model_config(model, options)
+        require_same(study_dir, "the quality settings", manifest.get("quality_settings"),
+                     {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)})
+        manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
+        session = start_session(manifest, command_line())
+        save_manifest(study_dir, manifest)
+        status = "failed"
+        try:
+            counts = _score_all(study_dir, models, items, request, options, echo)
+            status = "completed" if counts["failed"] == 0 else "incomplete"
+        finally:
+            finish_session(session, status)
+            save_manifest(study_dir, manifest)
+    return counts
+
+
+def _score_all(study_dir: Path, models: list[StudyModel], items, request: QualityRequest,
+               options: dict[str, Any], echo: Callable[[str], None]) -> dict[str, int]:
+    done = completed_requests(study_dir)
+    todo: dict[str, list[tuple[StudyModel, Candidate, dict[str, str]]]] = {}
+    reused = 0
+    for model in models:
+        for candidate, texts in items:
+            if (model.name, model.model or "", candidate.request_digest) in done:
+                reused += 1
+                continue
+            todo.setdefault(model.provider, []).append((model, candidate, texts))
+    total = sum(len(v) for v in todo.values())
+    echo(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
+    counts = {"sent": 0, "failed": 0, "reused": reused}
+    write_lock = threading.Lock()
+    local = threading.local()
+
+    def score(model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
+        cache = local.__dict__.setdefault("rerankers", {})
+        if model.name not in cache:
+            cache[model.name] = build_reranker(model, Path(request.cache_dir), options)
+        reranker, usage = cache[model.name]
+        before = usage.as_dict()
+        started = time.perf_counter_ns()
+        record: dict[str, Any] = {
+            "model": model.name, "model_id": model.model or "", "benchmark": candidate.benchmark,
+            "subset": candidate.subset, "query_id": candidate.query_id,
+            "request_digest": candidate.request_digest, "candidate_digest": candidate.candidate_digest,
+        }
+        try:
+            scores = reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
+            record.update(status="ok", scores=[float(s) for s in scores])
+        except EvalsError as exc:
+            record.update(status="failed", error=exc.one_line())
+        record["wall_ms"] = (time.perf_counter_ns() - started) / 1e6
+        record.update(call_costs(before, usage.as_dict(), model.provider))
+        return record
+
+    with JsonlAppender(study_dir / QUALITY) as out, progress_bar("quality", total) as bar:
+        pools = {p: ThreadPoolExecutor(max_workers=request.workers, thread_name_prefix=f"q-{p}") for p in todo}
+        try:
+            futures = [pools[p].submit(score, *task) for p, tasks in todo.items() for task in tasks]
+            for future in as_completed(futures):
+                record = future.result()
+                with write_lock:
+                    out.append(record)
+                counts["sent"] += 1
+                if record["status"] != "ok":
+                    counts["failed"] += 1
+                    echo(f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
+                         f"{record['query_id']} failed: {record['error']}")
+                bar.advance()
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True, cancel_futures=True)
+    echo(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
+    return counts

@@ -1,0 +1,186 @@
+"""run -> result file -> report, with hand-computed metric values."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import scripted_method
+from evals_repro import methods
+from evals_repro.cli import main
+from evals_repro.evaluation import RunRequest, run_benchmark
+from evals_repro.methods import MethodEntry
+from evals_repro.report import build_tables, to_csv, to_markdown
+
+INV_LOG2_3 = 1 / math.log2(3)
+
+
+def write_beir(folder: Path, name: str) -> Path:
+    sub = folder / name
+    (sub / "qrels").mkdir(parents=True)
+    pages = [{"_id": f"d{i}", "title": "", "text": f"page {i} about topic {i}"} for i in range(4)]
+    (sub / "corpus.jsonl").write_text("\n".join(json.dumps(p) for p in pages) + "\n")
+    queries = [
+        {"_id": "q1-en", "text": "one", "language": "english", "metadata": {"query_type": ["extractive"]}},
+        {"_id": "q1-fr", "text": "un", "language": "french", "metadata": {"query_type": ["extractive"]}},
+        {"_id": "q2-en", "text": "two", "language": "english", "metadata": {"query_type": ["numerical"]}},
+        {"_id": "q2-fr", "text": "deux", "language": "french", "metadata": {"query_type": ["numerical"]}},
+    ]
+    (sub / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries) + "\n")
+    (sub / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1-en\td1\t2\nq1-fr\td1\t2\nq2-en\td2\t1\nq2-fr\td2\t1\n"
+    )
+    return sub
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    """A two-subset BEIR folder and the scripted method registered as `scripted`."""
+    data = tmp_path / "mybench"
+    write_beir(data, "alpha")
+    write_beir(data, "beta")
+    monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
+    monkeypatch.setattr(scripted_method, "SCRIPT", {
+        "q1-en": ["d0", "d1"],  # relevant at rank 2: nDCG@10 = (2/log2 3) / 2
+        "q1-fr": ["d1"],        # perfect: 1
+        "q2-en": [],            # judged, no results: 0 and kept in the mean
+        "q2-fr": ["d2", "d3"],  # perfect: 1
+    })
+    monkeypatch.setattr(scripted_method, "FAIL_ON_SUBSET", set())
+    return data
+
+
+def request(data: Path, tmp_path: Path, **kw) -> RunRequest:
+    return RunRequest(method="scripted", benchmark=str(data), results_dir=tmp_path / "results",
+                      cache_dir=tmp_path / "cache", **kw)
+
+
+def test_monolingual_scores_native_language_only(suite, tmp_path):
+    summary = run_benchmark(request(suite, tmp_path), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["written", "written"]
+    result = json.loads((tmp_path / "results/mybench/scripted/alpha.json").read_text())
+    assert result["complete"] is True and result["setting"] == "monolingual"
+    assert set(result["languages"]) == {"english"}
+    assert result["metrics"]["ndcg_at_10"] == pytest.approx((INV_LOG2_3 + 0) / 2)
+    assert result["per_query"]["q2-en"]["metrics"]["ndcg_at_10"] == 0
+    assert result["per_query"]["q1-en"]["metadata"] == {"query_type": ["extractive"]}
+    assert result["metrics"]["mrr_at_10"] == pytest.approx((0.5 + 0) / 2)
+
+
+def test_crosslingual_averages_languages(suite, tmp_path):
+    run_benchmark(request(suite, tmp_path, setting="crosslingual"), echo=lambda _: None)
+    result = json.loads((tmp_path / "results/mybench/scripted/beta.json").read_text())
+    english = (INV_LOG2_3 + 0) / 2
+    french = 1.0
+    assert result["languages"]["english"]["metrics"]["ndcg_at_10"] == pytest.approx(english)
+    assert result["languages"]["french"]["metrics"]["ndcg_at_10"] == pytest.approx(french)
+    assert result["metrics"]["ndcg_at_10"] == pytest.approx((english + french) / 2)
+    assert result["languages"]["french"]["n_queries"] == 2
+
+
+def test_resume_skips_complete_subsets_and_failure_keeps_finished(suite, tmp_path):
+    scripted_method.FAIL_ON_SUBSET.add("beta")
+    with pytest.raises(RuntimeError):
+        run_benchmark(request(suite, tmp_path), echo=lambda _: None)
+    alpha = tmp_path / "results/mybench/scripted/alpha.json"
+    assert json.loads(alpha.read_text())["complete"] is True
+    assert not (tmp_path / "results/mybench/scripted/beta.json").exists()
+    stamp = alpha.stat().st_mtime_ns
+    scripted_method.FAIL_ON_SUBSET.clear()
+    summary = run_benchmark(request(suite, tmp_path, resume=True), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["skipped", "written"]
+    assert alpha.stat().st_mtime_ns == stamp
+    # a crosslingual result satisfies a monolingual resume, not the reverse
+    summary = run_benchmark(request(suite, tmp_path, resume=True, setting="crosslingual"), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["written", "written"]
+    summary = run_benchmark(request(suite, tmp_path, resume=True), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["skipped", "skipped"]
+
+
+def test_incomplete_file_is_recomputed_on_resume(suite, tmp_path):
+    path = tmp_path / "results/mybench/scripted/alpha.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"complete": false, "metrics": {}')
+    summary = run_benchmark(request(suite, tmp_path, resume=True, subsets=["alpha"]), echo=lambda _: None)
+    assert summary.outcomes[0].status == "written"
+    assert json.loads(path.read_text())["complete"] is True
+
+
+def test_report_avg_only_when_every_subset_present(suite, tmp_path):
+    run_benchmark(request(suite, tmp_path, subsets=["alpha"], setting="crosslingual"), echo=lambda _: None)
+    mono, cross = build_tables(tmp_path / "results", "mybench", ["alpha", "beta"])
+    assert mono.rows == [("scripted", [pytest.approx(INV_LOG2_3 / 2), None, None])]
+    run_benchmark(request(suite, tmp_path, subsets=["beta"], setting="crosslingual"), echo=lambda _: None)
+    mono, cross = build_tables(tmp_path / "results", "mybench", ["alpha", "beta"])
+    expected = ((INV_LOG2_3 / 2) + 1.0) / 2
+    assert cross.rows == [("scripted", [pytest.approx(expected)] * 3)]
+    text = to_markdown(cross)
+    assert f"| scripted | {expected * 100:.1f} | {expected * 100:.1f} | {expected * 100:.1f} |" in text
+    assert to_csv([mono, cross]).splitlines()[0] == "table,method,alpha,beta,avg"
+
+
+def test_report_first_stage_only_hides_reranked(suite, tmp_path):
+    run_benchmark(request(suite, tmp_path), echo=lambda _: None)
+    fake = json.loads((tmp_path / "results/mybench/scripted/alpha.json").read_text())
+    fake.update(method="scripted+x@5", reranked=True, first_stage="scripted")
+    target = tmp_path / "results/mybench/scripted+x@5/alpha.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(fake))
+    mono, _ = build_tables(tmp_path / "results", "mybench", ["alpha", "beta"])
+    assert [m for m, _ in mono.rows] == ["scripted", "scripted+x@5"]
+    mono, _ = build_tables(tmp_path / "results", "mybench", ["alpha", "beta"], first_stage_only=True)
+    assert [m for m, _ in mono.rows] == ["scripted"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "no-such-method", "--benchmark", "sample"], "unknown method 'no-such-method'"),
+    (["run", "bm25", "--benchmark", "no-such-bench"], "unknown benchmark 'no-such-bench'"),
+    (["run", "bm25", "--setting", "sideways"], "--setting 'sideways' is not valid"),
+    (["run", "bm25", "--content", "video"], "--content 'video' is not valid"),
+])
+def test_bad_input_is_one_line(args, needle, capsys):
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert needle in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_subset_names_choices(suite, tmp_path, capsys):
+    code = main(["run", "scripted", "--benchmark", str(suite), "--subsets", "gamma",
+                 "--results-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown subset 'gamma'" in err and "alpha, beta" in err
+
+
+def test_killed_run_leaves_no_partial_file(suite, tmp_path):
+    """SIGKILL mid-run: finished subsets are complete files, the rest absent, no stray .json."""
+    code = (
+        "import sys, scripted_method; from evals_repro import methods; "
+        "from evals_repro.methods import MethodEntry; "
+        "methods.METHODS['scripted'] = MethodEntry('scripted_method:build', 't'); "
+        "from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = dict(os.environ, SCRIPTED_DELAY="0.6", PYTHONPATH=str(Path(__file__).parent))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "run", "scripted", "--benchmark", str(suite),
+         "--results-dir", str(tmp_path / "results")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    alpha = tmp_path / "results/mybench/scripted/alpha.json"
+    deadline = time.time() + 30
+    while not alpha.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    files = sorted(p.name for p in alpha.parent.iterdir())
+    assert [f for f in files if f.endswith(".json")] == ["alpha.json"]
+    assert json.loads(alpha.read_text())["complete"] is True

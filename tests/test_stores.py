@@ -1,0 +1,249 @@
+"""Mixedbread stores through the real SDK against a stateful fake: upload, resume, failures, search."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+
+import pytest
+
+from evals_repro.data import Page, Query, Subset, ranked
+from evals_repro.errors import ConfigurationError
+from evals_repro.methods import build, resolve
+from evals_repro.retrieval.base import MethodContext
+from evals_repro.stores.common import store_name, upload_command
+from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
+from evals_repro.stores.upload import StoreUploader
+from evals_repro.usage import Usage
+from fakes._http import overlap_score
+from fakes.mixedbread_store import MixedbreadStoreFake
+
+PAGES = [
+    Page("p1", "solar panels on roofs\n\nthe inverter converts current"),
+    Page("p2", "wind turbines at sea"),
+    Page("p3", "battery storage for the grid\n\nsolar and wind together"),
+    Page("p4", "hydro power in the mountains"),
+    Page("p5", "   "),  # no markdown: never uploaded, never expected
+    Page("p6", "nuclear plants and their waste"),
+    Page("p/7", "geothermal heat from below"),
+]
+QUERIES = [Query("q1", "solar panels inverter", "english"), Query("q2", "wind at sea", "english"),
+           Query("q3", "grid battery", "english")]
+SUBSET = Subset("toy", "energy", "english", PAGES, QUERIES, {"q1": {"p1": 1}, "q2": {"p2": 1}, "q3": {"p3": 1}})
+UPLOADABLE = [p.id for p in PAGES if p.text.strip()]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    server = MixedbreadStoreFake(polls_to_complete=2, page_size_cap=2).start()  # 2 per list page: pagination
+    monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
+    monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+    yield server
+    server.stop()
+
+
+def _client():
+    from evals_repro.providers.clients import mixedbread_client
+    from evals_repro.providers.settings import provider_settings
+
+    settings = provider_settings("mixedbread", {"timeout": 5, "max_attempts": 3})
+    return mixedbread_client(settings), settings
+
+
+def _uploader(content="markdown", workers=2, **kwargs):
+    client, settings = _client()
+    return StoreUploader(client, settings, Usage(), "toy", content, "toy-eval", workers=workers,
+                         poll_interval=0.01, poll_timeout=kwargs.pop("poll_timeout", 5.0), **kwargs)
+
+
+def _ctx(**options):
+    return MethodContext(benchmark="toy", options={"timeout": 5, "max_attempts": 3, **options})
+
+
+def test_store_names_use_valid_characters_only():
+    assert store_name("ViDoRe_v3-eval", "Finance EN/2", "markdown") == "vidore-v3-eval-finance-en-2-markdown"
+    assert upload_command("toy", "energy", "images", "toy-eval") == \
+        "evals-repro mixedbread-upload images --benchmark toy --subsets energy"
+    assert upload_command("toy", "energy", "markdown", "mine").endswith("--store-prefix mine")
+
+
+def test_full_upload_then_rerun_skips_everything(fake):
+    summary = _uploader().run(SUBSET)
+    assert (summary.uploaded, summary.skipped, summary.no_content, summary.failed) == (6, 0, 1, {})
+    files = fake.store_files("toy-eval-energy-markdown")
+    assert sorted(f["external_id"] for f in files) == sorted(UPLOADABLE)
+    assert all(f["status"] == "completed" and f["config"] == {"parsing_strategy": "fast"} for f in files)
+    by_id = {f["external_id"]: f for f in files}
+    assert by_id["p/7"]["metadata"]["page_id"] == "p/7" and by_id["p/7"]["filename"] == "p_7.md"
+    assert by_id["p1"]["data"] == PAGES[0].text.encode()
+    uploads_before = fake.count("POST", "/v1/files")
+    lists_before = sum(r.path.endswith("/files/list") for r in fake.requests)
+
+    again = _uploader().run(SUBSET)
+    assert (again.uploaded, again.skipped, again.failed) == (0, 6, {})
+    assert fake.count("POST", "/v1/files") == uploads_before  # nothing paid twice
+    # 6 store files at the fake's 2 per page: the resume listing followed 3 pages.
+    assert sum(r.path.endswith("/files/list") for r in fake.requests) - lists_before == 3
+
+
+@pytest.mark.parametrize("crash_after", [1, 3])
+def test_crash_part_way_then_resume_uploads_only_the_rest(fake, crash_after):
+    uploader = _uploader(workers=1)
+    attach = uploader.client.stores.files.create
+    calls = Counter()
+
+    def attach_then_crash(*args, **kwargs):
+        result = attach(*args, **kwargs)  # the store has the page; the process dies before polling it
+        calls["attached"] += 1
+        if calls["attached"] == crash_after:
+            raise KeyboardInterrupt
+        return result
+
+    uploader.client.stores.files.create = attach_then_crash
+    with pytest.raises(KeyboardInterrupt):
+        uploader.run(SUBSET)
+    after_crash = {f["external_id"]: f["status"] for f in fake.store_files("toy-eval-energy-markdown")}
+    uploads_at_crash = fake.count("POST", "/v1/files")
+    assert crash_after <= len(after_crash) < len(UPLOADABLE)
+    assert list(after_crash.values()).count("completed") >= crash_after - 1
+    assert "pending" in after_crash.values()  # the crashed page was attached but never polled
+
+    resumed = _uploader(workers=2).run(SUBSET)
+    # Only pages absent from the store are uploaded; attached-but-unpolled pages are only polled.
+    assert fake.count("POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
+    completed = sum(status == "completed" for status in after_crash.values())
+    assert (resumed.skipped, resumed.uploaded, resumed.failed) == (completed, len(UPLOADABLE) - completed, {})
+    ids = [f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")]
+    assert sorted(ids) == sorted(UPLOADABLE)  # no duplicates
+    assert all(f["status"] == "completed" for f in fake.store_files("toy-eval-energy-markdown"))
+
+
+def test_failed_page_is_reported_blocks_search_and_is_retried_on_rerun(fake):
+    fake.fail_external_ids = {"p2"}
+    summary = _uploader().run(SUBSET)
+    assert summary.failed == {"p2": "failed: could not parse file"} and summary.uploaded == 5
+    retriever = StoreRetriever("mixedbread-markdown", _ctx(), "markdown", rerank=False, client=_client()[0])
+    with pytest.raises(ConfigurationError) as info:
+        retriever.run(SUBSET, QUERIES, top_k=10)
+    line = info.value.one_line()
+    assert "1 pages failed processing (first: p2)" in line
+    assert "evals-repro mixedbread-upload markdown --benchmark toy --subsets energy" in line
+
+    fake.fail_external_ids = set()
+    again = _uploader().run(SUBSET)
+    assert (again.uploaded, again.skipped, again.failed) == (1, 5, {})
+    assert [f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")].count("p2") == 1
+
+
+def test_processing_timeout_is_a_failed_page_not_a_hang(fake):
+    fake.polls_to_complete = 10_000
+    summary = _uploader(poll_timeout=0.05).run(SUBSET)
+    assert len(summary.failed) == 6
+    assert all("rerun the upload to keep waiting" in reason for reason in summary.failed.values())
+
+
+def test_search_maps_chunks_to_pages_by_best_chunk(fake):
+    _uploader().run(SUBSET)
+    retriever = build(resolve("mixedbread-markdown"), _ctx())
+    run = retriever.run(SUBSET, QUERIES, top_k=10)
+    for query in QUERIES:
+        expected = {}
+        for page in PAGES:
+            if not page.text.strip():
+                continue
+            chunks = [c for c in page.text.split("\n\n") if c.strip()]
+            expected[page.id] = max(overlap_score(query.text, c) for c in chunks)
+        assert run[query.id] == pytest.approx(expected)
+    assert ranked(run["q1"])[0][0] == "p1"
+    body = [r for r in fake.requests if r.path == "/v1/stores/search"][0].json()
+    assert body["search_options"] == {"return_metadata": True, "rerank": False} and body["top_k"] == 10
+    assert retriever.describe()["stores"] == {"energy": "toy-eval-energy-markdown"}
+    assert retriever.meaningful_depth is None
+
+
+def test_store_rerank_sends_the_reranker_and_cuts_to_rerank_top_k(fake):
+    _uploader().run(SUBSET)
+    retriever = build(resolve("mixedbread-markdown+rerank"), _ctx(rerank_top_k=2))
+    run = retriever.run(SUBSET, QUERIES, top_k=10)
+    assert all(len(scores) <= 2 for scores in run.values())
+    assert fake.rerank_calls[0] == {"model": "mixedbread-ai/mxbai-rerank-large-v2", "top_k": 2,
+                                    "with_metadata": False}
+    assert retriever.meaningful_depth == 2
+
+
+def test_missing_store_names_the_upload_command(fake):
+    retriever = build(resolve("mixedbread-markdown"), _ctx(store_prefix="other"))
+    with pytest.raises(ConfigurationError) as info:
+        retriever.run(SUBSET, QUERIES, top_k=10)
+    assert info.value.one_line() == (
+        "store other-energy-markdown for toy/energy does not exist: upload it first: "
+        "evals-repro mixedbread-upload markdown --benchmark toy --subsets energy --store-prefix other")
+
+
+def test_incomplete_store_stops_the_run(fake):
+    half = Subset("toy", "energy", "english", PAGES[:3], QUERIES, {})
+    _uploader().run(half)
+    retriever = build(resolve("mixedbread-markdown"), _ctx())
+    with pytest.raises(ConfigurationError) as info:
+        retriever.run(SUBSET, QUERIES, top_k=10)
+    assert "incomplete: 3 of 6 pages ready (first missing: p4, p6, p/7)" in info.value.one_line()
+
+
+def test_expired_store_is_one_line(fake):
+    _uploader().run(SUBSET)
+    next(iter(fake.stores.values()))["status"] = "expired"
+    with pytest.raises(ConfigurationError) as info:
+        build(resolve("mixedbread-markdown"), _ctx()).run(SUBSET, QUERIES, top_k=10)
+    assert "store toy-eval-energy-markdown has expired" in info.value.one_line()
+
+
+def _png(color: int) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), (color, 0, 0)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_images_upload_with_titles_and_search(fake):
+    pages = [Page("a", "", image=_png(10), title="Solar farm"), Page("b", "", image=_png(20), title="Wind park"),
+             Page("c", "text only, no image")]
+    subset = Subset("toy", "pics", "english", pages, [Query("q", "wind park", "english")], {"q": {"b": 1}})
+    summary = _uploader("images").run(subset)
+    assert (summary.uploaded, summary.no_content) == (2, 1)
+    files = {f["external_id"]: f for f in fake.store_files("toy-eval-pics-images")}
+    assert files["a"]["mime_type"] == "image/png" and files["a"]["metadata"]["title"] == "Solar farm"
+    assert files["b"]["data"] == pages[1].image
+    retriever = build(resolve("mixedbread-images+rerank"), MethodContext("toy", content="images",
+                                                                         options={"timeout": 5}))
+    run = retriever.run(subset, subset.queries, top_k=5)
+    assert ranked(run["q"])[0][0] == "b"
+    assert fake.rerank_calls[-1]["with_metadata"] == ["title"]
+
+
+def test_best_chunk_falls_back_to_file_ids():
+    class Chunk:
+        def __init__(self, file_id, score, external_id=None):
+            self.file_id, self.score, self.external_id, self.metadata = file_id, score, external_id, {}
+
+    chunks = [Chunk("f1", 0.2), Chunk("f1", 0.9), Chunk("f2", 0.5, "x"), Chunk("f9", 1.0)]
+    assert best_chunk_per_page(chunks, {"f1": "p1"}) == {"p1": 0.9, "x": 0.5}
+
+
+def test_cli_upload_prints_the_summary_and_fails_on_a_failed_page(fake, tmp_path, capsys):
+    from evals_repro.cli import main
+
+    folder = tmp_path / "mini"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": p.id, "text": p.text})
+                                                   for p in PAGES[:4]) + "\n")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "solar"}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp1\t1\n")
+    fake.fail_external_ids = {"p3"}
+    code = main(["mixedbread-upload", "markdown", "--benchmark", str(folder), "--workers", "2"])
+    out, err = capsys.readouterr()
+    assert code != 0
+    assert "store mini-eval-mini-markdown: 4 pages, 3 uploaded, 0 already present, 1 failed" in out
+    assert "failed p3: failed: could not parse file" in out
+    assert err.startswith("error: 1 pages failed to upload")
