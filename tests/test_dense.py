@@ -99,9 +99,9 @@ def test_a_run_killed_mid_corpus_keeps_what_it_paid_for(tmp_path):
                 raise KeyboardInterrupt
             return super().embed(items, input_type)
 
-    dying = Dying(batch_size=1)  # one chunk per call
+    dying = Dying()
     with pytest.raises(KeyboardInterrupt):
-        _cache(tmp_path, dying).embed(_items(200), "document")
+        _cache(tmp_path, dying, call_size=1).embed(_items(200), "document")  # one chunk per call
     paid = len(dying.items)
     assert paid > 0
     resumed = CountingEmbedder()
