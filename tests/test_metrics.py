@@ -166,3 +166,10 @@ def test_import_is_light():
     code = "import sys, evals_repro.metrics; print('pytrec_eval' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_trec_ranked_orders_like_trec_eval():
+    scores = {"a": 1.0 + 1e-9, "b": 1.0, "c": 2.0, "d": 1.0 - 1e-6}
+    # a and b are one float32 value: b (> a) first; the original scores are returned unchanged.
+    assert M.trec_ranked(scores) == [("c", 2.0), ("b", 1.0), ("a", 1.0 + 1e-9), ("d", 1.0 - 1e-6)]
+    assert M.trec_ranked(scores, top_k=2) == [("c", 2.0), ("b", 1.0)]

@@ -187,8 +187,8 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
 
 
 def ranked(scores: dict[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
-    """Order one query's scores the trec_eval way: score descending, then doc id descending."""
-    items = sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
-    return items[:top_k] if top_k is not None else items
+    """Order one query's scores the trec_eval way: score descending (compared as float32, as
+    trec_eval holds them), then doc id descending."""
+    from .metrics.ranking import trec_ranked
 
-
+    return trec_ranked(scores, top_k)

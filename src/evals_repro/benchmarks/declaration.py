@@ -60,11 +60,12 @@ class BenchmarkDeclaration:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load: which content, an optional revision override, a cache folder."""
+    """How to load: which content, an optional revision override, a cache folder, a view."""
 
     content: str = "markdown"  # "markdown" or "images"
     revision: str | None = None
     cache_dir: Path | None = None
+    view: str | None = None  # loader-specific view (rcp: reranking | retrieval); None = declared default
 
 
 _REQUIRED = ("name", "loader", "query_languages", "subsets")

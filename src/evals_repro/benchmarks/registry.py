@@ -17,6 +17,10 @@ from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, p
 # Loader kind -> "module:function(declaration, subset_name, options) -> Subset".
 LOADERS: dict[str, str] = {
     "beir": "evals_repro.benchmarks.beir:load",
+    "vidore-raw": "evals_repro.benchmarks.vidore:load",
+    "mteb": "evals_repro.benchmarks.mteb:load",
+    "miracl-vision": "evals_repro.benchmarks.miracl:load",
+    "rcp": "evals_repro.benchmarks.rcp:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"

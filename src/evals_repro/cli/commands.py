@@ -2,6 +2,7 @@
 
 from . import benchmarks  # noqa: F401
 from . import evaluate  # noqa: F401
+from . import rcp  # noqa: F401
 from . import run  # noqa: F401
 from . import stores  # noqa: F401
 from . import study  # noqa: F401

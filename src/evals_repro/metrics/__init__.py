@@ -7,6 +7,7 @@ Public API:
 - `mean(per_query, qids=None) -> {measure: value}` (macro average).
 - `read_trec_run(path)`, `read_trec_qrels(path)`; `trec_eval_lines(...)` prints like trec_eval.
 - `register(Family(...))` to plug in another measure family.
+- `trec_ranked(scores, top_k=None)`: one query's ranking in trec_eval order (float32 ties, doc id desc).
 
 Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
 """
@@ -19,8 +20,10 @@ from . import ap  # noqa: F401
 from . import recall  # noqa: F401
 from . import precision  # noqa: F401
 from . import rr  # noqa: F401
+from . import ndcg_float  # noqa: F401
 from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
 from .evaluate import evaluate, mean, scored_queries
+from .ranking import trec_ranked
 from .trec_files import iter_columns, read_trec_qrels, read_trec_run
 from .trec_output import trec_eval_lines
 
@@ -35,5 +38,5 @@ DEFAULT_MEASURES: tuple[str, ...] = (
 __all__ = [
     "DEFAULT_MEASURES", "FAMILIES", "EvalData", "Family", "Measure", "PerQuery", "evaluate", "get_measure",
     "iter_columns", "mean", "measure_forms", "parse_measures", "read_trec_qrels", "read_trec_run", "register",
-    "scored_queries", "trec_eval_lines",
+    "scored_queries", "trec_eval_lines", "trec_ranked",
 ]

@@ -38,10 +38,11 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
         run = data.run if depth is None else {qid: truncate(data.run[qid], depth) for qid in data.qids}
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m.spec for m in group})
         scored = evaluator.evaluate({qid: run[qid] for qid in data.qids})
+        names = [(measure.name, measure.key) for measure in group]
         for qid in data.qids:
-            values = scored[qid]
-            for measure in group:
-                results[qid][measure.name] = float(values[measure.key])
+            values, row = scored[qid], results[qid]
+            for name, key in names:
+                row[name] = values[key]
     return results
 
 

@@ -8,36 +8,48 @@ on the same documents.
 
 from __future__ import annotations
 
+import heapq
+import math
+from array import array
 from collections.abc import Mapping
 
 from ..errors import DataError
 
 
 def as_float32(qid: str, scores: Mapping[str, float]) -> dict[str, float]:
-    """One query's scores rounded to float32 (as Python floats); NaN is a DataError."""
-    import numpy as np
+    """One query's scores rounded to float32 (as Python floats); NaN is a DataError.
 
+    `array("f")` applies the same C double-to-float cast trec_eval does (beyond float32's
+    range becomes +-inf).
+    """
     if not scores:
         return {}
-    docs = list(scores)
-    values = np.asarray([scores[d] for d in docs], dtype=np.float64)
-    bad = np.flatnonzero(np.isnan(values))
-    if bad.size:
-        raise DataError(f"run: query {qid} document {docs[int(bad[0])]} has a NaN score",
-                        "every retrieved document needs a numeric score")
-    with np.errstate(over="ignore"):  # beyond float32's range becomes +-inf, as in trec_eval
-        rounded = values.astype(np.float32).astype(np.float64).tolist()
-    return dict(zip(docs, rounded))
+    values = list(scores.values())
+    if not math.isfinite(sum(values)):
+        for doc, value in scores.items():
+            if math.isnan(value):
+                raise DataError(f"run: query {qid} document {doc} has a NaN score",
+                                "every retrieved document needs a numeric score")
+    return dict(zip(scores, array("f", values).tolist()))
 
 
-def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
-    """(doc id, float32 score) pairs in trec_eval order; expects `as_float32` scores."""
-    ordered = sorted(((score, doc) for doc, score in scores.items()), reverse=True)
-    return [(doc, score) for score, doc in ordered]
+def trec_ranked(scores: Mapping[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
+    """(doc id, score) pairs in trec_eval order, float32 ties broken by doc id descending.
+
+    The scores returned are the caller's own; only the order follows trec_eval.
+    """
+    rounded = array("f", scores.values()).tolist()
+    order = sorted(zip(rounded, scores), reverse=True)
+    if top_k is not None:
+        order = order[:top_k]
+    return [(doc, scores[doc]) for _, doc in order]
 
 
 def truncate(scores: Mapping[str, float], depth: int) -> dict[str, float]:
-    """The top `depth` documents of one query in trec_eval order."""
+    """The top `depth` documents of one query in trec_eval order; expects `as_float32` scores."""
     if len(scores) <= depth:
         return dict(scores)
-    return dict(trec_order(scores)[:depth])
+    threshold = heapq.nlargest(depth, scores.values())[-1]
+    # Everything above the depth-th score is in; ties at it are ordered by doc id descending.
+    top = sorted(((score, doc) for doc, score in scores.items() if score >= threshold), reverse=True)
+    return {doc: score for score, doc in top[:depth]}

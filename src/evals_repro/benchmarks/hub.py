@@ -1,0 +1,171 @@
+"""Pinned access to Hugging Face Hub datasets, shared by the Hub loaders.
+
+`datasets.load_dataset` downloads on first use into the datasets/Hub cache and honours
+HF_HOME, HF_ENDPOINT and HF_HUB_OFFLINE. Two of its behaviours would break pinning or make a
+user wait, so every load goes through `load_config`:
+
+- With the Hub unreachable, `huggingface_hub` retries each file for ~25 s and `datasets` then
+  falls back to *the latest cached revision*, whatever its sha. A single probe request per
+  repo and revision (no retries) turns that into one clear `ConfigurationError` instead.
+- Offline (HF_HUB_OFFLINE=1) it also falls back to any cached revision; the loaded files'
+  cache path names the commit, so a different one is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, DataError, UsageError
+from .declaration import BenchmarkDeclaration, LoadOptions
+
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
+PROBE_TIMEOUT_SECONDS = 10.0
+
+# (endpoint, repo, revision) -> commit sha, so one process probes each pinned repo once.
+_RESOLVED: dict[tuple[str, str, str], str] = {}
+
+
+def pinned_source(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> tuple[dict[str, Any], str, str]:
+    """The subset's source fields, its repo and the revision to load (`--revision` wins)."""
+    source = decl.subset_source(name)
+    repo = source.get("repo")
+    if not repo:
+        raise DataError(f"benchmark {decl.name}: subset {name} declares no repo in {decl.origin}",
+                        'add repo = "owner/name" to the subset or the [source] table')
+    revision = options.revision or source.get("revision")
+    if not revision:
+        raise DataError(f"benchmark {decl.name}: subset {name} declares no revision in {decl.origin}",
+                        "pin a full commit sha with revision = \"...\" (or pass --revision)")
+    return source, str(repo).format(subset=name), str(revision)
+
+
+def offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    """Connection refused, DNS failure, timeouts: whatever HTTP stack huggingface_hub uses."""
+    if isinstance(exc, (OSError, TimeoutError)):
+        return True
+    return any(cls.__name__ in ("TransportError", "TimeoutException") for cls in type(exc).__mro__)
+
+
+def unreachable(repo: str, revision: str, cause: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"cannot reach the Hugging Face Hub at {endpoint()} for {repo}@{revision} ({cause})",
+        "download it once with network access, set HF_ENDPOINT to a reachable mirror, "
+        "or use the offline cache with HF_HUB_OFFLINE=1",
+    )
+
+
+def resolve_revision(repo: str, revision: str) -> str:
+    """The commit a revision names, checked with one request (no retries); cached per process."""
+    key = (endpoint(), repo, revision)
+    if key in _RESOLVED:
+        return _RESOLVED[key]
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        info = HfApi().dataset_info(repo, revision=revision, timeout=PROBE_TIMEOUT_SECONDS)
+    except RevisionNotFoundError:
+        raise DataError(f"revision {revision} does not exist in dataset {repo} on {endpoint()}",
+                        "pass a commit sha or branch of that repo with --revision, or fix the declaration") from None
+    except RepositoryNotFoundError:
+        raise DataError(f"dataset {repo} does not exist on {endpoint()} (or needs a login)",
+                        "fix repo in the benchmark declaration") from None
+    except Exception as exc:
+        if _is_network_error(exc):
+            raise unreachable(repo, revision, type(exc).__name__) from None
+        raise
+    _RESOLVED[key] = info.sha or revision
+    return _RESOLVED[key]
+
+
+def _loaded_commit(dataset) -> str | None:
+    """The commit sha in the dataset's cache path (`.../<config>/0.0.0/<sha>/...`)."""
+    for item in getattr(dataset, "cache_files", []) or []:
+        for part in reversed(Path(item.get("filename", "")).parts):
+            if FULL_SHA.fullmatch(part):
+                return part
+    return None
+
+
+def load_config(repo: str, config: str, split: str, revision: str, options: LoadOptions, *, images: tuple[str, ...] = ()):
+    """One config/split of a Hub dataset at one revision; `images` columns stay encoded bytes.
+
+    Returns `(dataset, commit_sha)`. Raises `ConfigurationError` when the Hub is unreachable or
+    the revision is not in the offline cache, `DataError` for unknown repos, revisions or configs.
+    """
+    import datasets
+
+    if offline():
+        if not FULL_SHA.fullmatch(revision):
+            raise ConfigurationError(
+                f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
+                "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
+            )
+        commit = revision
+    else:
+        commit = resolve_revision(repo, revision)
+    cache_dir = str(options.cache_dir) if options.cache_dir else None
+    try:
+        dataset = datasets.load_dataset(repo, config, split=split, revision=commit, cache_dir=cache_dir)
+    except ValueError as exc:
+        if "BuilderConfig" in str(exc) or "Unknown split" in str(exc) or "Bad split" in str(exc):
+            raise DataError(f"{repo}@{commit}: {exc}", "the repo's layout does not match its loader; check the declaration") from None
+        raise
+    except Exception as exc:
+        if offline():
+            raise _not_cached(repo, config, commit) from exc
+        if _is_network_error(exc):
+            raise unreachable(repo, commit, type(exc).__name__) from exc
+        if isinstance(exc, FileNotFoundError):
+            raise DataError(f"{repo}@{commit} config {config}: {exc}", "check repo and revision in the declaration") from None
+        raise
+    loaded = _loaded_commit(dataset)
+    if loaded is not None and loaded != commit:
+        raise _not_cached(repo, config, commit)
+    for column in images:
+        if column not in dataset.column_names:
+            raise DataError(f"{repo}@{commit} config {config} has no '{column}' column",
+                            f"columns: {', '.join(dataset.column_names)}")
+        dataset = dataset.cast_column(column, datasets.Image(decode=False))
+    return dataset, commit
+
+
+def _not_cached(repo: str, config: str, commit: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"{repo}@{commit} (config {config}) is not in the offline cache and HF_HUB_OFFLINE=1 is set",
+        "download it once with network access (unset HF_HUB_OFFLINE), or set HF_ENDPOINT to a reachable mirror",
+    )
+
+
+def require_columns(dataset, where: str, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise DataError(f"{where}: missing column(s) {', '.join(missing)}",
+                        f"found {', '.join(dataset.column_names)}; the declared loader does not match this layout")
+
+
+def image_bytes(value, where: str) -> bytes:
+    """Encoded bytes of one undecoded `Image` cell (`{"bytes": ..., "path": ...}`)."""
+    data = value.get("bytes") if isinstance(value, dict) else None
+    if not data:
+        raise DataError(f"{where}: no embedded image bytes", "the repo must embed page images in its parquet files")
+    return bytes(data)
+
+
+def check_content(decl: BenchmarkDeclaration, options: LoadOptions) -> None:
+    if options.content not in ("markdown", "images"):
+        raise UsageError(f"benchmark {decl.name}: unknown --content {options.content}", "choose from markdown, images")

@@ -1,0 +1,67 @@
+"""`evals-repro rcp replay` and `evals-repro rcp pool`: check the rcp-ndcg-vidore-v3 release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+
+rcp_app = typer.Typer(help="The rcp-ndcg ViDoRe v3 release: replay its tables, rebuild its pools.",
+                      no_args_is_help=True)
+app.add_typer(rcp_app, name="rcp")
+
+_REVISION = typer.Option(None, "--revision", help="Release tag (v1, v2, v2-nvidia-...), or a full commit sha.")
+_SNAPSHOT = typer.Option(None, "--snapshot", help="Read a local copy of the release (same layout) instead of the Hub.")
+
+
+def _names(raw: Optional[str], allowed: tuple[str, ...], what: str) -> list[str]:
+    from ..errors import UsageError, choices
+
+    if not raw:
+        return list(allowed)
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    for name in names:
+        if name not in allowed:
+            raise UsageError(f"unknown {what} '{name}'", f"choose from {choices(allowed)}")
+    return names
+
+
+@rcp_app.command("replay")
+def replay_command(
+    revision: Optional[str] = _REVISION,
+    snapshot: Optional[Path] = _SNAPSHOT,
+    domains: Optional[str] = typer.Option(None, "--domains", help="Comma-separated domains (default: all 8)."),
+    languages: Optional[str] = typer.Option(None, "--languages",
+                                            help="Comma-separated query languages of the mean view (default: all 6)."),
+) -> None:
+    """Print the card's reranker tables (native and 6-language views, both tie rules) from provenance-runs."""
+    from ..rcp.release import DOMAINS, LANGUAGES, Release
+    from ..rcp.replay import format_tables, replay
+
+    release = Release(revision=revision, snapshot=snapshot)
+    result = replay(release, domains=_names(domains, DOMAINS, "domain"),
+                    languages=_names(languages, LANGUAGES, "language"))
+    typer.echo(format_tables(result), nl=False)
+
+
+@rcp_app.command("pool")
+def pool_command(
+    revision: Optional[str] = _REVISION,
+    snapshot: Optional[Path] = _SNAPSHOT,
+    subsets: Optional[str] = typer.Option(None, "--subsets", help="Comma-separated {domain}__{language} (default: all 48)."),
+) -> None:
+    """Rebuild the judged pools (RRF of embed_v4, bm25, octen; k=60; top 150; ground-truth injection)."""
+    from ..errors import DataError
+    from ..rcp.pool import check_pools, format_report
+    from ..rcp.release import SUBSETS, Release
+
+    release = Release(revision=revision, snapshot=snapshot)
+    checks = check_pools(release, _names(subsets, SUBSETS, "subset"))
+    typer.echo(format_report(checks, str(release.revision)), nl=False)
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        raise DataError(f"pools not reproduced in {len(failed)} of {len(checks)} subsets",
+                        "see the lines above; check the revision")

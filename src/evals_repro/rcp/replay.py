@@ -1,0 +1,130 @@
+"""Replay the release card's reranker tables from `provenance-runs`: no model is called.
+
+Each of the 14 rerankers' stored scores is restricted to the query's judged pool and scored with
+RCP-nDCG@10 (the `gain` column) and qrel-nDCG@10 (the integer `score`, linear gain), under both tie
+rules. Two views: native-language (each question once, in the language it was written in) and the
+6-language mean (the mean over the six per-language means, mteb's main score).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
+from ..progress import progress_bar
+from .release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
+from .tables import read_pools, read_qrels, read_runs
+
+# Hub model id -> the paper's short name, in the card's row order.
+RERANKERS = {
+    "ctxl-rerank-v2-instruct-multilingual-1b": "CTXL-RR-1B",
+    "ctxl-rerank-v2-instruct-multilingual-2b": "CTXL-RR-2B",
+    "ctxl-rerank-v2-instruct-multilingual-6b": "CTXL-RR-6B",
+    "jina-reranker-v3": "Jina-RR-v3",
+    "Qwen3-Reranker-0.6B": "Qwen3-RR-0.6B",
+    "Qwen3-Reranker-4B": "Qwen3-RR-4B",
+    "Qwen3-Reranker-8B": "Qwen3-RR-8B",
+    "rerank-v4.0-fast": "RR4-Fast",
+    "rerank-v4.0-pro": "RR4-Pro",
+    "rerank-2.5-lite": "Voyage2.5-lt",
+    "rerank-2.5": "Voyage2.5",
+    "zerank-1-small": "zerank-1-sm",
+    "zerank-1": "zerank-1",
+    "zerank-2": "zerank-2",
+}
+METRICS = ("rcp_ndcg_at_10", "qrel_ndcg_at_10")
+VIEWS = ("native", "mean6")
+K = 10
+
+
+@dataclass
+class Replay:
+    """Mean scores per (model, domain, language, tie rule, metric), with query counts."""
+
+    revision: str
+    domains: list[str]
+    languages: list[str]
+    # (model, domain, language, tie_rule) -> {metric: mean over the subset's scored queries}
+    means: dict[tuple[str, str, str, str], dict[str, float]] = field(default_factory=dict)
+    queries: dict[tuple[str, str], int] = field(default_factory=dict)  # (domain, language) -> scored queries
+
+    @property
+    def models(self) -> list[str]:
+        seen = {key[0] for key in self.means}
+        return [m for m in RERANKERS if m in seen] + sorted(seen - set(RERANKERS))
+
+    def cell(self, view: str, model: str, domain: str, tie_rule: str, metric: str) -> float | None:
+        """One table cell (a fraction, not %); None when the model has no run on that domain."""
+        languages = [NATIVE_LANGUAGE[domain]] if view == "native" else self.languages
+        values = [self.means.get((model, domain, lang, tie_rule), {}).get(metric) for lang in languages]
+        if any(v is None for v in values):
+            return None
+        return sum(values) / len(values)
+
+    def row_mean(self, view: str, model: str, tie_rule: str, metric: str) -> float | None:
+        cells = [self.cell(view, model, d, tie_rule, metric) for d in self.domains]
+        return None if any(c is None for c in cells) else sum(cells) / len(cells)
+
+
+def score_query(scores: dict[str, float], pool: list[str] | None, gains: dict[str, float],
+                grades: dict[str, int], tie_rule: str) -> tuple[float, float]:
+    """(RCP-nDCG@10, qrel-nDCG@10) of one query's stored scores, restricted to its pool."""
+    if pool is not None:
+        scores = {doc: scores[doc] for doc in pool if doc in scores}
+    rcp = ndcg_float_at_k(scores, gains, K, tie_rule)
+    qrel = ndcg_float_at_k(scores, {d: float(g) for d, g in grades.items()}, K, tie_rule)
+    return rcp, qrel
+
+
+def replay(release: Release, domains: Iterable[str] = DOMAINS, languages: Iterable[str] = LANGUAGES,
+           tie_rules: Iterable[str] = TIE_RULES) -> Replay:
+    domains, languages, tie_rules = list(domains), list(languages), list(tie_rules)
+    result = Replay(revision=str(release.revision), domains=domains, languages=languages)
+    with progress_bar("replaying provenance-runs", len(domains) * len(languages)) as bar:
+        for domain in domains:
+            runs = read_runs(release, domain)
+            for language in languages:
+                subset = f"{domain}__{language}"
+                judged = read_qrels(release, subset)
+                pools = read_pools(release, subset)
+                result.queries[(domain, language)] = len(judged.gains)
+                for model, run in runs.items():
+                    scored = [qid for qid in judged.gains if qid in run]
+                    if not scored:
+                        continue
+                    for rule in tie_rules:
+                        pairs = [score_query(run[q], pools.get(q), judged.gains[q], judged.qrels.get(q, {}), rule)
+                                 for q in scored]
+                        result.means[(model, domain, language, rule)] = {
+                            "rcp_ndcg_at_10": sum(p[0] for p in pairs) / len(pairs),
+                            "qrel_ndcg_at_10": sum(p[1] for p in pairs) / len(pairs),
+                        }
+                bar.advance()
+    return result
+
+
+_VIEW_TITLES = {"native": "native-language questions", "mean6": "mean over the {n} query languages"}
+_RULE_TITLES = {"doc-id": "rule (a): document-id tie-break", "group-mean": "rule (b): group-mean gain for ties"}
+_METRIC_TITLES = {"rcp_ndcg_at_10": "RCP-nDCG@10", "qrel_ndcg_at_10": "qrel-nDCG@10"}
+
+
+def format_tables(result: Replay, tie_rules: Iterable[str] = ("doc-id", "group-mean")) -> str:
+    """Markdown tables in %, one decimal: for each view and tie rule, RCP-nDCG@10 then qrel-nDCG@10."""
+    lines = [f"Replayed from provenance-runs at revision {result.revision}."]
+    header = "| Reranker | " + " | ".join(result.domains) + " | Mean |"
+    rule_line = "|---|" + "---:|" * (len(result.domains) + 1)
+
+    def pct(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.1f}"
+
+    for view in VIEWS:
+        for rule in tie_rules:
+            for metric in METRICS:
+                lines += ["", f"**{_METRIC_TITLES[metric]} (%), {_VIEW_TITLES[view].format(n=len(result.languages))}, {_RULE_TITLES[rule]}**", "",
+                          header, rule_line]
+                for model in result.models:
+                    cells = [pct(result.cell(view, model, d, rule, metric)) for d in result.domains]
+                    cells.append(pct(result.row_mean(view, model, rule, metric)))
+                    lines.append(f"| {RERANKERS.get(model, model)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

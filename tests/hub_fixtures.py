@@ -1,0 +1,376 @@
+"""Small fixture repos in the exact upstream Hub layouts (see ../shared/docs/hub-layouts.md).
+
+Everything here is written for the tests: a few pages with 2x2 PNGs, queries in six languages
+whose row order interleaves languages (so only the `language` column can tell them apart),
+graded qrels (1/2) and one page with empty markdown. Parquet files are written by `datasets`
+itself so their schema metadata carries the `Image` feature exactly as `push_to_hub` does.
+"""
+
+from __future__ import annotations
+
+import io
+
+LANGUAGES = ["english", "french", "german", "italian", "portuguese", "spanish"]
+
+# Pinned shas from benchmarks/vidore-v3.toml, benchmarks/vidore-v3-mteb.toml and miracl-vision.toml.
+HR_REPO = "vidore/vidore_v3_hr"
+HR_EVAL_SHA = "95f2f83a5a09590a89e34960479f9438e48bca77"
+HR_MAIN_SHA = "0cdf0979f2c5a0fd3e335e6373b9da48a9fe3bc3"
+HR_MTEB_REPO = "vidore/vidore_v3_hr_mteb_format"
+HR_MTEB_SHA = "bc7d43d64815ed30f664168c8052106484aba7fd"
+MIRACL_REPO = "nvidia/miracl-vision"
+MIRACL_SHA = "309e1696433408fbd555959cf1da968f3814f8b6"
+
+
+def png(rgb: tuple[int, int, int]) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 2), rgb).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+# -- ViDoRe v3 raw (hr) ------------------------------------------------------------------------
+# corpus_id -> (doc_id, page_number_in_doc, markdown, colour)
+HR_PAGES = [
+    (0, "eu_leave_report", 0, "Annual leave policy: employees receive twenty five days of paid leave.", (255, 0, 0)),
+    (1, "eu_leave_report", 1, "Remote work allowance and telework rules for staff.", (0, 255, 0)),
+    (2, "eu_leave_report", 2, "Pension contributions table for the year.", (0, 0, 255)),
+    (3, "eu_skills_report", 0, "Training budget chart by department and region.", (255, 255, 0)),
+    (4, "eu_skills_report", 1, "", (0, 255, 255)),  # an image-only page: empty markdown
+]
+# Two questions, each asked in six languages; (text per language).
+HR_QUESTIONS = {
+    "leave": {
+        "english": "How many days of paid leave do employees receive?",
+        "french": "Combien de jours de congés payés les employés reçoivent-ils ?",
+        "german": "Wie viele Tage bezahlten Urlaub erhalten Mitarbeiter?",
+        "italian": "Quanti giorni di ferie retribuite ricevono i dipendenti?",
+        "portuguese": "Quantos dias de férias pagas os funcionários recebem?",
+        "spanish": "¿Cuántos días de vacaciones pagadas reciben los empleados?",
+    },
+    "training": {
+        "english": "training budget by department",
+        "french": "budget de formation par département",
+        "german": "Schulungsbudget nach Abteilung",
+        "italian": "budget di formazione per reparto",
+        "portuguese": "orçamento de formação por departamento",
+        "spanish": "presupuesto de formación por departamento",
+    },
+}
+HR_QUESTION_META = {
+    "leave": {"query_types": ["extractive", "numerical"], "query_format": "question", "content_type": ["Text"]},
+    "training": {"query_types": ["open-ended"], "query_format": "keyword", "content_type": ["Chart", "Table"]},
+}
+# Positive qrels per question: corpus_id -> grade.
+HR_QUESTION_QRELS = {"leave": {0: 2, 2: 1}, "training": {3: 2, 4: 1, 1: 1}}
+# query rows in file order: (query_id, question, language). Languages interleave; ids do not
+# group by language, so neither row position nor id ranges reveal a query's language.
+HR_QUERY_ROWS = [
+    (0, "leave", "english"), (1, "leave", "french"), (2, "training", "english"), (3, "leave", "spanish"),
+    (4, "training", "german"), (5, "leave", "german"), (6, "leave", "italian"), (7, "training", "french"),
+    (8, "training", "portuguese"), (9, "training", "italian"), (10, "leave", "portuguese"),
+    (11, "training", "spanish"),
+]
+
+HR_README = """---
+license: cc-by-4.0
+dataset_info:
+- config_name: corpus
+  features:
+  - name: corpus_id
+    dtype: int64
+  - name: image
+    dtype: image
+  - name: doc_id
+    dtype: string
+  - name: markdown
+    dtype: string
+  - name: page_number_in_doc
+    dtype: int64
+  splits:
+  - name: test
+    num_bytes: 1000
+    num_examples: {n_pages}
+- config_name: documents_metadata
+  features:
+  - name: file_name
+    dtype: string
+  - name: doc_id
+    dtype: string
+  splits:
+  - name: test
+    num_bytes: 100
+    num_examples: 2
+- config_name: qrels
+  features:
+  - name: query_id
+    dtype: int64
+  - name: corpus_id
+    dtype: int64
+  - name: score
+    dtype: int64
+  - name: content_type
+    list: string
+  - name: bounding_boxes
+    list:
+    - name: annotator
+      dtype: int64
+    - name: x1
+      dtype: int64
+    - name: x2
+      dtype: int64
+    - name: y1
+      dtype: int64
+    - name: y2
+      dtype: int64
+  splits:
+  - name: test
+    num_bytes: 1000
+    num_examples: {n_qrels}
+- config_name: queries
+  features:
+  - name: query_id
+    dtype: int64
+  - name: query
+    dtype: string
+  - name: language
+    dtype: string
+  - name: query_types
+    list: string
+  - name: query_format
+    dtype: string
+  - name: content_type
+    list: string
+  - name: raw_answers
+    list: string
+  - name: query_generator
+    dtype: string
+  - name: query_generation_pipeline
+    dtype: string
+  - name: source_type
+    dtype: string
+  - name: query_type_for_generation
+    dtype: string
+  - name: answer
+    dtype: string
+  splits:
+  - name: test
+    num_bytes: 1000
+    num_examples: {n_queries}
+configs:
+- config_name: corpus
+  data_files:
+  - split: test
+    path: corpus/test-*
+- config_name: documents_metadata
+  data_files:
+  - split: test
+    path: documents_metadata/test-*
+- config_name: qrels
+  data_files:
+  - split: test
+    path: qrels/test-*
+- config_name: queries
+  data_files:
+  - split: test
+    path: queries/test-*
+---
+# ViDoRe v3 HR (test fixture)
+"""
+
+
+def _parquet(columns: dict, features: dict) -> bytes:
+    """One parquet file as `push_to_hub` writes it (schema metadata names the HF features)."""
+    import datasets
+
+    dataset = datasets.Dataset.from_dict(columns, features=datasets.Features(features))
+    buffer = io.BytesIO()
+    dataset.to_parquet(buffer)
+    return buffer.getvalue()
+
+
+def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
+    """The raw `vidore/vidore_v3_hr` layout; `extra_page` adds a sixth page (another revision)."""
+    from datasets import Image, List, Value
+
+    pages = list(HR_PAGES)
+    if extra_page:
+        pages.append((5, "eu_skills_report", 2, "Apprenticeship numbers by country.", (128, 128, 128)))
+    corpus = _parquet(
+        {
+            "corpus_id": [p[0] for p in pages],
+            "image": [{"bytes": png(p[4]), "path": None} for p in pages],
+            "doc_id": [p[1] for p in pages],
+            "markdown": [p[3] for p in pages],
+            "page_number_in_doc": [p[2] for p in pages],
+        },
+        {"corpus_id": Value("int64"), "image": Image(), "doc_id": Value("string"),
+         "markdown": Value("string"), "page_number_in_doc": Value("int64")},
+    )
+    rows = HR_QUERY_ROWS
+    queries = _parquet(
+        {
+            "query_id": [r[0] for r in rows],
+            "query": [HR_QUESTIONS[r[1]][r[2]] for r in rows],
+            "language": [r[2] for r in rows],
+            "query_types": [HR_QUESTION_META[r[1]]["query_types"] for r in rows],
+            "query_format": [HR_QUESTION_META[r[1]]["query_format"] for r in rows],
+            "content_type": [HR_QUESTION_META[r[1]]["content_type"] for r in rows],
+            "raw_answers": [["an answer"] for _ in rows],
+            "query_generator": ["human" for _ in rows],
+            "query_generation_pipeline": [None for _ in rows],
+            "source_type": ["summary" for _ in rows],
+            "query_type_for_generation": [HR_QUESTION_META[r[1]]["query_types"][0] for r in rows],
+            "answer": ["an answer" for _ in rows],
+        },
+        {"query_id": Value("int64"), "query": Value("string"), "language": Value("string"),
+         "query_types": List(Value("string")), "query_format": Value("string"),
+         "content_type": List(Value("string")), "raw_answers": List(Value("string")),
+         "query_generator": Value("string"), "query_generation_pipeline": Value("string"),
+         "source_type": Value("string"), "query_type_for_generation": Value("string"),
+         "answer": Value("string")},
+    )
+    qrel_rows = [(qid, cid, grade) for qid, question, _ in rows for cid, grade in HR_QUESTION_QRELS[question].items()]
+    box = {"annotator": 0, "x1": 0, "x2": 1, "y1": 0, "y2": 1}
+    qrels = _parquet(
+        {
+            "query_id": [r[0] for r in qrel_rows],
+            "corpus_id": [r[1] for r in qrel_rows],
+            "score": [r[2] for r in qrel_rows],
+            "content_type": [["Text"] for _ in qrel_rows],
+            "bounding_boxes": [[box] for _ in qrel_rows],
+        },
+        {"query_id": Value("int64"), "corpus_id": Value("int64"), "score": Value("int64"),
+         "content_type": List(Value("string")),
+         "bounding_boxes": List({k: Value("int64") for k in box})},
+    )
+    documents = _parquet(
+        {"file_name": ["eu_leave_report.pdf", "eu_skills_report.pdf"], "doc_id": ["eu_leave_report", "eu_skills_report"]},
+        {"file_name": Value("string"), "doc_id": Value("string")},
+    )
+    readme = HR_README.format(n_pages=len(pages), n_qrels=len(qrel_rows), n_queries=len(rows))
+    return {
+        ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n",
+        "README.md": readme.encode(),
+        "corpus/test-00000-of-00001.parquet": corpus,
+        "queries/test-00000-of-00001.parquet": queries,
+        "qrels/test-00000-of-00001.parquet": qrels,
+        "documents_metadata/test-00000-of-00001.parquet": documents,
+        "pdfs/metadata.csv": b"file_name,doc_id\neu_leave_report.pdf,eu_leave_report\n",
+    }
+
+
+# -- ViDoRe v3 mteb-format (hr) ----------------------------------------------------------------
+def vidore_mteb_files(with_text: bool = False) -> dict[str, bytes]:
+    """`{lang}-corpus/-queries/-qrels` configs; every `{lang}-qrels` holds all languages' qrels.
+
+    `with_text` adds the corpus `text` column, as the mteb OCR repos carry it.
+    """
+    from datasets import Image, Value
+
+    corpus_columns = {"image": [{"bytes": png(p[4]), "path": None} for p in HR_PAGES],
+                      "id": [f"corpus-test-{p[0]}" for p in HR_PAGES]}
+    corpus_features = {"image": Image(), "id": Value("string")}
+    if with_text:
+        corpus_columns["text"] = [p[3] for p in HR_PAGES]
+        corpus_features["text"] = Value("string")
+    corpus = _parquet(corpus_columns, corpus_features)
+    all_qrels = [(f"query-test-{qid}", f"corpus-test-{cid}", grade)
+                 for qid, question, _ in HR_QUERY_ROWS for cid, grade in HR_QUESTION_QRELS[question].items()]
+    qrels = _parquet(
+        {"query-id": [r[0] for r in all_qrels], "corpus-id": [r[1] for r in all_qrels],
+         "score": [r[2] for r in all_qrels]},
+        {"query-id": Value("string"), "corpus-id": Value("string"), "score": Value("int64")},
+    )
+    files: dict[str, bytes] = {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}
+    yaml_info, yaml_configs = [], []
+    corpus_yaml = "\n".join(f"  - name: {name}\n    dtype: {'image' if name == 'image' else 'string'}"
+                            for name in corpus_features)
+    for lang in LANGUAGES:
+        rows = [r for r in HR_QUERY_ROWS if r[2] == lang]
+        files[f"{lang}-corpus/test-00000-of-00001.parquet"] = corpus
+        files[f"{lang}-qrels/test-00000-of-00001.parquet"] = qrels
+        files[f"{lang}-queries/test-00000-of-00001.parquet"] = _parquet(
+            {"language": [lang for _ in rows], "id": [f"query-test-{r[0]}" for r in rows],
+             "text": [HR_QUESTIONS[r[1]][lang] for r in rows]},
+            {"language": Value("string"), "id": Value("string"), "text": Value("string")},
+        )
+        yaml_info += [
+            f"- config_name: {lang}-corpus\n  features:\n{corpus_yaml}\n"
+            f"  splits:\n  - name: test\n    num_examples: {len(HR_PAGES)}",
+            f"- config_name: {lang}-qrels\n  features:\n  - name: query-id\n    dtype: string\n"
+            f"  - name: corpus-id\n    dtype: string\n  - name: score\n    dtype: int64\n"
+            f"  splits:\n  - name: test\n    num_examples: {len(all_qrels)}",
+            f"- config_name: {lang}-queries\n  features:\n  - name: language\n    dtype: string\n"
+            f"  - name: id\n    dtype: string\n  - name: text\n    dtype: string\n"
+            f"  splits:\n  - name: test\n    num_examples: {len(rows)}",
+        ]
+        yaml_configs += [f"- config_name: {lang}-{part}\n  data_files:\n  - split: test\n    path: {lang}-{part}/test-*"
+                         for part in ("corpus", "qrels", "queries")]
+    files["README.md"] = ("---\ndataset_info:\n" + "\n".join(yaml_info) + "\nconfigs:\n" + "\n".join(yaml_configs)
+                          + "\n---\n# ViDoRe v3 HR, mteb format (test fixture)\n").encode()
+    return files
+
+
+# -- MIRACL-VISION ------------------------------------------------------------------------------
+# Per language: corpus rows (_id, title, text, image_id), queries, qrels with score-0 negatives.
+MIRACL_DATA = {
+    "en": {
+        "corpus": [("0", "Zebra", "Zebras are African equines with black and white stripes.", "en_img_0.png"),
+                   ("1", "Horse", "The horse is a domesticated one-toed hoofed mammal.", "en_img_1.png"),
+                   ("2", "Stripe (pattern)", "A stripe is a band of colour.", "en_img_2.png")],
+        "queries": [("q1", "why do zebras have stripes"), ("q2", "horse domestication"),
+                    ("q3", "a query judged only negative")],
+        "qrels": [("q1", "0", 1), ("q1", "2", 1), ("q1", "1", 0), ("q2", "1", 1), ("q2", "0", 0), ("q3", "2", 0)],
+    },
+    "sw": {
+        "corpus": [("0", "Punda milia", "Punda milia ni wanyama wenye milia.", "sw_img_0.png"),
+                   ("1", "Farasi", "Farasi ni mnyama wa kufugwa.", "sw_img_1.png")],
+        "queries": [("s1", "punda milia ana milia kwa nini")],
+        "qrels": [("s1", "0", 1), ("s1", "1", 0)],
+    },
+}
+
+
+def miracl_files() -> dict[str, bytes]:
+    """`{l}/corpus|images|queries|qrels.parquet` with configs `corpus-{l}`... and split `default`.
+
+    The images file lists its rows in another order than the corpus, so only the
+    `image_id` <-> `file_name` join can pair them.
+    """
+    from datasets import Image, Value
+
+    files: dict[str, bytes] = {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}
+    configs = []
+    for lang, data in MIRACL_DATA.items():
+        corpus = data["corpus"]
+        files[f"{lang}/corpus.parquet"] = _parquet(
+            {"_id": [r[0] for r in corpus], "title": [r[1] for r in corpus], "text": [r[2] for r in corpus],
+             "image_id": [r[3] for r in corpus]},
+            {"_id": Value("string"), "title": Value("string"), "text": Value("string"), "image_id": Value("string")},
+        )
+        images = list(reversed(corpus))
+        files[f"{lang}/images.parquet"] = _parquet(
+            {"file_name": [r[3] for r in images],
+             "image": [{"bytes": png((10 * int(r[0]), 20, 30)), "path": None} for r in images]},
+            {"file_name": Value("string"), "image": Image()},
+        )
+        files[f"{lang}/queries.parquet"] = _parquet(
+            {"_id": [r[0] for r in data["queries"]], "text": [r[1] for r in data["queries"]]},
+            {"_id": Value("string"), "text": Value("string")},
+        )
+        files[f"{lang}/qrels.parquet"] = _parquet(
+            {"query-id": [r[0] for r in data["qrels"]], "corpus-id": [r[1] for r in data["qrels"]],
+             "score": [r[2] for r in data["qrels"]]},
+            {"query-id": Value("string"), "corpus-id": Value("string"), "score": Value("int64")},
+        )
+        configs += [f"- config_name: {part}-{lang}\n  data_files:\n  - split: default\n    path: {lang}/{part}.parquet"
+                    for part in ("corpus", "images", "qrels", "queries")]
+    files["README.md"] = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n# MIRACL-VISION (test fixture)\n").encode()
+    files["eval_example/README.md"] = b"example\n"
+    return files
+
+
+def expected_image(lang: str, corpus_id: str) -> bytes:
+    return png((10 * int(corpus_id), 20, 30))
