@@ -96,3 +96,19 @@ def test_empty_queries_and_bad_input():
         index.search(np.zeros((1, 3), dtype=np.float32), 0)
     with pytest.raises(UsageError, match="2 ids"):
         ExactIndex(np.eye(3, dtype=np.float32), ["a", "b"])
+
+
+def test_a_mass_of_identical_vectors_tied_at_rank_k():
+    """Thousands of duplicates tie at rank k: the id order decides, and candidates are cut early."""
+    corpus = np.tile(np.array([[0.6, 0.8, 0.0]], dtype=np.float32), (5_000, 1))
+    corpus[[17, 4321]] = [1.0, 0.0, 0.0]  # two strictly better documents
+    ids = [f"doc-{i:05d}" for i in range(5_000)]
+    index = ExactIndex(corpus, ids, memory_budget=60_000)
+    calls = []
+    original = index._rescore
+    index._rescore = lambda *args: calls.append(args[1].size) or original(*args)
+    got = index.search_ids(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32), 5)
+    assert [doc for doc, _ in got[0]] == ["doc-04321", "doc-00017", "doc-04999", "doc-04998", "doc-04997"]
+    assert [doc for doc, _ in got[1]] == ["doc-04999", "doc-04998", "doc-04997", "doc-04996", "doc-04995"]
+    assert all(score == 0.0 for _, score in got[1])
+    assert len(calls) > 1  # crowded rows were rescored and cut before the end

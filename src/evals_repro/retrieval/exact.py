@@ -104,7 +104,7 @@ class ExactIndex:
         threshold = np.full(qb, -np.inf, dtype=np.float32)
         pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         pending_count = 0
-        compact_at = max(2 * k * qb, 1 << 16)
+        compact_at = max(2 * k * qb, self.memory_budget // 40)  # ~20 bytes per pending candidate
         for c0 in range(0, len(self), corpus_block):
             c1 = min(len(self), c0 + corpus_block)
             width = c1 - c0
@@ -120,6 +120,7 @@ class ExactIndex:
             pending_count += r.size
             if pending_count >= compact_at:
                 pending, kth = self._select(pending, qb, k, margin)
+                pending, kth = self._prune_crowded(block, pending, qb, k, kth)
                 threshold = kth - margin
                 pending_count = pending[0][0].size
         [(rows, cols, _)], _ = self._select(pending, qb, k, margin)
@@ -144,6 +145,35 @@ class ExactIndex:
         if margin is not None:
             keep |= vals >= (kth - margin)[rows]
         return [(rows[keep], cols[keep], vals[keep])], kth
+
+    def _prune_crowded(self, block: np.ndarray, pending, qb: int, k: int, kth: np.ndarray):
+        """Rows whose margin band holds many more than k candidates (a mass of duplicate or
+        zero vectors tied at rank k) are rescored exactly now and cut to k, bounding memory."""
+        rows, cols, vals = pending[0]
+        counts = np.bincount(rows, minlength=qb)
+        crowded = counts > 2 * k + 64
+        if not crowded.any():
+            return pending, kth
+        in_crowded = crowded[rows]
+        c_rows, c_cols = rows[in_crowded], cols[in_crowded]
+        exact = self._rescore(block, c_rows, c_cols)
+        [(c_rows, c_cols, exact)], _ = self._select([(c_rows, c_cols, exact)], qb, k, None)
+        exact = exact.astype(np.float32)
+        kth = self._kth(c_rows, exact, qb, k, kth)
+        merged = (np.concatenate([rows[~in_crowded], c_rows]), np.concatenate([cols[~in_crowded], c_cols]),
+                  np.concatenate([vals[~in_crowded], exact]))
+        return [merged], kth
+
+    @staticmethod
+    def _kth(rows: np.ndarray, vals: np.ndarray, qb: int, k: int, previous: np.ndarray) -> np.ndarray:
+        """k-th best value per row of (rows, vals); rows with fewer than k keep `previous`."""
+        kth = previous.copy()
+        order = np.lexsort((-vals, rows))
+        rows, vals = rows[order], vals[order]
+        starts = np.searchsorted(rows, np.arange(qb + 1))
+        full = np.diff(starts) >= k
+        kth[full] = vals[starts[:-1][full] + k - 1]
+        return kth
 
     def _rescore(self, block: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Exact float64 inner products of the candidates, summed in one fixed order per pair,
