@@ -181,3 +181,9 @@ def test_image_content_needs_an_image_on_every_page(tmp_path):
     retriever = DenseRetriever("fake", ImageEmbedder(), ctx)
     with pytest.raises(DataError, match="page p1 has no image"):
         retriever.run(_subset(), _subset().queries, 5)
+
+
+def test_no_queries_embeds_nothing(tmp_path):
+    embedder = CountingEmbedder()
+    retriever = DenseRetriever("fake", embedder, MethodContext(benchmark="bench", cache_dir=tmp_path))
+    assert retriever.run(_subset(), [], 10) == {} and embedder.calls == 0

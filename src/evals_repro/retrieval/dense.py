@@ -67,6 +67,8 @@ class DenseRetriever:
             return self.cache.embed(items, "query", bar.advance)
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
+        if not queries:
+            return {}
         pages = self.embed_pages(subset)
         index = ExactIndex(pages, [page.id for page in subset.pages])
         vectors = self.embed_queries(queries)
