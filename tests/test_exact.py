@@ -83,7 +83,7 @@ def test_no_copy_of_the_corpus_and_bounded_tiles():
     index = ExactIndex(corpus, [str(i) for i in range(10_000)], memory_budget=80_000)
     assert np.shares_memory(index.embeddings, corpus)
     query_block, corpus_block = index._blocks(500)
-    assert query_block * corpus_block * 8 <= 80_000
+    assert query_block * corpus_block * 16 <= 80_000
 
 
 def test_empty_queries_and_bad_input():
