@@ -20,3 +20,13 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"../shared/{'/'.join(parts)} is not available")
     return path
+
+
+@pytest.fixture(autouse=True)
+def fresh_provider_throttles():
+    """Provider throttles are process-wide: give every test fresh budgets, so earlier tests never slow it."""
+    from evals_repro.providers.throttle import reset_throttles
+
+    reset_throttles()
+    yield
+    reset_throttles()

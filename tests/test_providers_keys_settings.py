@@ -84,3 +84,13 @@ def test_base_urls_read_at_call_time(monkeypatch):
     monkeypatch.setenv("MIXEDBREAD_BASE_URL", "http://127.0.0.1:6")
     assert provider_settings("gemini").base_url == "http://127.0.0.1:7"
     assert provider_settings("mixedbread").base_url == "http://127.0.0.1:6"
+
+
+def test_aliases_accepted_and_named(fresh_dotenv, monkeypatch):
+    monkeypatch.delenv("CO_API_KEY", raising=False)
+    monkeypatch.setenv("COHERE_API_KEY", "from-alias")
+    assert keys.require_key("CO_API_KEY") == "from-alias"
+    monkeypatch.delenv("COHERE_API_KEY")
+    with pytest.raises(ConfigurationError) as info:
+        keys.require_key("CO_API_KEY")
+    assert "CO_API_KEY or COHERE_API_KEY" in info.value.one_line()

@@ -115,3 +115,26 @@ def test_get_throttle_is_shared_per_provider_and_budget():
     c = get_throttle(provider_settings("voyage", {"voyage_tpm": 124}))
     d = get_throttle(provider_settings("cohere", {}))
     assert a is b and a is not c and a is not d
+
+
+def test_learns_reported_to_estimated_ratio():
+    clock = FakeClock()
+    throttle = make(clock, tokens_per_window=1000, window=60)
+    for _ in range(30):
+        ticket, _ = throttle.acquire(100)
+        throttle.release(ticket, tokens=50)  # the provider always counts half the estimate
+        clock.now += 60
+    assert abs(throttle.scale - 0.5) < 0.01
+    ticket, _ = throttle.acquire(100)
+    assert ticket.tokens in (50, 51)  # ceil of 100 x ~0.5
+    ticket, _ = throttle.acquire(100)
+    throttle.release(ticket, tokens=0)  # failed calls (booked as zero) teach nothing
+    assert abs(throttle.scale - 0.5) < 0.01
+
+
+def test_reset_throttles_forgets_budgets():
+    from evals_repro.providers.throttle import reset_throttles
+    settings = provider_settings("gemini", {"gemini_rpm": 7})
+    before = get_throttle(settings)
+    reset_throttles()
+    assert get_throttle(settings) is not before

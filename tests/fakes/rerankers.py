@@ -1,52 +1,58 @@
-"""Rerank routes of Cohere (`/v2/rerank`) and Voyage (`/v1/rerank`), scoring by query-word overlap.
+"""Rerank routes added to the Cohere (`/v2/rerank`) and Voyage (`/v1/rerank`) fakes.
 
-The Voyage route enforces the aggregate token limit the way the service documents it:
-query tokens x documents + sum of document tokens (tokens counted here as characters / 4).
+Scores are the fakes' bag-of-words cosine (`relevance`), so tests compute the expected scores
+independently. The Voyage route enforces the aggregate token limit as the service documents it:
+query tokens x documents + sum of document tokens, with at most `max_documents` documents.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import numpy as np
 
-from ._http import FakeServer, Request, overlap_score
-
-
-def fake_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+from .base import Reply, Request, bag_of_words, count_tokens, route
+from .cohere import FakeCohere
+from .voyage import FakeVoyage
 
 
-class CohereRerankFake(FakeServer):
+def relevance(query: str, document: str) -> float:
+    return float(np.dot(bag_of_words(query), bag_of_words(document)))
+
+
+def count_requests(fake, method: str, path_prefix: str) -> int:
+    return sum(1 for r in fake.requests if r.method == method and r.path.startswith(path_prefix))
+
+
+class FakeCohereRerank(FakeCohere):
+    @route("POST", r"/v2/rerank")
+    def rerank(self, request: Request) -> Reply:
+        body = request.json
+        documents = body["documents"]
+        scores = [relevance(body["query"], doc) for doc in documents]
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])[: body.get("top_n") or len(documents)]
+        return Reply(200, {"id": "rr-1", "results": [{"index": i, "relevance_score": scores[i]} for i in order],
+                           "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}})
+
+
+class FakeVoyageRerank(FakeVoyage):
+    aggregate_limit = 600_000
+    max_documents = 1000
+
     def __init__(self) -> None:
         super().__init__()
-        self.route("POST", r"/v2/rerank", self._rerank)
-
-    def _rerank(self, request: Request) -> tuple[int, Any]:
-        body = request.json()
-        documents = body["documents"]
-        scores = [overlap_score(body["query"], doc) for doc in documents]
-        order = sorted(range(len(documents)), key=lambda i: -scores[i])
-        top_n = body.get("top_n") or len(documents)
-        return 200, {"id": "rr-1", "results": [{"index": i, "relevance_score": scores[i]} for i in order[:top_n]],
-                     "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}}
-
-
-class VoyageRerankFake(FakeServer):
-    def __init__(self, aggregate_limit: int = 600_000, max_documents: int = 1000) -> None:
-        super().__init__()
-        self.aggregate_limit = aggregate_limit
-        self.max_documents = max_documents
         self.batches: list[list[str]] = []
-        self.route("POST", r"/v1/rerank", self._rerank)
 
-    def _rerank(self, request: Request) -> tuple[int, Any]:
-        body = request.json()
+    def aggregate_tokens(self, query: str, documents: list[str]) -> int:
+        return count_tokens(query) * len(documents) + sum(count_tokens(d) for d in documents)
+
+    @route("POST", r"/v1/rerank")
+    def rerank(self, request: Request) -> Reply:
+        body = request.json
         documents = body["documents"]
-        total = fake_tokens(body["query"]) * len(documents) + sum(fake_tokens(d) for d in documents)
+        total = self.aggregate_tokens(body["query"], documents)
         if total > self.aggregate_limit or len(documents) > self.max_documents:
-            return 400, {"detail": f"total tokens {total} exceed the limit {self.aggregate_limit}"}
+            return self.error_reply(400, f"total tokens {total} exceed the limit {self.aggregate_limit}")
         self.batches.append(list(documents))
-        scores = [overlap_score(body["query"], doc) for doc in documents]
-        order = sorted(range(len(documents)), key=lambda i: -scores[i])
-        top_k = body.get("top_k") or len(documents)
-        return 200, {"object": "list", "model": body["model"], "usage": {"total_tokens": total},
-                     "data": [{"index": i, "relevance_score": scores[i]} for i in order[:top_k]]}
+        scores = [relevance(body["query"], doc) for doc in documents]
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])[: body.get("top_k") or len(documents)]
+        return Reply(200, {"object": "list", "model": body["model"], "usage": {"total_tokens": total},
+                           "data": [{"index": i, "relevance_score": scores[i]} for i in order]})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from . import app
@@ -11,7 +13,8 @@ from . import app
 def mixedbread_upload_command(
     content: str = typer.Argument(..., help="What to upload per page: markdown or images."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Declared benchmark name or BEIR folder."),
-    subsets: str = typer.Option("", "--subsets", help="Comma-separated subsets (default: all)."),
+    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s",
+                                                help="Subsets to upload, repeated or comma-separated (default: all)."),
     parsing: str = typer.Option("fast", "--parsing", help="Mixedbread parsing strategy: fast or high_quality."),
     workers: int = typer.Option(4, "--workers", help="Pages uploaded in parallel."),
     store_prefix: str = typer.Option("", "--store-prefix", help="Store name prefix (default: <benchmark>-eval)."),
@@ -25,7 +28,7 @@ def mixedbread_upload_command(
         from ..errors import UsageError, choices
 
         raise UsageError(f"unknown content '{content}'", f"choose from {choices(CONTENTS)}")
-    requested = [s.strip() for s in subsets.split(",") if s.strip()] or None
+    requested = [name.strip() for item in subsets or [] for name in item.split(",") if name.strip()] or None
     summaries = upload_benchmark(benchmark, content, requested, parsing=parsing, workers=workers,
                                  store_prefix=store_prefix or None)
     failed = 0

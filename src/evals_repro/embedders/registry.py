@@ -11,6 +11,13 @@ from .base import Embedder
 EMBEDDERS: dict[str, str] = {
     "minilm": "evals_repro.embedders.minilm:build",
     "multilingual-e5-small": "evals_repro.embedders.e5:build",
+    "voyage-4-large": "evals_repro.embedders.voyage:build",
+    "voyage-4": "evals_repro.embedders.voyage:build",
+    "voyage-4-lite": "evals_repro.embedders.voyage:build",
+    "voyage-multimodal-3.5": "evals_repro.embedders.voyage:build",
+    "cohere-embed-v4.0": "evals_repro.embedders.cohere:build",
+    "gemini-embedding-2": "evals_repro.embedders.gemini:build",
+    "gemini-embedding-2-noprompt": "evals_repro.embedders.gemini:build",
 }
 
 

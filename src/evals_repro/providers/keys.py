@@ -26,23 +26,30 @@ def load_dotenv_once(path: Path | None = None) -> None:
         _loaded = True
 
 
+# Other names the SDKs (and our .env.example) accept for the same key, tried in order.
+ALIASES = {"CO_API_KEY": ("COHERE_API_KEY",), "GEMINI_API_KEY": ("GOOGLE_API_KEY",)}
+
+
 def require_key(env_var: str) -> str:
-    """The key held by `env_var`, or ConfigurationError naming the variable (never its value)."""
+    """The key held by `env_var` (or an alias), else ConfigurationError naming the variable, never a value."""
     load_dotenv_once()
-    value = os.environ.get(env_var, "").strip()
-    if not value:
-        raise ConfigurationError(
-            f"missing API key: {env_var} is not set",
-            f"export {env_var}=... or add it to a .env file in the working directory (see .env.example)",
-        )
-    return value
+    names = (env_var, *ALIASES.get(env_var, ()))
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    shown = " or ".join(names)
+    raise ConfigurationError(
+        f"missing API key: {shown} is not set",
+        f"export {env_var}=... or add it to a .env file in the working directory (see .env.example)",
+    )
 
 
 def redact(text: str) -> str:
     """Remove any known API key from text bound for an error message, a log or a result."""
     from .settings import KEY_ENV
 
-    for env_var in (*KEY_ENV.values(), "COHERE_API_KEY", "GOOGLE_API_KEY"):
+    for env_var in (*KEY_ENV.values(), *(alias for names in ALIASES.values() for alias in names)):
         value = os.environ.get(env_var, "").strip()
         if len(value) >= 4 and value in text:
             text = text.replace(value, "***")

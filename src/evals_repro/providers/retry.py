@@ -4,17 +4,14 @@
 when the provider sent one, else exponential backoff with jitter; both capped at `settings.max_wait`.
 Any other 4xx fails at once with the provider's message. Usage keys (per provider `p`): `p_requests`
 (logical calls), `p_attempts`, `p_retries`, `p_rate_limited` (429 answers), `p_tokens`,
-`p_wait_seconds` (throttle waits and backoff).
+`p_wait_seconds` (throttle waits and backoff), `p_call_seconds` (time inside successful calls).
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
-import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, TypeVar
 
 from ..errors import ProviderError
 from ..usage import Usage
@@ -26,30 +23,6 @@ T = TypeVar("T")
 
 BACKOFF_BASE = 1.0  # seconds before the first retry when the provider gives no Retry-After
 BACKOFF_CAP = 30.0
-
-
-_local = threading.local()
-
-
-@dataclass
-class CallTimer:
-    """Time spent inside successful SDK calls (perf_counter_ns), excluding throttle waits,
-    failed attempts and backoff: what the latency study reports as a call's latency."""
-
-    success_ns: int = 0
-    calls: int = 0
-
-
-@contextlib.contextmanager
-def time_provider_calls() -> Iterator[CallTimer]:
-    """Collect the successful-call time of every provider call made by this thread inside the block."""
-    timer = CallTimer()
-    previous = getattr(_local, "timer", None)
-    _local.timer = timer
-    try:
-        yield timer
-    finally:
-        _local.timer = previous
 
 
 def backoff_delay(retry_number: int, rng: random.Random | None = None, cap: float = BACKOFF_CAP) -> float:
@@ -121,10 +94,9 @@ def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage:
             usage.add(f"{p}_wait_seconds", delay)
             sleep(delay)
             continue
-        timer = getattr(_local, "timer", None)
-        if timer is not None:
-            timer.success_ns += time.perf_counter_ns() - started
-            timer.calls += 1
+        # Time inside the successful SDK call alone (no throttle wait, failed attempt or backoff):
+        # the latency study reads it off a per-worker Usage.
+        usage.add(f"{p}_call_seconds", (time.perf_counter_ns() - started) / 1e9)
         counted = reported_tokens(result) if reported_tokens is not None else None
         throttle.release(ticket, counted)
         usage.add(f"{p}_tokens", counted if counted is not None else tokens)

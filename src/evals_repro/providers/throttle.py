@@ -5,10 +5,15 @@ every budget; a call larger than a whole budget is admitted alone once the windo
 call finishes, `release` re-stamps it with the finish time and the provider's own token count: the
 server saw the call at some instant before that, so expiring it from the finish time never lets the
 client believe budget is free before the server does.
+
+Character-based estimates can be far off a provider's tokenizer, and an over-estimate wastes budget on
+calls in flight. The throttle therefore learns the ratio of reported to estimated tokens (a moving
+average, clamped to 0.2-5) and books new calls at estimate x ratio.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -18,13 +23,18 @@ from typing import Callable
 from .settings import ProviderSettings
 
 
+SCALE_ALPHA = 0.2
+SCALE_MIN, SCALE_MAX = 0.2, 5.0
+
+
 @dataclass
 class Ticket:
     """One admitted call, held in the window until it expires."""
 
     stamp: float
-    tokens: int
+    tokens: int  # booked tokens (the estimate scaled by the learned ratio, then the reported count)
     items: int
+    estimate: int = 0  # the caller's raw estimate, to learn the ratio from
     done: bool = False
 
 
@@ -43,6 +53,7 @@ class Throttle:
         self._lock = threading.Lock()
         self._last_start = float("-inf")
         self._paused_until = float("-inf")
+        self.scale = 1.0  # learned reported/estimated token ratio
 
     @classmethod
     def from_settings(cls, settings: ProviderSettings, **kwargs) -> "Throttle":
@@ -86,9 +97,10 @@ class Throttle:
         while True:
             with self._lock:
                 now = self.clock()
-                wait = self._wait_needed(now, tokens, items)
+                booked = math.ceil(tokens * self.scale)
+                wait = self._wait_needed(now, booked, items)
                 if wait <= 0:
-                    ticket = Ticket(now, tokens, items)
+                    ticket = Ticket(now, booked, items, estimate=tokens)
                     self._tickets.append(ticket)
                     self._last_start = now
                     return ticket, waited
@@ -101,6 +113,9 @@ class Throttle:
             ticket.stamp = self.clock()
             if tokens is not None:
                 ticket.tokens = tokens
+                if ticket.estimate > 0 and tokens > 0:
+                    observed = tokens / ticket.estimate
+                    self.scale = min(SCALE_MAX, max(SCALE_MIN, (1 - SCALE_ALPHA) * self.scale + SCALE_ALPHA * observed))
             ticket.done = True
 
     def pause(self, seconds: float) -> None:
@@ -120,3 +135,9 @@ def get_throttle(settings: ProviderSettings) -> Throttle:
         if throttle is None:
             throttle = _throttles[settings.key] = Throttle.from_settings(settings)
         return throttle
+
+
+def reset_throttles() -> None:
+    """Forget every process-wide throttle (tests start each case with fresh budgets)."""
+    with _registry_lock:
+        _throttles.clear()

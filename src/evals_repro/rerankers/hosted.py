@@ -2,7 +2,8 @@
 
 Every call goes through the shared provider plumbing (SDK retries off, one throttle per provider,
 `call_with_retries` for 429/5xx/timeouts). The full page text is sent; what the provider will
-truncate (documents over its per-document context) is counted and shown by `describe()`.
+truncate (documents over its per-document context, by estimated tokens) is counted in usage
+as `rerank_documents_truncated`, next to `rerank_documents` and `rerank_requests_split`.
 
 Per-document limits (provider documentation, tokens): Cohere rerank-v4.0 32,768 via
 `max_tokens_per_doc`; Voyage rerank-2.5 / -lite 32,000 for query + document, with an aggregate of
@@ -12,7 +13,6 @@ mxbai-rerank-large-v2 8,192 (its context). `rerank-3` is taken to share rerank-2
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable
 
@@ -57,10 +57,6 @@ class HostedReranker(ABC):
         self.settings = provider_settings(self.provider, ctx.options)
         self.client = client if client is not None else self._make_client()
         self.workers = int(ctx.options.get("workers") or 4)  # concurrent queries in RerankedRetriever
-        self._lock = threading.Lock()
-        self.documents_seen = 0
-        self.documents_truncated = 0
-        self.requests_split = 0
 
     @abstractmethod
     def _make_client(self) -> Any:
@@ -84,12 +80,12 @@ class HostedReranker(ABC):
         over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
         costs = [self._document_tokens(query_tokens, tokens) for tokens in doc_tokens]
         batches = plan_batches(costs, self.max_items, self.max_tokens or sum(costs) + 1)
-        with self._lock:
-            self.documents_seen += len(documents)
-            self.documents_truncated += over
-            self.requests_split += len(batches) > 1
+        # Usage is diffed per subset by the runner, so these land in each result file's usage block.
+        self.ctx.usage.add("rerank_documents", len(documents))
         if over:
             self.ctx.usage.add("rerank_documents_truncated", over)
+        if len(batches) > 1:
+            self.ctx.usage.add("rerank_requests_split", 1)
         scores: list[float | None] = [None] * len(documents)
         for positions in batches:
             batch = [documents[i] for i in positions]
@@ -114,8 +110,9 @@ class HostedReranker(ABC):
 
     def describe(self) -> dict[str, Any]:
         return {"reranker": self.name, "provider": self.provider, "model": self.model,
-                "context_tokens": self.context_tokens, "documents": self.documents_seen,
-                "documents_over_context": self.documents_truncated, "requests_split": self.requests_split}
+                "context_tokens": self.context_tokens, "max_documents_per_request": self.max_items,
+                "max_request_tokens": self.max_tokens or None,
+                "truncation": "counted in usage as rerank_documents_truncated (estimated tokens over context)"}
 
 
 class CohereReranker(HostedReranker):

@@ -7,12 +7,11 @@ cut-offs deeper than `depth` mix two rankings and are flagged through `meaningfu
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..data import Page, Query, Run, Subset, ranked
 from ..errors import UsageError
-from ..progress import progress_bar
+from ..retrieval.parallel import run_queries
 from .base import Reranker
 
 
@@ -60,23 +59,14 @@ class RerankedRetriever:
         first_run = self.first.run(subset, queries, top_k)
         pages = subset.page_by_id()
 
-        def rerank_one(query: Query) -> tuple[str, dict[str, float]]:
+        def rerank_one(query: Query) -> dict[str, float]:
             candidates = ranked(first_run.get(query.id, {}), top_k)
             head = candidates[: self.depth]
             documents = [page_document(pages[doc_id]) for doc_id, _ in head]
             scores = self.reranker.rerank(query.text, documents) if documents else []
-            return query.id, merge_reranked(candidates, self.depth, scores)
+            return merge_reranked(candidates, self.depth, scores)
 
-        run: Run = {}
-        with progress_bar(f"rerank {subset.name} ({self.reranker.name})", len(queries)) as bar:
-            pool = ThreadPoolExecutor(max_workers=self.workers)
-            try:
-                for qid, scores in pool.map(rerank_one, queries):
-                    run[qid] = scores
-                    bar.advance()
-            finally:  # a failed query stops the run: do not pay for the queued ones
-                pool.shutdown(wait=True, cancel_futures=True)
-        return run
+        return run_queries(f"rerank {subset.name} ({self.reranker.name})", queries, self.workers, rerank_one)
 
     def describe(self) -> dict[str, Any]:
         return {

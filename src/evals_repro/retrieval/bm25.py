@@ -56,8 +56,9 @@ def _cache_numba_kernel() -> None:
     try:
         from bm25s.numba import retrieve_utils
 
-        kernel = "_retrieve_internal_jitted_parallel" if (os.cpu_count() or 1) > 1 else "_retrieve_internal_jitted_serial"
-        getattr(retrieve_utils, kernel).enable_caching()
+        parallel = (os.cpu_count() or 1) > 1  # what n_threads=-1 selects
+        kernel = "parallel" if parallel else "serial"
+        getattr(retrieve_utils, f"_retrieve_internal_jitted_{kernel}").enable_caching()
     except Exception:  # noqa: BLE001 - an optimisation only; retrieval works without it
         pass
 

@@ -2,6 +2,9 @@
 
 Words are split with the pattern bm25s and scikit-learn use (`\\b\\w\\w+\\b`, so one-character
 words are dropped), lower-cased, and stemmed by PyStemmer. No stopwords are removed.
+Languages Snowball has no stemmer for (Bengali, Japanese, Korean, Swahili, Telugu, Thai, Yoruba,
+Chinese) keep whole lower-cased words. The pattern splits on non-word characters only, so scripts
+written without spaces (Chinese, Japanese, Thai) yield one token per unbroken run, not per word.
 
 Speed: a corpus repeats each word type many times, so word types are numbered with a C-level
 dictionary trick and each type is stemmed once; token ids are then mapped type -> stem with one

@@ -7,12 +7,11 @@ missing or incomplete store stops the run with the upload command that fixes it.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
-from ..progress import progress_bar
+from ..retrieval.parallel import run_queries
 from ..retrieval.base import MethodContext
 from .common import (default_prefix, external_id_of, find_store, has_content, list_store_files, retrying,
                      store_name, upload_command)
@@ -97,23 +96,14 @@ class StoreRetriever:
         options = self._search_options(subset)
         known = {page.id for page in subset.pages}
 
-        def search(query: Query) -> tuple[str, dict[str, float]]:
+        def search(query: Query) -> dict[str, float]:
             answer = self.call(lambda: self.client.stores.search(
                 store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options),
                 "store search")
             scores = best_chunk_per_page(list(answer.data), file_pages)
-            return query.id, {pid: score for pid, score in scores.items() if pid in known}
+            return {pid: score for pid, score in scores.items() if pid in known}
 
-        run: Run = {}
-        with progress_bar(f"search {store.name}", len(queries)) as bar:
-            pool = ThreadPoolExecutor(max_workers=self.workers)
-            try:
-                for qid, scores in pool.map(search, queries):
-                    run[qid] = scores
-                    bar.advance()
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-        return run
+        return run_queries(f"search {store.name}", queries, self.workers, search)
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name, "provider": "mixedbread", "content": self.content,

@@ -1,13 +1,14 @@
 """`mixedbread-upload`: one store per subset, one store file per page, resumable after a crash.
 
 Resuming works from the store itself: its files are listed first, and a page already there
-(same page id, same bytes) is skipped, or only polled when it is still processing. A crash can
-leave at most an unattached upload in the Files API, never a duplicate page in the store.
+(same page id, same bytes) is skipped, or only waited for when it is still processing. A crash
+can leave at most an unattached upload in the Files API, never a duplicate page in the store.
+Pages are uploaded first, then their processing is polled through the paginated file listing
+(up to 100 files a request), so slow processing never holds an upload worker.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from .common import (PARSING, TERMINAL, Call, Payload, find_store, list_store_fi
                      retrying, store_name)
 
 POLL_TIMEOUT = 900.0  # seconds one page may stay in processing before it is reported
-POLL_INTERVAL = 2.0
+POLL_INTERVAL = 5.0  # seconds between listings of the store while pages process
 
 
 @dataclass
@@ -88,53 +89,76 @@ class StoreUploader:
         store = self.ensure_store(subset)
         existing = list_store_files(self.client, self.call, store.id)
         summary = UploadSummary(store.name, len(subset.pages))
-        work: list[tuple[Page, Payload, Any]] = []
+        work: list[tuple[Page, Payload]] = []
+        waiting: dict[str, str] = {}  # page id -> store file id, until processing ends
         for page in subset.pages:
             payload = page_payload(page, self.content)
             if payload is None:
                 summary.no_content += 1
                 continue
             entry = existing.get(page.id)
-            same = entry is not None and (entry.metadata or {}).get("sha256") == payload.digest
+            metadata = entry.metadata if entry is not None and isinstance(entry.metadata, dict) else {}
+            same = entry is not None and metadata.get("sha256") == payload.digest
             if same and entry.status == "completed":
                 summary.skipped += 1
                 continue
-            # Still processing from an earlier run: only poll it. Failed, cancelled or changed: upload again.
-            work.append((page, payload, entry if same and entry.status not in TERMINAL else None))
-        lock = threading.Lock()
+            if same and entry.status not in TERMINAL:
+                waiting[page.id] = entry.id  # still processing from an earlier run: only wait for it
+            else:
+                work.append((page, payload))  # new, failed, cancelled or changed: upload (again)
+        self._upload_all(store, work, existing, waiting, summary)
+        self._wait_all(store, waiting, summary)
+        return summary
+
+    def _upload_all(self, store: Any, work: list[tuple[Page, Payload]], existing: dict[str, Any],
+                    waiting: dict[str, str], summary: UploadSummary) -> None:
+        """Upload and attach every page, `workers` at a time; processing is awaited afterwards, for all at once."""
+        def one(item: tuple[Page, Payload]) -> tuple[str, str | None, str | None]:
+            page, payload = item
+            try:
+                return page.id, self._upload(store.id, page, payload, overwrite=page.id in existing), None
+            except ProviderError as exc:
+                return page.id, None, exc.one_line()
+
         with progress_bar(f"upload {store.name}", len(work)) as bar:
             pool = ThreadPoolExecutor(max_workers=self.workers)
             try:
-                for page_id, error in pool.map(lambda item: self._one(store.id, existing, *item), work):
-                    with lock:
-                        if error is None:
-                            summary.uploaded += 1
-                        else:
-                            summary.failed[page_id] = error
-                        bar.advance()
-                        bar.describe(f"upload {store.name}: {summary.counts()}")
-            finally:  # a crash or Ctrl-C stops queued pages; the store keeps what finished
+                for page_id, file_id, error in pool.map(one, work):
+                    if file_id is not None:
+                        waiting[page_id] = file_id
+                    else:
+                        summary.failed[page_id] = error or "upload failed"
+                    bar.advance()
+                    bar.describe(f"upload {store.name}: {len(waiting)} sent, {len(summary.failed)} failed")
+            finally:  # a crash or Ctrl-C stops queued pages; the store keeps what was attached
                 pool.shutdown(wait=True, cancel_futures=True)
-        return summary
 
-    def _one(self, store_id: str, existing: dict[str, Any], page: Page, payload: Payload,
-             processing: Any) -> tuple[str, str | None]:
-        """Upload (or keep polling) one page; (page id, None) when it completed, else the reason."""
-        try:
-            if processing is not None:
-                file_id = processing.id
-            else:
-                file_id = self._upload(store_id, page, payload, overwrite=page.id in existing)
-            item = self._poll(store_id, file_id)
-        except ProviderError as exc:
-            return page.id, exc.one_line()
-        if item.status == "completed":
-            return page.id, None
-        if item.status in TERMINAL:
-            error = getattr(item, "last_error", None)
-            message = error.get("message") if isinstance(error, dict) else error
-            return page.id, f"{item.status}: {message or 'no reason given'}"
-        return page.id, f"still {item.status} after {self.poll_timeout:g}s; rerun the upload to keep waiting"
+    def _wait_all(self, store: Any, waiting: dict[str, str], summary: UploadSummary) -> None:
+        """Poll the store's file listing (100 files a request) until every page is done or the timeout hits."""
+        deadline = self.clock() + self.poll_timeout
+        with progress_bar(f"processing {store.name}", len(waiting)) as bar:
+            while waiting:
+                listing = list_store_files(self.client, self.call, store.id)
+                for page_id, file_id in list(waiting.items()):
+                    item = listing.get(page_id)
+                    if item is None or item.id != file_id or item.status not in TERMINAL:
+                        continue
+                    del waiting[page_id]
+                    if item.status == "completed":
+                        summary.uploaded += 1
+                    else:
+                        error = getattr(item, "last_error", None)
+                        message = error.get("message") if isinstance(error, dict) else error
+                        summary.failed[page_id] = f"{item.status}: {message or 'no reason given'}"
+                    bar.advance()
+                bar.describe(f"processing {store.name}: {summary.counts()}")
+                if waiting and self.clock() >= deadline:
+                    for page_id in waiting:
+                        summary.failed[page_id] = (f"still processing after {self.poll_timeout:g}s; "
+                                                   "rerun the upload to keep waiting")
+                    return
+                if waiting:
+                    self.sleep(self.poll_interval)
 
     def _upload(self, store_id: str, page: Page, payload: Payload, overwrite: bool) -> str:
         upload = self.call(lambda: self.client.files.create(file=(payload.filename, payload.data, payload.mime_type)),
@@ -144,15 +168,6 @@ class StoreUploader:
             config={"parsing_strategy": self.parsing}, overwrite=overwrite), f"store file {page.id}")
         self.usage.add("mixedbread_bytes_uploaded", len(payload.data))
         return attached.id
-
-    def _poll(self, store_id: str, file_id: str) -> Any:
-        deadline = self.clock() + self.poll_timeout
-        while True:
-            item = self.call(lambda: self.client.stores.files.retrieve(file_id, store_identifier=store_id),
-                             "store file status")
-            if item.status in TERMINAL or self.clock() >= deadline:
-                return item
-            self.sleep(self.poll_interval)
 
 
 def upload_benchmark(benchmark: str, content: str, subsets: list[str] | None = None, *, parsing: str = "fast",

@@ -71,4 +71,4 @@ def call_costs(before: dict[str, float], after: dict[str, float], provider: str)
 
     return {"attempts": int(delta("attempts")), "retries": int(delta("retries")),
             "rate_limited": int(delta("rate_limited")), "wait_seconds": round(delta("wait_seconds"), 6),
-            "tokens": delta("tokens")}
+            "tokens": delta("tokens"), "call_ms": round(delta("call_seconds") * 1000, 3)}

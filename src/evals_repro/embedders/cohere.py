@@ -1,0 +1,83 @@
+"""Cohere embed-v4.0: text through `texts`, page images (with their text, if any) through `inputs`.
+
+Per request: at most 96 items (Cohere API). Images travel as data URIs with a combined 20 MB cap, so an
+image batch is planned by encoded size (18 MB, leaving room for JSON) rather than by tokens. Image calls
+have their own per-minute item budget (`cohere_image_ipm`, default 400: Cohere production Embed (Images)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import UsageError
+from ..providers.batching import estimate_tokens
+from ..providers.clients import cohere_client
+from ..retrieval.base import MethodContext
+from .api import ApiEmbedder
+from .base import EmbedItem, InputType
+from .images import data_uri
+
+MODELS = {"cohere-embed-v4.0": "embed-v4.0"}
+INPUT_TYPES = {"query": "search_query", "document": "search_document"}
+IMAGE_BYTES_PER_REQUEST = 18_000_000
+DEFAULT_IMAGE_IPM = 400
+
+
+class CohereEmbedder(ApiEmbedder):
+    provider = "cohere"
+    supports_images = True
+
+    def __init__(self, name: str, ctx: MethodContext) -> None:
+        super().__init__(name, MODELS[name], ctx)
+        try:
+            image_ipm = int(ctx.options.get("cohere_image_ipm") or DEFAULT_IMAGE_IPM)
+        except (TypeError, ValueError):
+            raise UsageError(f"option cohere_image_ipm={ctx.options.get('cohere_image_ipm')!r} is not a number",
+                             "give a whole number of images per minute") from None
+        self.image_settings = replace(self.settings, items_per_minute=image_ipm)
+
+    def make_client(self, settings):
+        return cohere_client(settings)
+
+    def plan_cost(self, item: EmbedItem, input_type: InputType) -> int:
+        if item.image is not None:  # image batches are planned by bytes: a data URI is 4/3 of the image
+            return len(item.image) * 4 // 3 + len((item.text or "").encode())
+        return self.cost(item, input_type)
+
+    def cost(self, item: EmbedItem, input_type: InputType) -> int:
+        return estimate_tokens(item.text) if item.text else 1
+
+    def batch_limits(self, items):
+        if any(item.image is not None for item in items):
+            return self.settings.max_batch_items, IMAGE_BYTES_PER_REQUEST
+        return super().batch_limits(items)
+
+    def batch_settings(self, items):
+        return self.image_settings if any(item.image is not None for item in items) else self.settings
+
+    def request(self, items: list[EmbedItem], input_type: InputType):
+        kwargs = {"model": self.model, "input_type": INPUT_TYPES[input_type], "embedding_types": ["float"]}
+        if self.dimension:
+            kwargs["output_dimension"] = self.dimension
+        if any(item.image is not None for item in items):
+            inputs = []
+            for item in items:
+                content = []
+                if item.text:
+                    content.append({"type": "text", "text": item.text})
+                if item.image is not None:
+                    content.append({"type": "image_url", "image_url": {"url": data_uri(item.image)}})
+                inputs.append({"content": content})
+            response = self.client.embed(inputs=inputs, **kwargs)
+        else:
+            response = self.client.embed(texts=[item.text or "" for item in items], **kwargs)
+        billed = getattr(getattr(response, "meta", None), "billed_units", None)
+        tokens = getattr(billed, "input_tokens", None)
+        return response.embeddings.float_, int(tokens) if tokens is not None else None
+
+    def describe(self):
+        return {**super().describe(), "input_type": "search_query|search_document"}
+
+
+def build(name: str, ctx: MethodContext) -> CohereEmbedder:
+    return CohereEmbedder(name, ctx)

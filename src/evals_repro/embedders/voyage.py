@@ -1,0 +1,72 @@
+"""Voyage embedders: voyage-4-large / voyage-4 / voyage-4-lite (text) and voyage-multimodal-3.5 (text and images).
+
+Batch limits per request (Voyage docs): at most 1,000 inputs and 120K (4-large) / 320K (4) / 1M (4-lite)
+total tokens; multimodal: 1,000 inputs and 320K tokens, where every 560 image pixels count as a token.
+We send at most 32 page images per multimodal request to keep request bodies reasonable. Images go as
+data URIs of the stored bytes (the SDK would re-encode PIL images as lossless WEBP).
+"""
+
+from __future__ import annotations
+
+from ..providers.batching import estimate_tokens
+from ..providers.clients import voyage_client
+from ..retrieval.base import MethodContext
+from .api import ApiEmbedder
+from .base import EmbedItem, InputType
+from .images import data_uri, image_pixels
+
+TEXT_MODELS = {"voyage-4-large": 120_000, "voyage-4": 320_000, "voyage-4-lite": 1_000_000}
+MULTIMODAL_MODELS = {"voyage-multimodal-3.5": 320_000}
+PIXELS_PER_TOKEN = 560
+MULTIMODAL_MAX_ITEMS = 32
+
+
+class VoyageEmbedder(ApiEmbedder):
+    provider = "voyage"
+
+    def __init__(self, name: str, ctx: MethodContext) -> None:
+        super().__init__(name, name, ctx, max_batch_tokens=TEXT_MODELS[name])
+
+    def make_client(self, settings):
+        return voyage_client(settings)
+
+    def request(self, items: list[EmbedItem], input_type: InputType):
+        result = self.client.embed([item.text or "" for item in items], model=self.model, input_type=input_type,
+                                   truncation=True, output_dimension=self.dimension)
+        return result.embeddings, result.total_tokens
+
+    def describe(self):
+        return {**super().describe(), "input_type": "query|document", "truncation": True}
+
+
+class VoyageMultimodalEmbedder(VoyageEmbedder):
+    supports_images = True
+
+    def __init__(self, name: str, ctx: MethodContext) -> None:
+        ApiEmbedder.__init__(self, name, name, ctx, max_batch_items=MULTIMODAL_MAX_ITEMS,
+                             max_batch_tokens=MULTIMODAL_MODELS[name])
+
+    def cost(self, item: EmbedItem, input_type: InputType) -> int:
+        tokens = estimate_tokens(item.text) if item.text else 0
+        if item.image is not None:
+            tokens += -(-image_pixels(item.image) // PIXELS_PER_TOKEN)
+        return max(1, tokens)
+
+    def request(self, items: list[EmbedItem], input_type: InputType):
+        inputs = []
+        for item in items:
+            content = []
+            if item.text:
+                content.append({"type": "text", "text": item.text})
+            if item.image is not None:
+                content.append({"type": "image_base64", "image_base64": data_uri(item.image)})
+            inputs.append({"content": content or [{"type": "text", "text": ""}]})
+        result = self.client.multimodal_embed(inputs, model=self.model, input_type=input_type, truncation=True,
+                                              output_dimension=self.dimension)
+        return result.embeddings, result.total_tokens
+
+
+def build(name: str, ctx: MethodContext) -> ApiEmbedder:
+    if name in MULTIMODAL_MODELS:
+        return VoyageMultimodalEmbedder(name, ctx)
+    return VoyageEmbedder(name, ctx)

@@ -1,0 +1,200 @@
+"""A threaded stdlib HTTP server on 127.0.0.1 (port 0) with routes, request records and scripted replies.
+
+Extend a provider fake by subclassing it and adding handlers:
+
+    class FakeVoyageWithRerank(FakeVoyage):
+        @route("POST", r"/v1/rerank")
+        def rerank(self, request): return Reply(200, {...})
+
+A handler takes a `Request` and returns a `Reply`. `script(...)` queues replies that are served before the
+routes (optionally only for paths matching a regex): scripted errors, slow answers (`sleep`) for client
+timeouts, raw malformed bodies. `error_reply(status, message)` builds the provider's own error body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import numpy as np
+
+WORD = re.compile(r"\w+", re.UNICODE)
+DEFAULT_DIMENSION = 64
+
+
+def bag_of_words(text: str, dimension: int = DEFAULT_DIMENSION) -> np.ndarray:
+    """Deterministic unit vector: each lower-cased word hashed into a bucket (so shared words mean similarity)."""
+    vector = np.zeros(dimension, dtype=np.float32)
+    for word in WORD.findall(text.lower()):
+        bucket = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little") % dimension
+        vector[bucket] += 1.0
+    norm = np.linalg.norm(vector)
+    if norm == 0:
+        vector[0] = 1.0
+        return vector
+    return vector / norm
+
+
+def image_words(data: bytes) -> str:
+    """A stand-in 'text' for image bytes, so an image embeds deterministically."""
+    return "image" + hashlib.blake2b(data, digest_size=6).hexdigest()
+
+
+def count_tokens(text: str) -> int:
+    """The fake's own token count (words + punctuation-ish), deliberately not the client's estimate."""
+    return max(1, round(len(WORD.findall(text)) * 1.3))
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    match: re.Match | None = None
+    received: float = field(default_factory=time.monotonic)
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None  # sent as-is instead of json (malformed bodies)
+    sleep: float = 0.0  # seconds to wait before answering (client timeouts); a scripted
+    # `Reply(200, sleep=s)` with no body delays the normal answer
+    path: str | None = None  # scripted replies only: regex the request path must match
+    drop: bool = False  # close the connection without answering (a dropped connection)
+
+
+def route(method: str, pattern: str) -> Callable:
+    def mark(func: Callable) -> Callable:
+        func._route = (method, re.compile(pattern + r"\Z"))
+        return func
+    return mark
+
+
+class FakeServer:
+    """Start with `with FakeX() as fake:`; `fake.url` is the base URL; `fake.requests` records every call."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self._script: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._routes = [getattr(self, name)._route + (getattr(self, name),)
+                        for name in dir(type(self)) if hasattr(getattr(type(self), name), "_route")]
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- scripting ---------------------------------------------------------------------------------
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
+        """The provider's error body; subclasses override with their wire format."""
+        return Reply(status, {"message": message}, headers or {})
+
+    def fail(self, status: int, times: int = 1, retry_after: str | None = None, path: str | None = None) -> None:
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        for _ in range(times):
+            reply = self.error_reply(status, f"scripted {status}", headers)
+            reply.path = path
+            self.script(reply)
+
+    def _scripted(self, path: str) -> Reply | None:
+        with self._lock:
+            for reply in self._script:
+                if reply.path is None or re.search(reply.path, path):
+                    self._script.remove(reply)
+                    return reply
+        return None
+
+    def before(self, request: Request) -> Reply | None:
+        """Hook run before routing (e.g. a rate limiter); return a Reply to answer instead."""
+        return None
+
+    # -- dispatch ----------------------------------------------------------------------------------
+    def dispatch(self, request: Request) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+        reply = self._scripted(request.path)
+        if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None
+                                  or reply.drop):
+            return reply
+        handler_reply = self.before(request) or self._route(request)
+        if reply is not None:  # a scripted 200 with only a delay: answer normally, late
+            handler_reply.sleep = reply.sleep
+        return handler_reply
+
+    def _route(self, request: Request) -> Reply:
+        path = request.path.split("?", 1)[0]
+        for method, pattern, handler in self._routes:
+            match = pattern.match(path)
+            if match and method == request.method:
+                request.match = match
+                return handler(request)
+        return self.error_reply(404, f"no route for {request.method} {path}")
+
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> "FakeServer":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                reply = fake.dispatch(Request(self.command, self.path, headers, body))
+                if reply.sleep:
+                    time.sleep(reply.sleep)
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                payload = reply.raw if reply.raw is not None else json.dumps(reply.json).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,105 @@
+"""Sustained Voyage throughput under a token budget, against a fake that enforces it (per second, not minute).
+
+The fake answers 429 (no Retry-After, as a plain budget overrun) when a request would push the tokens it
+accepted in the last second over the budget. The harness's throttle is given the same budget per 1 s
+window. Side by side, a peer run with no client throttle (retries only) shows what the throttle buys.
+Run: `uv run pytest -m perf -s tests/perf/test_voyage_throughput.py`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+
+import pytest
+
+from evals_repro.embedders.base import EmbedItem
+from evals_repro.embedders.registry import build_embedder
+from evals_repro.providers import retry
+from evals_repro.retrieval.base import MethodContext
+from fakes.base import Reply, Request, count_tokens
+from fakes.voyage import FakeVoyage
+
+pytestmark = pytest.mark.perf
+
+BUDGET = 20_000  # tokens per second (the scaled-down tokens per minute)
+WINDOW = 1.0
+ITEMS = 3_000
+BATCH = 16
+WORDS = "retrieval evaluation reproduces published scores across benchmarks with pinned data".split()
+
+
+class BudgetedVoyage(FakeVoyage):
+    """A Voyage fake with a sliding one-second token budget, counting tokens as the server does."""
+
+    def __init__(self, budget: int, window: float) -> None:
+        super().__init__()
+        self.budget, self.window = budget, window
+        self.accepted: deque[tuple[float, int]] = deque()
+        self.log: list[tuple[float, int, bool]] = []  # (time, tokens, accepted)
+        self.budget_lock = threading.Lock()
+
+    def before(self, request: Request) -> Reply | None:
+        tokens = sum(count_tokens(t) for t in request.json["input"])
+        with self.budget_lock:
+            now = time.monotonic()
+            while self.accepted and now - self.accepted[0][0] >= self.window:
+                self.accepted.popleft()
+            used = sum(t for _, t in self.accepted)
+            ok = used + tokens <= self.budget or not self.accepted
+            self.log.append((now, tokens, ok))
+            if ok:
+                self.accepted.append((now, tokens))
+                return None
+        return self.error_reply(429, "rate limit exceeded: tokens per minute")
+
+
+def texts(n: int) -> list[str]:
+    return [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(40 + i % 20)) for i in range(n)]
+
+
+def run(monkeypatch, throttled: bool, items: int) -> dict:
+    with BudgetedVoyage(BUDGET, WINDOW) as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "perf-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        ctx = MethodContext(benchmark="perf", options={"max_attempts": 30, "workers": 4, "timeout": 30})
+        embedder = build_embedder("voyage-4", ctx)
+        embedder.settings = replace(embedder.settings, window=WINDOW, max_batch_items=BATCH,
+                                    tokens_per_minute=BUDGET if throttled else 0, requests_per_minute=0)
+        start = time.monotonic()
+        matrix = embedder.embed([EmbedItem(text=t) for t in texts(items)], "document")
+        elapsed = time.monotonic() - start
+        assert matrix.shape[0] == items
+        log = fake.log
+    accepted = [(t, n) for t, n, ok in log if ok]
+    # Steady state: whole windows after the opening burst; any one window may hold at most the budget.
+    start_steady = accepted[0][0] + WINDOW
+    windows = int((accepted[-1][0] - start_steady) // WINDOW)
+    assert windows >= 3, "run too short to measure a steady state"
+    steady = sum(n for t, n in accepted if start_steady <= t < start_steady + windows * WINDOW)
+    steady_rate = steady / (windows * WINDOW)
+    return {
+        "requests": len(log),
+        "rejected_429": sum(1 for _, _, ok in log if not ok),
+        "rate_429": sum(1 for _, _, ok in log if not ok) / len(log),
+        "tokens": sum(n for _, n in accepted),
+        "elapsed": elapsed,
+        "overall_fraction": sum(n for _, n in accepted) / elapsed / (BUDGET / WINDOW),
+        "steady_fraction": steady_rate / (BUDGET / WINDOW),
+        "usage": ctx.usage.as_dict(),
+    }
+
+
+def test_voyage_throughput_under_budget(monkeypatch):
+    monkeypatch.setattr(retry, "BACKOFF_BASE", 0.05)
+    throttled = run(monkeypatch, throttled=True, items=ITEMS)
+    peer = run(monkeypatch, throttled=False, items=ITEMS)
+    for label, figures in (("throttled", throttled), ("no throttle (peer)", peer)):
+        print(f"\n{label}: {figures['requests']} requests, {figures['rejected_429']} answered 429 "
+              f"({figures['rate_429']:.2%}), {figures['tokens']:,} tokens in {figures['elapsed']:.1f} s; "
+              f"steady throughput {figures['steady_fraction']:.1%} of budget, overall {figures['overall_fraction']:.1%}")
+    print(f"429 rate ratio (throttled / peer): {throttled['rate_429'] / max(peer['rate_429'], 1e-9):.3f}")
+    assert throttled["steady_fraction"] >= 0.90
+    assert throttled["rate_429"] <= 0.01

@@ -1,0 +1,214 @@
+"""The reranking study end to end on `sample`, against fake rerank providers (real SDK clients)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evals_repro.errors import UsageError
+from evals_repro.io import read_jsonl
+from evals_repro.study.latency import LATENCY, PLAN, WARMUP, LatencyRequest, run_latency
+from evals_repro.study.prepare import PrepareRequest, prepare
+from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
+from evals_repro.study.report import write_report
+from fakes.mixedbread_store import MixedbreadStoreFake
+from fakes.rerankers import CohereRerankFake, VoyageRerankFake
+
+QUIET = lambda _line: None  # noqa: E731
+FAST = {"voyage_interval": 0.0}
+
+
+class TimedCohere(CohereRerankFake):
+    """Cohere fake with a fixed delay; with `repeat_speedup`, a query's later calls take half as long."""
+
+    def __init__(self, delay: float = 0.0, repeat_speedup: bool = False):
+        super().__init__()
+        self.delay, self.repeat_speedup, self.seen = delay, repeat_speedup, set()
+
+    def _rerank(self, request):
+        query = request.json()["query"]
+        fast = self.repeat_speedup and query in self.seen
+        self.seen.add(query)
+        time.sleep(self.delay / 2 if fast else self.delay)
+        return super()._rerank(request)
+
+
+@pytest.fixture
+def providers(monkeypatch):
+    cohere, voyage, mixedbread = TimedCohere().start(), VoyageRerankFake().start(), MixedbreadStoreFake().start()
+    env = {"CO_API_URL": cohere.url, "CO_API_KEY": "k", "COHERE_API_KEY": "k",
+           "VOYAGE_BASE_URL": f"{voyage.url}/v1", "VOYAGE_API_KEY": "k",
+           "MIXEDBREAD_BASE_URL": mixedbread.url, "MXBAI_API_KEY": "k"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield {"cohere": cohere, "voyage": voyage, "mixedbread": mixedbread, "env": env}
+    for fake in (cohere, voyage, mixedbread):
+        fake.stop()
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
+    root = tmp_path_factory.mktemp("prepared")
+    prepare(PrepareRequest(benchmarks=["sample"], subsets=["heat-pumps", "railway-maintenance"],
+                           study_dir=root / "study", cache_dir=root / "cache"), echo=QUIET)
+    return root
+
+
+@pytest.fixture
+def study(prepared, tmp_path):
+    shutil.copytree(prepared / "cache", tmp_path / "cache")
+    return Path(shutil.copytree(prepared / "study", tmp_path / "study"))
+
+
+def test_prepare_freezes_native_candidates(study):
+    manifest = json.loads((study / "manifest.json").read_text())
+    entry = manifest["datasets"]["sample/railway-maintenance"]
+    assert entry["first_stage"] == "bm25" and len(entry["query_ids"]) >= 24
+    assert all(q.endswith("-fr") for q in entry["query_ids"])  # native language only (french corpus)
+    records = read_jsonl(study / "candidates/sample/railway-maintenance.jsonl")
+    assert [r["query_id"] for r in records] == entry["query_ids"]
+    first = records[0]
+    assert len(first["ids"]) == len(first["scores"]) <= 100
+    assert first["scores"] == sorted(first["scores"], reverse=True)
+    assert manifest["sessions"][-1]["status"] == "completed"
+    assert "KEY" not in json.dumps(manifest).upper().replace("KEYWORD", "")
+
+
+def test_prepare_refuses_changed_dataset(study, tmp_path):
+    manifest = json.loads((study / "manifest.json").read_text())
+    manifest["datasets"]["sample/heat-pumps"]["data_digest"] = "0" * 64
+    (study / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UsageError, match="changed since this study was prepared") as raised:
+        prepare(PrepareRequest(benchmarks=["sample"], subsets=["heat-pumps"], study_dir=study,
+                               cache_dir=tmp_path / "cache"), echo=QUIET)
+    assert "pick a new --study-dir" in raised.value.hint
+
+
+def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tmp_path):
+    cohere = providers["cohere"]
+    cohere.fail("/v2/rerank", 429, times=1, headers={"Retry-After": "1"})
+    counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "voyage", "mixedbread"],
+                                        cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    records = read_jsonl(study / QUALITY)
+    queries = sum(len(read_jsonl(p)) for p in (study / "candidates/sample").glob("*.jsonl"))
+    assert counts == {"sent": 3 * queries, "failed": 0, "reused": 0}
+    assert {r["status"] for r in records} == {"ok"}
+    retried = [r for r in records if r["attempts"] > 1]
+    assert len(retried) == 1 and retried[0]["model"] == "cohere-pro" and retried[0]["wait_seconds"] >= 1
+    # adding a model reuses every completed request
+    before = cohere.count("POST", "/v2/rerank")
+    counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "cohere-fast"],
+                                        cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    assert counts["reused"] == queries and counts["sent"] == queries
+    assert cohere.count("POST", "/v2/rerank") - before == queries
+
+
+def test_quality_failure_recorded_then_completed(study, providers, tmp_path):
+    providers["cohere"].fail("/v2/rerank", 400, times=1, body={"message": "bad request"})
+    request = QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache", options=FAST)
+    counts = run_quality(request, echo=QUIET)
+    assert counts["failed"] == 1
+    failed = [r for r in read_jsonl(study / QUALITY) if r["status"] == "failed"]
+    assert "400" in failed[0]["error"] and "k" != failed[0]["error"]
+    counts = run_quality(request, echo=QUIET)
+    assert counts == {"sent": 1, "failed": 0, "reused": counts["reused"]}
+
+
+def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tmp_path):
+    request = QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache", options=FAST)
+    run_quality(request, echo=QUIET)
+    lines = (study / QUALITY).read_bytes().splitlines(keepends=True)
+    (study / QUALITY).write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    counts = run_quality(request, echo=QUIET)
+    assert counts["sent"] == 1  # only the torn request is sent again
+    assert len(read_jsonl(study / QUALITY)) == len(lines)
+    (study / "study.lock").write_text(json.dumps({"pid": os.getppid(), "host": os.uname().nodename,
+                                                   "command": "evals-repro rerank-study quality"}))
+    with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
+        run_quality(request, echo=QUIET)
+
+
+def _spawn(code: str, env: dict) -> subprocess.Popen:
+    tests = Path(__file__).parent
+    full_env = dict(os.environ, **env, PYTHONPATH=str(tests), EVALS_REPRO_NO_PROGRESS="1")
+    return subprocess.Popen([sys.executable, "-c", code], env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _kill_when(proc: subprocess.Popen, path: Path, lines: int) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_killed_quality_and_latency_resume_without_repeating(study, providers, tmp_path):
+    cohere = providers["cohere"]
+    cohere.delay = 0.05
+    code = ("from pathlib import Path; from evals_repro.study.quality import QualityRequest, run_quality; "
+            f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
+            f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)")
+    _kill_when(_spawn(code, providers["env"]), study / QUALITY, 5)
+    done_before = {r["query_id"] for r in read_jsonl(study / QUALITY) if r["status"] == "ok"}
+    assert 5 <= len(done_before) < 52
+    sent_before = len(cohere.requests)
+    run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"), echo=QUIET)
+    resent = [r.json()["query"] for r in cohere.requests[sent_before:]]
+    queries = {r["query_id"]: r["query"] for p in (study / "candidates/sample").glob("*.jsonl") for r in read_jsonl(p)}
+    assert not {queries[q] for q in done_before} & set(resent)
+    assert {r["query_id"] for r in read_jsonl(study / QUALITY)} == set(queries)
+
+    code = ("from pathlib import Path; from evals_repro.study.latency import LatencyRequest, run_latency; "
+            f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
+            f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)")
+    _kill_when(_spawn(code, providers["env"]), study / LATENCY, 4)
+    plan = json.loads((study / PLAN).read_text())
+    timed_before = {(r["query_id"], r["repeat"]) for r in read_jsonl(study / LATENCY) if r["status"] == "ok"}
+    assert timed_before and sum(len(v) for v in plan["queries"]["sample"].values()) == 6
+    counts = run_latency(LatencyRequest(study_dir=study, models=["cohere-pro"], samples=6, repeats=3,
+                                        cache_dir=tmp_path / "cache"), echo=QUIET)
+    assert counts["timed"] == 18 - len(timed_before)
+    records = read_jsonl(study / LATENCY)
+    assert len({(r["query_id"], r["repeat"]) for r in records}) == 18 == len(records)
+    warmups = read_jsonl(study / WARMUP)
+    assert {(w["subset"], w["invocation"]) for w in warmups} == {
+        (s, i) for s in plan["queries"]["sample"] if plan["queries"]["sample"][s]
+        for i in {w["invocation"] for w in warmups}}
+    with pytest.raises(UsageError, match="latency plan"):
+        run_latency(LatencyRequest(study_dir=study, models=["cohere-pro"], samples=7, repeats=3,
+                                   cache_dir=tmp_path / "cache"), echo=QUIET)
+
+
+@pytest.mark.parametrize("speedup, verdict", [(True, "repeat speed-up"), (False, "no speed-up")])
+def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp_path):
+    cohere = providers["cohere"]
+    cohere.delay, cohere.repeat_speedup = 0.25, speedup
+    run_latency(LatencyRequest(study_dir=study, models=["cohere-fast"], samples=10, repeats=3,
+                               host_location="test-host", cache_dir=tmp_path / "cache"), echo=QUIET)
+    run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"), echo=QUIET)
+    paths = write_report(study, resamples=400)
+    summary = json.loads(paths["latency"].read_text())
+    check = summary["models"]["cohere-fast"]["benchmarks"]["sample"]["repeat_check"]
+    assert check["verdict"] == verdict, check
+    latency = summary["models"]["cohere-fast"]["benchmarks"]["sample"]["summary"]
+    assert 125 <= latency["p50"]["estimate"] <= 1000  # the fake sleeps 250 ms (125 ms for fast repeats)
+    assert summary["models"]["cohere-fast"]["pooled"] is not None  # complete suite, one host location
+    report = paths["report"].read_text()
+    assert "## sample" in report and "| cohere-fast |" in report and verdict in report
+    rows = list(csv.DictReader(paths["quality"].open()))
+    assert {r["subset"] for r in rows} == {"heat-pumps", "railway-maintenance"}
+    nd = [r for r in rows if r["metric"] == "ndcg_at_10"]
+    assert all(r["baseline"] and r["cohere-fast"] for r in nd)
