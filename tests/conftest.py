@@ -13,6 +13,19 @@ SHARED = ROOT.parent / "shared"
 os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
+# A fake Hugging Face Hub for the whole session (tests/fakehub.py). huggingface_hub and datasets
+# read HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE once, at import, so this runs before any test imports them.
+from fakehub import FakeHub, install_environment  # noqa: E402
+
+FAKE_HUB = FakeHub()
+FAKE_HUB_HOME = install_environment(FAKE_HUB)
+
+
+@pytest.fixture(scope="session")
+def fake_hub() -> FakeHub:
+    """The session's fake Hub; add repos with `fake_hub.add_repo(repo_id, sha, files)`."""
+    return FAKE_HUB
+
 
 def shared_path(*parts: str) -> Path:
     """A file under ../shared, or skip the test when it is absent."""

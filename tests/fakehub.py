@@ -2,17 +2,22 @@
 
 API
 ---
-`FakeHub(repos=None, repo_type="dataset")` binds 127.0.0.1 on a free port and serves from a
-daemon thread as soon as it is built.
+`FakeHub(repos=None)` binds 127.0.0.1 on a free port and serves from a daemon thread as soon
+as it is built.
 
-- `repos`: ``{repo_id: {commit_sha: {path_in_repo: bytes}}}``. Add more with
-  `hub.add_repo(repo_id, sha, files, branch="main")`; the last sha added under a branch is
-  what that branch resolves to (`branch=None` keeps the commit reachable by sha only).
+- `repos`: ``{repo_id: {commit_sha: {path_in_repo: bytes}}}`` (dataset repos). Add more with
+  `hub.add_repo(repo_id, sha, files, branch="main", repo_type="dataset")`; the last sha added
+  under a branch is what that branch resolves to (`branch=None` keeps the commit reachable by
+  sha only). `repo_type` may be "dataset", "model" or "space".
 - `hub.url`: the endpoint to put in `HF_ENDPOINT` (before `huggingface_hub` is imported:
   `huggingface_hub.constants` and `datasets.config` read the environment at import time).
 - `hub.requests`: every request served, as ``(method, path_with_query)``; `hub.clear_requests()`.
 - `hub.stop()` closes the socket (clients then see "connection refused", i.e. an unreachable
   Hub); `hub.start()` serves again on the same port.
+- `install_environment(hub)` points HF_ENDPOINT at the hub and HF_HOME at a fresh temporary
+  folder (removed at exit), clears offline/token settings, and returns that folder. Call it
+  before anything imports `huggingface_hub` or `datasets` (tests/conftest.py does, at import);
+  it refuses to run later, since those modules read the environment once, at import time.
 
 Endpoints, as the Hub answers them (`{kind}` is `datasets` or `models`, `{rev}` a branch or a
 full sha, possibly URL-encoded):
@@ -22,7 +27,7 @@ full sha, possibly URL-encoded):
 - ``GET /api/{kind}/{repo}/tree/{rev}[/{path}]?recursive=``: tree listing (files carry ``oid``,
   ``size`` and, for binary files, ``lfs``); no pagination (fixtures are small).
 - ``POST /api/{kind}/{repo}/paths-info/{rev}`` (form field ``paths``, repeated).
-- ``HEAD``/``GET /{datasets/}{repo}/resolve/{rev}/{path}``: file bytes with ``ETag``,
+- ``HEAD``/``GET /[datasets/|spaces/]{repo}/resolve/{rev}/{path}`` (models have no prefix): file bytes with ``ETag``,
   ``X-Repo-Commit``, ``Content-Length`` (and ``X-Linked-Etag``/``X-Linked-Size`` for LFS
   files); ``Range: bytes=a-b`` is honoured.
 
@@ -32,9 +37,16 @@ Unknown repos, revisions and files get the Hub's 404 with ``X-Error-Code`` ``Rep
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
 import threading
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -53,12 +65,13 @@ def _is_lfs(path: str) -> bool:
 class FakeHub:
     """The fake Hub server; see the module docstring for the API."""
 
-    def __init__(self, repos: dict[str, dict[str, dict[str, bytes]]] | None = None, repo_type: str = "dataset"):
-        self.repo_type = repo_type
+    def __init__(self, repos: dict[str, dict[str, dict[str, bytes]]] | None = None):
+        self.repo_types: dict[str, str] = {}
         self.repos: dict[str, dict[str, dict[str, bytes]]] = {}
         self.branches: dict[str, dict[str, str]] = {}
         self.requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
+        self._connections: set = set()
         for repo_id, commits in (repos or {}).items():
             for sha, files in commits.items():
                 self.add_repo(repo_id, sha, files)
@@ -72,10 +85,14 @@ class FakeHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def add_repo(self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main") -> None:
+    def add_repo(self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main",
+                 repo_type: str = "dataset") -> None:
         if len(sha) != 40:
             raise ValueError(f"commit sha must be 40 hex digits, got {sha!r}")
+        if repo_type not in ("dataset", "model", "space"):
+            raise ValueError(f"repo_type must be dataset, model or space, got {repo_type!r}")
         with self._lock:
+            self.repo_types[repo_id] = repo_type
             self.repos.setdefault(repo_id, {})[sha] = dict(files)
             if branch:
                 self.branches.setdefault(repo_id, {})[branch] = sha
@@ -104,6 +121,14 @@ class FakeHub:
         self._server.shutdown()
         self._server.server_close()
         self._server = None
+        # Keep-alive connections outlive the listening socket: cut them so clients see a dead Hub.
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     # -- lookups -------------------------------------------------------------------------
     def resolve(self, repo_id: str, revision: str) -> str | None:
@@ -145,6 +170,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - keep test output quiet
         pass
 
+    def setup(self):
+        super().setup()
+        with self.fake._lock:
+            self.fake._connections.add(self.connection)
+
+    def finish(self):
+        with self.fake._lock:
+            self.fake._connections.discard(self.connection)
+        super().finish()
+
     # -- responses -----------------------------------------------------------------------
     def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
               content_type: str = "application/json") -> None:
@@ -171,18 +206,25 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = parse_qs(parts.query)
         segments = [s for s in parts.path.split("/") if s]
-        kind = f"{self.fake.repo_type}s"
-        if segments[:2] == ["api", kind] and len(segments) >= 4:
+        if len(segments) >= 4 and segments[0] == "api" and segments[1] in ("datasets", "models", "spaces"):
             repo_id = "/".join(segments[2:4])
-            self._api(repo_id, segments[4:], query)
+            if self._typed(repo_id, segments[1][:-1]):
+                self._api(repo_id, segments[4:], query)
             return
-        resolve_prefix = [kind] if self.fake.repo_type != "model" else []
-        n = len(resolve_prefix)
-        if segments[:n] == resolve_prefix and len(segments) >= n + 5 and segments[n + 2] == "resolve":
+        n = 1 if segments and segments[0] in ("datasets", "spaces") else 0
+        if len(segments) >= n + 5 and segments[n + 2] == "resolve":
             repo_id = "/".join(segments[n:n + 2])
-            self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4:]))
+            if self._typed(repo_id, segments[0][:-1] if n else "model"):
+                self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4:]))
             return
         self._error(404, "NotFound", f"fake hub: no route for {self.command} {parts.path}")
+
+    def _typed(self, repo_id: str, repo_type: str) -> bool:
+        """A repo is found only under its own type's URLs, as on the Hub."""
+        if self.fake.repo_types.get(repo_id, repo_type) != repo_type:
+            self._error(404, "RepoNotFound", f"Repository not found: {repo_type}s/{repo_id}")
+            return False
+        return True
 
     def _commit(self, repo_id: str, revision: str) -> tuple[str, dict[str, bytes]] | None:
         if repo_id not in self.fake.repos:
@@ -267,3 +309,24 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = _route
     do_HEAD = _route
     do_POST = _route
+
+
+def install_environment(hub: FakeHub) -> Path:
+    """Route `huggingface_hub`/`datasets` in this process (and its children) to `hub`."""
+    early = [name for name in ("huggingface_hub", "datasets") if name in sys.modules]
+    if early:
+        raise RuntimeError(f"{', '.join(early)} already imported: the fake Hub's environment would be ignored")
+    home = Path(tempfile.mkdtemp(prefix="evals-repro-hf-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE",
+                 "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_XET_CACHE"):
+        os.environ.pop(name, None)
+    os.environ.update({
+        "HF_ENDPOINT": hub.url,
+        "HF_HOME": str(home),
+        "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    })
+    return home

@@ -20,6 +20,26 @@ HR_MTEB_REPO = "vidore/vidore_v3_hr_mteb_format"
 HR_MTEB_SHA = "bc7d43d64815ed30f664168c8052106484aba7fd"
 MIRACL_REPO = "nvidia/miracl-vision"
 MIRACL_SHA = "309e1696433408fbd555959cf1da968f3814f8b6"
+HR_UNCACHED_SHA = "c0ffee" + "0" * 34  # served, but no test loads it online
+OCR_REPO = "fixture/vidore_v3_hr_ocr"  # an mteb OCR-style repo (corpus text column), declared in a test
+OCR_SHA = "4d42cf85d8b8117935c04698b5b7fd3c70c8c9f4"
+
+
+def install(hub):
+    """Serve every fixture repo on `hub` (a tests/fakehub.FakeHub), once per session.
+
+    hr: the eval commit (5 pages), main (6 pages) and a commit no test downloads online.
+    """
+    if getattr(hub, "_evals_fixtures", False):
+        return hub
+    hub.add_repo(HR_REPO, HR_MAIN_SHA, vidore_raw_files(extra_page=True))
+    hub.add_repo(HR_REPO, HR_UNCACHED_SHA, vidore_raw_files(extra_page=True), branch=None)
+    hub.add_repo(HR_REPO, HR_EVAL_SHA, vidore_raw_files(), branch=None)
+    hub.add_repo(HR_MTEB_REPO, HR_MTEB_SHA, vidore_mteb_files())
+    hub.add_repo(OCR_REPO, OCR_SHA, vidore_mteb_files(with_text=True))
+    hub.add_repo(MIRACL_REPO, MIRACL_SHA, miracl_files())
+    hub._evals_fixtures = True
+    return hub
 
 
 def png(rgb: tuple[int, int, int]) -> bytes:

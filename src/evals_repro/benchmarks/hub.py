@@ -7,8 +7,8 @@ user wait, so every load goes through `load_config`:
 - With the Hub unreachable, `huggingface_hub` retries each file for ~25 s and `datasets` then
   falls back to *the latest cached revision*, whatever its sha. A single probe request per
   repo and revision (no retries) turns that into one clear `ConfigurationError` instead.
-- Offline (HF_HUB_OFFLINE=1) it also falls back to any cached revision; the loaded files'
-  cache path names the commit, so a different one is refused.
+- Offline (HF_HUB_OFFLINE=1) it returns the most recently cached revision of a config, whatever
+  its sha; offline loads therefore read exactly the pinned commit's cache folder, or fail.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _loaded_commit(dataset) -> str | None:
     return None
 
 
-def load_config(repo: str, config: str, split: str, revision: str, options: LoadOptions, *, images: tuple[str, ...] = ()):
+def load_config(repo: str, config: str, split: str, revision: str, *, images: tuple[str, ...] = ()):
     """One config/split of a Hub dataset at one revision; `images` columns stay encoded bytes.
 
     Returns `(dataset, commit_sha)`. Raises `ConfigurationError` when the Hub is unreachable or
@@ -110,38 +110,59 @@ def load_config(repo: str, config: str, split: str, revision: str, options: Load
     import datasets
 
     if offline():
-        if not FULL_SHA.fullmatch(revision):
-            raise ConfigurationError(
-                f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
-                "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
-            )
+        dataset = _load_cached(repo, config, split, revision)
         commit = revision
     else:
         commit = resolve_revision(repo, revision)
-    cache_dir = str(options.cache_dir) if options.cache_dir else None
-    try:
-        dataset = datasets.load_dataset(repo, config, split=split, revision=commit, cache_dir=cache_dir)
-    except ValueError as exc:
-        if "BuilderConfig" in str(exc) or "Unknown split" in str(exc) or "Bad split" in str(exc):
-            raise DataError(f"{repo}@{commit}: {exc}", "the repo's layout does not match its loader; check the declaration") from None
-        raise
-    except Exception as exc:
-        if offline():
-            raise _not_cached(repo, config, commit) from exc
-        if _is_network_error(exc):
-            raise unreachable(repo, commit, type(exc).__name__) from exc
-        if isinstance(exc, FileNotFoundError):
-            raise DataError(f"{repo}@{commit} config {config}: {exc}", "check repo and revision in the declaration") from None
-        raise
+        try:
+            # The datasets/Hub cache (HF_HOME, HF_DATASETS_CACHE), not LoadOptions.cache_dir: that is
+            # the harness's own cache, and Hub data is shared with every other datasets user.
+            dataset = datasets.load_dataset(repo, config, split=split, revision=commit)
+        except ValueError as exc:
+            if "BuilderConfig" in str(exc) or "split" in str(exc).lower():
+                raise DataError(f"{repo}@{commit}: {exc}",
+                                "the repo's layout does not match its loader; check the declaration") from None
+            raise
+        except Exception as exc:
+            if _is_network_error(exc):
+                raise unreachable(repo, commit, type(exc).__name__) from exc
+            if isinstance(exc, FileNotFoundError):
+                raise DataError(f"{repo}@{commit} config {config}: {exc}",
+                                "check repo and revision in the declaration") from None
+            raise
     loaded = _loaded_commit(dataset)
     if loaded is not None and loaded != commit:
-        raise _not_cached(repo, config, commit)
+        raise ConfigurationError(f"{repo} config {config}: datasets returned commit {loaded} instead of {commit}",
+                                 "remove that repo's folder from the datasets cache and load again")
     for column in images:
         if column not in dataset.column_names:
             raise DataError(f"{repo}@{commit} config {config} has no '{column}' column",
                             f"columns: {', '.join(dataset.column_names)}")
         dataset = dataset.cast_column(column, datasets.Image(decode=False))
     return dataset, commit
+
+
+def _load_cached(repo: str, config: str, split: str, revision: str):
+    """Offline: exactly `revision` from the datasets cache.
+
+    `load_dataset` offline takes the most recently written cached revision of a config, whatever
+    its sha; the cache builder it uses is asked for this commit's folder instead.
+    """
+    from datasets.packaged_modules.cache.cache import Cache
+
+    if not FULL_SHA.fullmatch(revision):
+        raise ConfigurationError(
+            f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
+            "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
+        )
+    builder = Cache(dataset_name=repo.split("/")[-1], repo_id=repo, config_name=config, version="0.0.0",
+                    hash=revision)
+    if not Path(builder.cache_dir).is_dir():
+        raise _not_cached(repo, config, revision)
+    try:
+        return builder.as_dataset(split=split)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        raise _not_cached(repo, config, revision) from exc
 
 
 def _not_cached(repo: str, config: str, commit: str) -> ConfigurationError:

@@ -23,13 +23,13 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     code = str(source.get("config_language") or name)
     language = decl.subset(name).native_language
 
-    qrels_ds, commit = load_config(repo, f"qrels-{code}", split, revision, options)
+    qrels_ds, commit = load_config(repo, f"qrels-{code}", split, revision)
     where = f"{repo}@{commit}"
     judged = read_qrels(qrels_ds, f"{where} qrels-{code}", "query-id", "corpus-id")
     qrels = {qid: {pid: s for pid, s in docs.items() if s > 0} for qid, docs in judged.items()}
     qrels = {qid: docs for qid, docs in qrels.items() if docs}
 
-    queries_ds, _ = load_config(repo, f"queries-{code}", split, commit, options)
+    queries_ds, _ = load_config(repo, f"queries-{code}", split, commit)
     require_columns(queries_ds, f"{where} queries-{code}", ("_id", "text"))
     rows = queries_ds.select_columns(["_id", "text"]).to_dict()
     all_queries = [(str(qid), str(text or "")) for qid, text in zip(rows["_id"], rows["text"])]
@@ -39,12 +39,12 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     unknown = [qid for qid in qrels if qid not in known]
     qrels = {qid: docs for qid, docs in qrels.items() if qid in known}
 
-    corpus_ds, _ = load_config(repo, f"corpus-{code}", split, commit, options)
+    corpus_ds, _ = load_config(repo, f"corpus-{code}", split, commit)
     require_columns(corpus_ds, f"{where} corpus-{code}", ("_id", "title", "text", "image_id"))
     corpus = corpus_ds.select_columns(["_id", "title", "text", "image_id"]).to_dict()
     images: dict[str, bytes] = {}
     if options.content == "images":
-        images_ds, _ = load_config(repo, f"images-{code}", split, commit, options, images=("image",))
+        images_ds, _ = load_config(repo, f"images-{code}", split, commit, images=("image",))
         require_columns(images_ds, f"{where} images-{code}", ("file_name", "image"))
         table = images_ds.select_columns(["file_name", "image"]).to_dict()
         images = {str(name_): image_bytes(cell, f"{where} images-{code} {name_}")

@@ -33,12 +33,12 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     qrels: Qrels = {}
     commit = revision
     for language in decl.query_languages:
-        queries_ds, commit = load_config(repo, f"{language}-queries", split, commit, options)
+        queries_ds, commit = load_config(repo, f"{language}-queries", split, commit)
         where = f"{repo}@{commit} {language}-queries"
         require_columns(queries_ds, where, ("id", "text"))
         rows = queries_ds.select_columns(["id", "text"]).to_dict()
         ids = [str(qid) for qid in rows["id"]]
-        qrels_ds, _ = load_config(repo, f"{language}-qrels", split, commit, options)
+        qrels_ds, _ = load_config(repo, f"{language}-qrels", split, commit)
         all_languages = read_qrels(qrels_ds, f"{repo}@{commit} {language}-qrels", "query-id", "corpus-id")
         own = set(ids)
         language_qrels = {qid: docs for qid, docs in all_languages.items() if qid in own}
@@ -48,7 +48,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
             queries.append(Query(qid, str(text or ""), language, metadata))
 
     images = ("image",) if options.content == "images" else ()
-    corpus_ds, _ = load_config(repo, f"{corpus_language}-corpus", split, commit, options, images=images)
+    corpus_ds, _ = load_config(repo, f"{corpus_language}-corpus", split, commit, images=images)
     where = f"{repo}@{commit} {corpus_language}-corpus"
     has_text = "text" in corpus_ds.column_names
     if options.content == "markdown" and not has_text:

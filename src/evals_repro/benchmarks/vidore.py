@@ -35,10 +35,10 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     split = str(source.get("split", "test"))
     where = f"{repo}@{revision}"
 
-    queries_ds, commit = load_config(repo, "queries", split, revision, options)
-    qrels_ds, _ = load_config(repo, "qrels", split, commit, options)
+    queries_ds, commit = load_config(repo, "queries", split, revision)
+    qrels_ds, _ = load_config(repo, "qrels", split, commit)
     images = ("image",) if options.content == "images" else ()
-    corpus_ds, _ = load_config(repo, "corpus", split, commit, options, images=images)
+    corpus_ds, _ = load_config(repo, "corpus", split, commit, images=images)
     where = f"{repo}@{commit}"
 
     qrels = read_qrels(qrels_ds, f"{where} qrels", "query_id", "corpus_id")

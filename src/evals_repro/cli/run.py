@@ -82,13 +82,23 @@ def report_command(
     results_dir: Path = typer.Option(Path("results"), "--results-dir"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
     decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
+    by: Optional[str] = typer.Option(
+        None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."),
 ) -> None:
-    """Print the monolingual and crosslingual tables (methods x subsets, x100)."""
+    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown."""
     from ..benchmarks import get_benchmark
     from ..io import atomic_write_text
     from ..report import build_tables, to_csv, to_markdown
 
     decl = get_benchmark(benchmark)
+    if by is not None:
+        from ..breakdown import breakdown_report
+
+        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals)
+        typer.echo(text)
+        if output is not None:
+            atomic_write_text(output, text)
+        return
     tables = build_tables(results_dir, decl.name, decl.subset_names, measure, first_stage_only)
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
