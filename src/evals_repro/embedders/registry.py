@@ -9,6 +9,8 @@ from ..retrieval.base import MethodContext
 from .base import Embedder
 
 EMBEDDERS: dict[str, str] = {
+    "minilm": "evals_repro.embedders.minilm:build",
+    "multilingual-e5-small": "evals_repro.embedders.e5:build",
     "voyage-4-large": "evals_repro.embedders.voyage:build",
     "voyage-4": "evals_repro.embedders.voyage:build",
     "voyage-4-lite": "evals_repro.embedders.voyage:build",

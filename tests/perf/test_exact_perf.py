@@ -1,0 +1,133 @@
+"""ExactIndex top-100 versus faiss IndexFlatIP, side by side: 100k x 1024 float32, 1k queries.
+
+Goals (issue 2): time ratio ExactIndex / faiss <= 1.0, and peak memory during search
+<= 1.1x the corpus bytes (faiss holds a second copy of the corpus). Peak memory is the
+process high-water mark (VmHWM, reset through /proc/self/clear_refs) minus the resident
+size before the step, so it counts BLAS and faiss buffers that tracemalloc cannot see; for
+ExactIndex the tracemalloc peak (numpy buffers, which malloc may recycle without growing RSS)
+is taken too, and the larger of the two reported.
+
+Run: uv run pytest -m perf -s tests/perf/test_exact_perf.py
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from evals_repro.retrieval.exact import ExactIndex
+
+faiss = pytest.importorskip("faiss")
+
+N, D, M, K = 100_000, 1024, 1_000, 100
+ROUNDS = 2
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _measure(step):
+    """Run `step`; return (result, seconds, peak extra bytes over the resident size before it)."""
+    _reset_peak()
+    before = _status_kb("VmRSS")
+    start = time.perf_counter()
+    result = step()
+    seconds = time.perf_counter() - start
+    return result, seconds, (_status_kb("VmHWM") - before) * 1024
+
+
+def blas_description() -> str:
+    """Which OpenBLAS kernel numpy runs (threadpoolctl when installed, else OpenBLAS itself)."""
+    env = {name: os.environ.get(name) for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")}
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = [f"{p['internal_api']} {p.get('version')} {p.get('architecture')} threads={p['num_threads']}"
+                 for p in threadpool_info()]
+        return f"{'; '.join(pools)}; env {env}"
+    except ImportError:
+        pass
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "libscipy_openblas*.so"))
+    if not libs:
+        return f"unknown BLAS; env {env}"
+    lib = ctypes.CDLL(libs[0])
+    core = getattr(lib, "scipy_openblas_get_corename64_", None) or getattr(lib, "openblas_get_corename", None)
+    threads = getattr(lib, "scipy_openblas_get_num_threads64_", None)
+    core.restype = ctypes.c_char_p
+    return f"numpy OpenBLAS kernel {core().decode()} threads={threads() if threads else '?'}; env {env}"
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    corpus = rng.standard_normal((N, D), dtype=np.float32)
+    corpus /= np.linalg.norm(corpus, axis=1, keepdims=True)
+    queries = corpus[rng.choice(N, M, replace=False)] + 0.3 * rng.standard_normal((M, D), dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    return corpus, queries
+
+
+@pytest.mark.perf
+def test_exact_index_vs_faiss_flat_ip():
+    corpus, queries = _data()
+    ids = [f"doc{i}" for i in range(N)]
+    corpus_bytes = corpus.nbytes
+    print(f"\nBLAS: {blas_description()}; faiss {faiss.__version__} omp threads={faiss.omp_get_max_threads()}")
+    best = {"exact": float("inf"), "faiss_search": float("inf"), "faiss_total": float("inf")}
+    peak = {"exact": 0, "faiss": 0}
+    # Warm up BLAS and OpenMP (their one-time per-thread buffers are not the index's memory).
+    ExactIndex(corpus[:20_000], ids[:20_000]).search(queries, K)
+    warm = faiss.IndexFlatIP(D)
+    warm.add(corpus[:20_000])
+    warm.search(queries, K)
+    del warm
+    for round_ in range(ROUNDS):
+        tracemalloc.start()
+        index, build_s, build_mem = _measure(lambda: ExactIndex(corpus, ids))
+        (mine, _), search_s, search_mem = _measure(lambda: index.search(queries, K))
+        traced = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        best["exact"] = min(best["exact"], build_s + search_s)
+        peak["exact"] = max(peak["exact"], build_mem, search_mem, traced)
+
+        def faiss_add():
+            flat = faiss.IndexFlatIP(D)
+            flat.add(corpus)
+            return flat
+
+        flat, add_s, add_mem = _measure(faiss_add)
+        (_, theirs), fsearch_s, fsearch_mem = _measure(lambda: flat.search(queries, K))
+        # faiss's copy stays resident during search: count it with the search buffers.
+        peak["faiss"] = max(peak["faiss"], add_mem, add_mem + fsearch_mem)
+        best["faiss_search"] = min(best["faiss_search"], fsearch_s)
+        best["faiss_total"] = min(best["faiss_total"], add_s + fsearch_s)
+        del flat, index
+        print(f"round {round_}: ExactIndex {build_s + search_s:.2f}s +{max(build_mem, search_mem) >> 20} MiB; "
+              f"faiss search {fsearch_s:.2f}s add {add_s:.2f}s +{(add_mem + fsearch_mem) >> 20} MiB")
+    overlap = np.mean([len(set(a) & set(b)) / K for a, b in zip(mine, theirs)])
+    print(f"ExactIndex build+search {best['exact']:.2f}s; faiss search {best['faiss_search']:.2f}s, "
+          f"add+search {best['faiss_total']:.2f}s")
+    print(f"time ratio ExactIndex / faiss search = {best['exact'] / best['faiss_search']:.2f}, "
+          f"/ faiss add+search = {best['exact'] / best['faiss_total']:.2f} (goal <= 1.0)")
+    print(f"peak memory / corpus bytes: ExactIndex {(corpus_bytes + peak['exact']) / corpus_bytes:.3f}, "
+          f"faiss {(corpus_bytes + peak['faiss']) / corpus_bytes:.3f} (goal <= 1.1)")
+    assert overlap > 0.999
