@@ -104,7 +104,9 @@ class HostedReranker(ABC):
         from ..providers.retry import call_with_retries
 
         pairs, _ = call_with_retries(self.settings, lambda: self._request(query, documents), usage=self.ctx.usage,
-                                     tokens=tokens, items=len(documents), what=f"rerank {self.model}",
+                                     # one search per call: the item budget (Cohere's inputs per minute)
+                                     # is an embedding limit, not a rerank one
+                                     tokens=tokens, items=1, what=f"rerank {self.model}",
                                      reported_tokens=lambda answer: answer[1])
         return pairs
 
