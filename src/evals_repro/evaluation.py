@@ -85,6 +85,17 @@ def languages_for(setting: str, decl: BenchmarkDeclaration, subset: Subset) -> l
     return ordered + [lang for lang in subset.languages if lang not in ordered]
 
 
+def first_stage_of(resolved) -> str:
+    """The first stage a method's report row sits under: `mixedbread-markdown` for the registered
+    store-reranked `mixedbread-markdown+rerank`, the method itself for plain first stages."""
+    from .methods import METHODS
+
+    base, plus, _ = resolved.first_stage.rpartition("+")
+    if plus and not resolved.fused and base in METHODS:
+        return base
+    return resolved.first_stage
+
+
 def _validate(request: RunRequest) -> None:
     if request.setting not in SETTINGS:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
@@ -216,8 +227,8 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
         "benchmark": decl.name,
         "subset": name,
         "method": label,
-        "first_stage": method_label(resolved.first_stage, request.content),
-        "reranked": resolved.is_reranked,
+        "first_stage": method_label(first_stage_of(resolved), request.content),
+        "reranked": resolved.is_reranked or first_stage_of(resolved) != resolved.first_stage,
         "setting": request.setting,
         "native_language": subset.native_language,
         "config": {
@@ -232,9 +243,10 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
         "usage": spent,
         **blocks,
     }
-    if resolved.is_reranked:
-        result["flags"] = {"meaningful_depth": resolved.depth,
-                           "note": f"metrics past rank {resolved.depth} come from the first stage alone"}
+    depth = getattr(retriever, "meaningful_depth", None)
+    if depth is not None:
+        result["flags"] = {"meaningful_depth": depth,
+                           "note": f"metrics past rank {depth} do not reflect the reranker (first-stage order)"}
     write_result(path, result)
     headline = result["metrics"].get("ndcg_at_10")
     shown = f", nDCG@10 {headline * 100:.1f}" if headline is not None else ""
