@@ -79,6 +79,35 @@ def test_random_unit_vectors_with_duplicates_tie_exactly():
 
 
 
+@pytest.mark.parametrize("d", [37, 67, 1024])
+def test_duplicates_score_identically_at_any_memory_alignment(d):
+    """The float64 rescoring sums in an order fixed by the dimension alone: copies of a vector
+    at odd float offsets (rows of 148 or 268 bytes, a base address 4 bytes past alignment) and a
+    query repeated at other batch positions give bit-identical scores."""
+    rng = np.random.default_rng(d)
+    n = 301
+    storage = np.empty(n * d + 1, dtype=np.float32)
+    corpus = storage[1:].reshape(n, d)  # misaligned base
+    corpus[:] = rng.standard_normal((n, d))
+    corpus /= np.linalg.norm(corpus, axis=1, keepdims=True)
+    copies = [5, 6, 7, 8, 9, 10, 11, 150, 300]  # rows 4-11 start at every 4-byte offset mod 32
+    corpus[copies] = corpus[4]
+    queries = rng.standard_normal((9, d)).astype(np.float32)
+    queries[[3, 8]] = queries[0]
+    index = ExactIndex(corpus, [f"d{i:03d}" for i in range(n)], memory_budget=4_000)
+    assert np.shares_memory(index.embeddings, corpus)
+    indices, scores = index.search(queries, n)
+    by_row = [dict(zip(row.tolist(), vals.tolist())) for row, vals in zip(indices, scores)]
+    for found in by_row:
+        assert {found[j] for j in [4, *copies]} == {found[4]}
+    assert by_row[3] == by_row[0] == by_row[8]
+    # The copies tie, so they sit together in id-descending order.
+    first = indices[0].tolist()
+    positions = sorted(first.index(j) for j in [4, *copies])
+    assert [first[p] for p in positions] == sorted([4, *copies], reverse=True)
+    assert positions == list(range(positions[0], positions[0] + len(positions)))
+
+
 def test_no_copy_of_the_corpus_and_bounded_tiles():
     corpus = np.zeros((10_000, 32), dtype=np.float32)
     index = ExactIndex(corpus, [str(i) for i in range(10_000)], memory_budget=80_000)
