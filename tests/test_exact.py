@@ -113,7 +113,7 @@ def test_no_copy_of_the_corpus_and_bounded_tiles():
     index = ExactIndex(corpus, [str(i) for i in range(10_000)], memory_budget=80_000)
     assert np.shares_memory(index.embeddings, corpus)
     query_block, corpus_block = index._blocks(500, 10)
-    assert query_block * corpus_block * 4 + query_block * 10 * 24 <= 80_000  # score tile + heaps
+    assert query_block * (corpus_block * 4 + 10 * 24 + 64 * 12) <= 80_000  # score tile, heaps, bands
     assert corpus_block >= 100  # tiles stay wide enough for BLAS
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+_CHUNK = 32  # scores tested together with one vectorised comparison
+
 
 # reassoc lets LLVM vectorise the float64 sum (4-8x faster); contract lets it fuse multiply-adds.
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -69,93 +71,139 @@ def _float32_floor(value):
     return rounded
 
 
-_CHUNK = 32  # scores tested together with one vectorised comparison
-
-
 @numba.njit(cache=True, nogil=True)
-def _admit(query, row, col, rank, values, ranks, cols, size, k):
-    """Rescore one candidate and push it into the heap if it ranks above the worst kept; new size."""
-    value = dot64(query, row)
+def _admit(value, col, rank, values, ranks, cols, size, k):
+    """Push (value, rank, col) if the heap has room or it ranks above the root; returns
+    (new size, evicted value, evicted col), the evicted col -1 when nothing left the heap."""
     if size < k:
         values[size], ranks[size], cols[size] = value, rank, col
         _sift_up(values, ranks, cols, size)
-        return size + 1
+        return size + 1, 0.0, -1
     if _worse(values[0], ranks[0], value, rank):
+        evicted_value, evicted_col = values[0], cols[0]
         values[0], ranks[0], cols[0] = value, rank, col
         _sift_down(values, ranks, cols, size, 0)
+        return size, evicted_value, evicted_col
+    return size, value, col
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_exact(scores, start, c0, query, corpus, id_rank, error, values, ranks, cols, size, k):
+    """Exact mode: rescore every score within `error` of the root (an exact score) and push it."""
+    cut = _float32_floor(values[0] - error) if size == k else np.float32(-np.inf)
+    width = scores.shape[0]
+    for chunk in range(start, width, _CHUNK):
+        stop = min(width, chunk + _CHUNK)
+        hit = False
+        for j in range(chunk, stop):
+            hit |= scores[j] >= cut
+        if not hit:
+            continue
+        for j in range(max(chunk, start), stop):
+            if scores[j] >= cut:
+                col = c0 + j
+                size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
+                if size == k:
+                    cut = max(cut, _float32_floor(values[0] - error))
     return size
 
 
 @numba.njit(cache=True, nogil=True)
-def _kth_largest(scores, values, ranks, cols, k):
-    """The k-th largest of `scores` (k <= its length), using the (empty) heap arrays as scratch."""
-    for j in range(k):
-        values[j], ranks[j], cols[j] = scores[j], 0, 0
-        _sift_up(values, ranks, cols, j)
-    least = np.float32(values[0])
-    for start in range(k, scores.shape[0], _CHUNK):
-        stop = min(scores.shape[0], start + _CHUNK)
+def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, band_values, band_cols, band_size, k):
+    """Float32 mode: keep the k best float32 scores in the heap and, in the band, every other score
+    within `margin` (twice the error bound) of the root: only those can still make the exact top k.
+    Returns (heap size, band size, where it stopped): before `width` when the band overflowed."""
+    cut = _float32_floor(values[0] - margin) if size == k else np.float32(-np.inf)
+    width = scores.shape[0]
+    capacity = band_values.shape[0]
+    for chunk in range(0, width, _CHUNK):
+        stop = min(width, chunk + _CHUNK)
         hit = False
-        for j in range(start, stop):
-            hit |= scores[j] > least
-        if hit:
-            for j in range(start, stop):
-                if scores[j] > least:
-                    values[0] = scores[j]
-                    _sift_down(values, ranks, cols, k, 0)
-                    least = np.float32(values[0])
-    return values[0]
-
-
-@numba.njit(cache=True, nogil=True)
-def scan_tile(tile, c0, block, corpus, id_rank, error, heap_values, heap_ranks, heap_cols, heap_sizes, r0, r1):
-    """Fold the scores tile[r, :] (queries block[r] against corpus rows c0...) into each query's heap,
-    for rows r0 <= r < r1.
-
-    Each heap keeps the k best (exact score, id rank) pairs seen so far, the worst at its root. A
-    float32 score s can only beat the root if s >= root - error[r] (error bounds |s - exact score|),
-    so only those few are rescored in float64; the rest of the tile costs one comparison each. An
-    empty heap is seeded from the tile's own k-th best float32 score t: k documents score at least
-    t - error exactly, so a score below t - 2 error cannot reach the final top k.
-    """
-    k = heap_values.shape[1]
-    width = tile.shape[1]
-    for r in range(r0, r1):
-        query = block[r]
-        values, ranks, cols = heap_values[r], heap_ranks[r], heap_cols[r]
-        size = heap_sizes[r]
-        scores = tile[r]
-        if size == k:
-            cut = _float32_floor(values[0] - error[r])
-        elif size == 0 and width > k:
-            cut = _float32_floor(_kth_largest(scores, values, ranks, cols, k) - 2.0 * error[r])
-        else:
-            cut = np.float32(-np.inf)
-        for start in range(0, width, _CHUNK):
-            stop = min(width, start + _CHUNK)
-            hit = False
-            for j in range(start, stop):
-                hit |= scores[j] >= cut
-            if not hit:
+        for j in range(chunk, stop):
+            hit |= scores[j] >= cut
+        if not hit:
+            continue
+        for j in range(chunk, stop):
+            if scores[j] < cut:
                 continue
-            for j in range(start, stop):
-                if scores[j] >= cut:
-                    col = c0 + j
-                    size = _admit(query, corpus[col], col, id_rank[col], values, ranks, cols, size, k)
-                    if size == k:
-                        cut = max(cut, _float32_floor(values[0] - error[r]))
-        heap_sizes[r] = size
+            if band_size == capacity:  # drop the entries the rising cut has left behind
+                kept = 0
+                for i in range(band_size):
+                    if band_values[i] >= cut:
+                        band_values[kept], band_cols[kept] = band_values[i], band_cols[i]
+                        kept += 1
+                band_size = kept
+                if band_size == capacity:
+                    return size, band_size, j  # crowded: the caller goes exact from column j
+            col = c0 + j
+            size, out_value, out_col = _admit(np.float64(scores[j]), col, id_rank[col], values, ranks, cols, size, k)
+            if size < k:
+                continue
+            cut = max(cut, _float32_floor(values[0] - margin))
+            if out_col >= 0 and np.float32(out_value) >= cut:
+                band_values[band_size], band_cols[band_size] = out_value, out_col
+                band_size += 1
+    return size, band_size, width
 
 
 @numba.njit(cache=True, nogil=True)
-def drain(heap_values, heap_ranks, heap_cols, heap_sizes, out_cols, out_values):
-    """Empty each full heap into out[r] best first (score descending, then id descending)."""
-    for r in range(heap_values.shape[0]):
-        values, ranks, cols = heap_values[r], heap_ranks[r], heap_cols[r]
-        size = heap_sizes[r]
+def _to_exact(query, corpus, id_rank, margin, values, ranks, cols, size, band_values, band_cols, band_size, k):
+    """Rescore the float32 heap in float64 and push the band's live entries: the exact heap."""
+    cut = _float32_floor(values[0] - margin) if size == k else np.float32(-np.inf)
+    for i in range(size):
+        values[i] = dot64(query, corpus[cols[i]])
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(values, ranks, cols, size, i)
+    for i in range(band_size):
+        if band_values[i] >= cut:
+            col = band_cols[i]
+            size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
+    return size
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_tile(tile, c0, block, corpus, id_rank, error, state, r0, r1):
+    """Fold the scores tile[r, :] (queries block[r] against corpus rows c0...) into each query's
+    state, for rows r0 <= r < r1. `state` = (heap values, ranks, cols, band values, band cols,
+    sizes), sizes[r] = (heap size, band size, exact mode).
+
+    A query starts in float32 mode: a heap of its k best float32 scores plus a band of the
+    scores within 2 error of the heap's worst (error bounds |float32 - exact|, so nothing below
+    that can reach the exact top k); at the end only those ~k candidates are rescored in float64.
+    If the band overflows (a mass of near-ties), the query goes exact: its candidates are rescored
+    now and from then on each score within error of the exact k-th is rescored as it comes.
+    """
+    values_all, ranks_all, cols_all, band_values_all, band_cols_all, sizes = state
+    k = values_all.shape[1]
+    for r in range(r0, r1):
+        values, ranks, cols = values_all[r], ranks_all[r], cols_all[r]
+        size, band_size, exact = sizes[r, 0], sizes[r, 1], sizes[r, 2]
+        start = 0
+        if not exact:
+            size, band_size, start = _scan_approximate(tile[r], c0, id_rank, 2.0 * error[r], values, ranks, cols, size,
+                                                       band_values_all[r], band_cols_all[r], band_size, k)
+            if start < tile.shape[1]:
+                size = _to_exact(block[r], corpus, id_rank, 2.0 * error[r], values, ranks, cols, size,
+                                 band_values_all[r], band_cols_all[r], band_size, k)
+                band_size, exact = 0, 1
+        if exact:
+            size = _scan_exact(tile[r], start, c0, block[r], corpus, id_rank, error[r], values, ranks, cols, size, k)
+        sizes[r, 0], sizes[r, 1], sizes[r, 2] = size, band_size, exact
+
+
+@numba.njit(cache=True, nogil=True)
+def finish(block, corpus, id_rank, error, state, out_cols, out_values):
+    """Make every query's heap exact, then empty it into out[r] best first (score desc, id desc)."""
+    values_all, ranks_all, cols_all, band_values_all, band_cols_all, sizes = state
+    for r in range(values_all.shape[0]):
+        values, ranks, cols = values_all[r], ranks_all[r], cols_all[r]
+        size = sizes[r, 0]
+        if not sizes[r, 2]:
+            size = _to_exact(block[r], corpus, id_rank, 2.0 * error[r], values, ranks, cols, size,
+                             band_values_all[r], band_cols_all[r], sizes[r, 1], values.shape[0])
         while size > 0:
             size -= 1
             out_cols[r, size], out_values[r, size] = cols[0], values[0]
             values[0], ranks[0], cols[0] = values[size], ranks[size], cols[size]
             _sift_down(values, ranks, cols, size, 0)
-        heap_sizes[r] = 0
+        sizes[r, 0] = sizes[r, 1] = sizes[r, 2] = 0
