@@ -29,6 +29,12 @@ _HEAP_BYTES_PER_ENTRY = 24  # float64 score, int64 id rank, int64 row
 _BAND_BYTES_PER_ENTRY = 12  # float32 score, int64 row
 
 
+def _spans(n: int, parts: int) -> list[tuple[int, int]]:
+    """Split range(n) into up to `parts` contiguous (start, stop) spans of near-equal size."""
+    bounds = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(np.int64)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
 def _band_capacity(k: int) -> int:
     """Room per query for float32 near-ties of the k-th score (overflowing it only costs time)."""
     return max(64, k)
@@ -53,21 +59,19 @@ class ExactIndex:
         # No copy when the caller already holds C-contiguous float32 (the normal case).
         self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         self.ids = list(ids)
-        # id_rank[i] = position of ids[i] in ascending string order: the tie-breaker.
-        order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
-        self.id_rank = np.empty(len(self.ids), dtype=np.int64)
-        self.id_rank[order] = np.arange(len(self.ids), dtype=np.int64)
-        corpus_bytes = self.embeddings.nbytes
-        self.max_norm = self._max_norm()
-        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, corpus_bytes // 12)
+        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, self.embeddings.nbytes // 12)
+        from . import exact_kernels
 
-    def _max_norm(self) -> float:
-        """Largest row norm (1.0 for unit rows), for the float32 error bound; computed in blocks."""
-        largest = 0.0
-        for start in range(0, len(self.embeddings), 65536):
-            part = self.embeddings[start : start + 65536]
-            largest = max(largest, float(np.einsum("ij,ij->i", part, part).max()))
-        return float(np.sqrt(largest)) * 1.0001
+        with ThreadPoolExecutor(_SCAN_THREADS) as pool:
+            # The largest row norm (1.0 for unit rows, kept for the float32 error bound) is read
+            # by threads outside the GIL while this one sorts the ids.
+            norms = [pool.submit(exact_kernels.max_square_norm, self.embeddings, start, stop)
+                     for start, stop in _spans(len(self), _SCAN_THREADS)]
+            # id_rank[i] = position of ids[i] in ascending string order: the tie-breaker.
+            order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+            self.id_rank = np.empty(len(self.ids), dtype=np.int64)
+            self.id_rank[order] = np.arange(len(self.ids), dtype=np.int64)
+            self.max_norm = float(np.sqrt(max(norm.result() for norm in norms))) * 1.0001
 
     @property
     def dimension(self) -> int:
@@ -114,18 +118,19 @@ class ExactIndex:
                 qb = block.shape[0]
                 # |float32 BLAS score - exact score| <= gamma_d * |q| * max|c| (doubled for safety).
                 error = 2.0 * self.dimension * 2.0**-24 * np.linalg.norm(block, axis=1).astype(np.float64) * self.max_norm
-                bounds = np.linspace(0, qb, min(_SCAN_THREADS, qb) + 1).astype(np.int64)
+                spans = _spans(qb, _SCAN_THREADS)
                 for c0 in range(0, len(self), corpus_block):
                     c1 = min(len(self), c0 + corpus_block)
                     scored = tile[: qb * (c1 - c0)].reshape(qb, c1 - c0)
                     np.matmul(block, self.embeddings[c0:c1].T, out=scored)
                     scans = [pool.submit(exact_kernels.scan_tile, scored, c0, block, self.embeddings, self.id_rank,
-                                         error, state, r0, r1) for r0, r1 in zip(bounds[:-1], bounds[1:])]
+                                         error, state, r0, r1) for r0, r1 in spans]
                     for scan in scans:
                         scan.result()
-                rows = [part[:qb] for part in state]
-                exact_kernels.finish(block, self.embeddings, self.id_rank, error, tuple(rows),
-                                     indices[q0 : q0 + qb], scores[q0 : q0 + qb])
+                finishes = [pool.submit(exact_kernels.finish, block, self.embeddings, self.id_rank, error, state,
+                                        indices[q0 : q0 + qb], scores[q0 : q0 + qb], r0, r1) for r0, r1 in spans]
+                for done in finishes:
+                    done.result()
         return indices, scores
 
     def search_ids(self, queries: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:

@@ -27,6 +27,15 @@ def dot64(query, row):
     return total
 
 
+@numba.njit(cache=True, nogil=True)
+def max_square_norm(rows, start, stop):
+    """Largest squared norm among rows[start:stop], in float64."""
+    largest = 0.0
+    for i in range(start, stop):
+        largest = max(largest, dot64(rows[i], rows[i]))
+    return largest
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _worse(value_a, rank_a, value_b, rank_b):
     """Does (value_a, rank_a) rank below (value_b, rank_b)? Score descending, then id descending."""
@@ -192,10 +201,11 @@ def scan_tile(tile, c0, block, corpus, id_rank, error, state, r0, r1):
 
 
 @numba.njit(cache=True, nogil=True)
-def finish(block, corpus, id_rank, error, state, out_cols, out_values):
-    """Make every query's heap exact, then empty it into out[r] best first (score desc, id desc)."""
+def finish(block, corpus, id_rank, error, state, out_cols, out_values, r0, r1):
+    """Make the heaps of rows r0 <= r < r1 exact, then empty each into out[r] best first (score
+    descending, then id descending)."""
     values_all, ranks_all, cols_all, band_values_all, band_cols_all, sizes = state
-    for r in range(values_all.shape[0]):
+    for r in range(r0, r1):
         values, ranks, cols = values_all[r], ranks_all[r], cols_all[r]
         size = sizes[r, 0]
         if not sizes[r, 2]:
