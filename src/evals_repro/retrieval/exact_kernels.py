@@ -117,14 +117,41 @@ def _scan_exact(scores, start, c0, query, corpus, id_rank, error, values, ranks,
     return size
 
 
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _chunk_max(scores, start, stop):
+    largest = scores[start]
+    for j in range(start + 1, stop):
+        largest = max(largest, scores[j])
+    return largest
+
+
+@numba.njit(cache=True, nogil=True)
+def _kth_chunk_max(scores, values, ranks, cols, k):
+    """The k-th largest of the maxima of the _CHUNK-wide chunks of `scores` (there must be k
+    chunks): k scores reach it, so it bounds the k-th best score from below. The heap arrays
+    serve as scratch."""
+    width = scores.shape[0]
+    size = 0
+    for start in range(0, width, _CHUNK):
+        largest = np.float64(_chunk_max(scores, start, min(width, start + _CHUNK)))
+        size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
+    return values[0]
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, band_values, band_cols, band_size, k):
     """Float32 mode: keep the k best float32 scores in the heap and, in the band, every other score
     within `margin` (twice the error bound) of the root: only those can still make the exact top k.
     Returns (heap size, band size, where it stopped): before `width` when the band overflowed."""
-    cut = _float32_floor(values[0] - margin) if size == k else np.float32(-np.inf)
     width = scores.shape[0]
     capacity = band_values.shape[0]
+    if size == k:
+        cut = _float32_floor(values[0] - margin)
+    elif size == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+        # A fresh heap: skip the hundreds of pushes a rising cut would cost on the first tile.
+        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - margin)
+    else:
+        cut = np.float32(-np.inf)
     for chunk in range(0, width, _CHUNK):
         stop = min(width, chunk + _CHUNK)
         hit = False
