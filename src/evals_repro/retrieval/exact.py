@@ -11,7 +11,7 @@ into the heap. So every reported score is the exact cosine (float64), the order 
 descending, then document id descending as a string (the trec_eval order), and duplicate pages
 score identically wherever they sit in the corpus or the batch (BLAS's own float32 sums depend on
 a row's position in the tile). Scratch memory (the tile and the heaps) stays within
-`memory_budget` bytes (default: 1/12 of the corpus bytes, at least 8 MiB).
+`memory_budget` bytes (default: 1/16 of the corpus bytes, at least 8 MiB).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class ExactIndex:
         # No copy when the caller already holds C-contiguous float32 (the normal case).
         self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         self.ids = list(ids)
-        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, self.embeddings.nbytes // 12)
+        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, self.embeddings.nbytes // 16)
         from . import exact_kernels
 
         with ThreadPoolExecutor(_THREADS) as pool:
