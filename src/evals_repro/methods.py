@@ -66,6 +66,10 @@ RERANKERS: dict[str, MethodEntry] = {
                           "Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)", key_env="VOYAGE_API_KEY"),
     "mixedbread": MethodEntry("evals_repro.rerankers.hosted:build",
                               "Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking", key_env="MXBAI_API_KEY"),
+    "minilm": MethodEntry("evals_repro.rerankers.local:build",
+                          "offline: all-MiniLM-L6-v2 cosine (a bi-encoder, not a cross-encoder)"),
+    "multilingual-e5-small": MethodEntry("evals_repro.rerankers.local:build",
+                                         "offline: multilingual-e5-small cosine (a bi-encoder)"),
 }
 
 DEFAULT_RERANK_DEPTH = 50
