@@ -106,10 +106,7 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--content '{request.content}' is not valid", f"choose from {choices(CONTENTS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
-    try:
-        check_tie_rule(request.tie_rule)
-    except UsageError as exc:
-        raise UsageError(f"--tie-rule: {exc.message}", exc.hint) from None
+    check_tie_rule(request.tie_rule)
 
 
 def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str | None:

@@ -124,8 +124,14 @@ def declared_report(
     results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule)
     tables = []
     for m in report_measures(results, measure):
-        tables += domain_views(results, decl, m)
-        tables += subset_tables(results, decl.name, decl.subset_names, m)
+        views = domain_views(results, decl, m)
+        subset_level = subset_tables(results, decl.name, decl.subset_names, m)
+        if views:  # one query language per subset: an empty crosslingual table says nothing
+            subset_level = [t for t in subset_level if t.rows or "crosslingual" not in t.title]
+        for table in views + subset_level:
+            if m.startswith("ndcg_float") and tie_rule is not None:
+                table.title = table.title.replace(f"{m} (x100)", f"{m}, {tie_rule} ties (x100)")
+            tables.append(table)
     return tables, notes
 
 

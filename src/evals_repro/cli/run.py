@@ -88,7 +88,10 @@ def report_command(
         None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."),
     tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."),
 ) -> None:
-    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown."""
+    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
+
+    Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
+    language-mean views per domain."""
     from ..benchmarks import get_benchmark
     from ..io import atomic_write_text
     from ..metrics.ndcg_float import check_tie_rule
@@ -99,7 +102,7 @@ def report_command(
     if by is not None:
         from ..breakdown import breakdown_report
 
-        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals)
+        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
             atomic_write_text(output, text)
