@@ -34,6 +34,7 @@ def run_command(
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, help="Concurrent API requests per provider."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
     voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
     voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
@@ -57,6 +58,8 @@ def run_command(
     options = {"workers": workers, "rerank_top_k": rerank_top_k}
     if timeout is not None:
         options["timeout"] = timeout
+    if max_attempts is not None:
+        options["max_attempts"] = max_attempts
     if store_prefix is not None:
         options["store_prefix"] = store_prefix
     for provider in PROVIDERS:
