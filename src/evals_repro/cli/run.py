@@ -72,11 +72,11 @@ def run_command(
         results_dir=results_dir, cache_dir=cache_dir, resume=resume, content=content, revision=revision,
         measures=measure or None, language=language, tie_rule=tie_rule, options=options,
     )
-    summary = run_benchmark(request, echo=lambda line: console.print(line, highlight=False))
+    summary = run_benchmark(request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
     written = sum(o.status == "written" for o in summary.outcomes)
     skipped = len(summary.outcomes) - written
     console.print(f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
-                  f"spent: {summary.usage.summary()}", highlight=False)
+                  f"spent: {summary.usage.summary()}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("report")

@@ -23,7 +23,7 @@ EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 def _echo(line: str) -> None:
     from ..progress import console
 
-    console.print(line, highlight=False)
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
