@@ -30,3 +30,28 @@ class ScriptedRetriever:
 
 def build(name, ctx):
     return ScriptedRetriever()
+
+
+# Reranker side: query text -> page id -> score; every call is recorded as (query, [page ids]).
+RERANK_SCRIPT: dict[str, dict[str, float]] = {}
+RERANK_CALLS: list[tuple[str, list[str]]] = []
+
+
+class ScriptedReranker:
+    """Scores pages by id; documents are page texts ending in the page id (as in tests/rcp_fixture.py)."""
+
+    name = "scripted"
+    model = "scripted-v1"
+    workers = 1
+
+    def rerank(self, query, documents):
+        ids = [doc.rsplit(" ", 1)[-1] for doc in documents]
+        RERANK_CALLS.append((query, ids))
+        return [RERANK_SCRIPT[query][page] for page in ids]
+
+    def describe(self):
+        return {"model": self.model}
+
+
+def build_reranker(name, model, ctx):
+    return ScriptedReranker()

@@ -187,3 +187,15 @@ def test_no_queries_embeds_nothing(tmp_path):
     embedder = CountingEmbedder()
     retriever = DenseRetriever("fake", embedder, MethodContext(benchmark="bench", cache_dir=tmp_path))
     assert retriever.run(_subset(), [], 10) == {} and embedder.calls == 0
+
+
+def test_title_goes_inline_or_into_the_title_field():
+    from evals_repro.embedders.gemini import prompted
+    from evals_repro.retrieval.dense import page_item
+
+    page = Page("p1", "Body text.", title="Heat pumps")
+    assert page_item(page, "markdown") == EmbedItem(text="title: Heat pumps\nBody text.")
+    fielded = page_item(page, "markdown", title_field=True)
+    assert fielded == EmbedItem(text="Body text.", title="Heat pumps")
+    assert prompted(fielded, "document") == "title: Heat pumps | text: Body text."
+    assert prompted(page_item(Page("p2", "x"), "markdown", True), "document") == "title: none | text: x"

@@ -87,10 +87,10 @@ def test_base_urls_read_at_call_time(monkeypatch):
 
 
 def test_aliases_accepted_and_named(fresh_dotenv, monkeypatch):
-    monkeypatch.delenv("CO_API_KEY", raising=False)
-    monkeypatch.setenv("COHERE_API_KEY", "from-alias")
-    assert keys.require_key("CO_API_KEY") == "from-alias"
-    monkeypatch.delenv("COHERE_API_KEY")
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    monkeypatch.setenv("CO_API_KEY", "from-alias")  # the cohere SDK's own variable
+    assert keys.require_key("COHERE_API_KEY") == "from-alias"
+    monkeypatch.delenv("CO_API_KEY")
     with pytest.raises(ConfigurationError) as info:
-        keys.require_key("CO_API_KEY")
-    assert "CO_API_KEY or COHERE_API_KEY" in info.value.one_line()
+        keys.require_key("COHERE_API_KEY")
+    assert "COHERE_API_KEY or CO_API_KEY" in info.value.one_line()

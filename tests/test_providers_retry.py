@@ -165,7 +165,7 @@ def test_401_hint_names_key_variable():
     import cohere
     with pytest.raises(ProviderError) as info:
         run("cohere", Script(cohere.UnauthorizedError(body={"message": "invalid api token"})))
-    assert "CO_API_KEY" in info.value.one_line()
+    assert "COHERE_API_KEY" in info.value.one_line()
 
 
 def test_exhausted_names_provider_status_attempts():

@@ -131,10 +131,11 @@ def test_persistent_5xx_exhausts_attempts_with_one_line(voyage_fake):
 
 def test_missing_key_names_the_variable(monkeypatch, tmp_path):
     monkeypatch.delenv("CO_API_KEY", raising=False)
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigurationError) as info:
         _build("cohere")
-    assert "CO_API_KEY" in info.value.one_line()
+    assert "COHERE_API_KEY" in info.value.one_line()
 
 
 def test_unknown_model_lists_the_choices(cohere_fake):

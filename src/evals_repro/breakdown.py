@@ -82,13 +82,17 @@ def breakdown_markdown(rows: list[BreakdownRow], field: str, measure: str, title
 
 
 def breakdown_report(results_dir, benchmark: str, field: str, measure: str = "ndcg_at_10",
-                     first_stage_only: bool = False, decimals: int = 1) -> str:
-    """One breakdown table per method with results for `benchmark` (what `report --by` prints)."""
+                     first_stage_only: bool = False, decimals: int = 1, tie_rule: str | None = None) -> str:
+    """One breakdown table per method with results for `benchmark` (what `report --by` prints);
+    given a tie rule, results computed with another one are left out."""
+    from .report import tie_rule_of
     from .results import scan_results
 
     stored = scan_results(results_dir, benchmark)
     if first_stage_only:
         stored = [r for r in stored if not r.data.get("reranked")]
+    if tie_rule is not None:
+        stored = [r for r in stored if tie_rule_of(r) in (None, tie_rule)]
     by_method: dict[str, list[dict[str, Any]]] = {}
     for item in stored:
         by_method.setdefault(item.method, []).append(item.data)

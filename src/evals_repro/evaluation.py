@@ -18,6 +18,8 @@ from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .data import Query, Run, Subset
 from .errors import UsageError, choices
+from .metrics.ndcg_float import DEFAULT_TIE_RULE, check_tie_rule
+from .pooling import measures_for, pool_plan
 from .results import method_label, read_result, result_path, write_result
 from .retrieval.base import MethodContext, Retriever
 from .progress import progress_bar
@@ -41,6 +43,7 @@ class RunRequest:
     revision: str | None = None
     measures: list[str] | None = None
     language: str | None = None  # native language of a user BEIR folder
+    tie_rule: str = DEFAULT_TIE_RULE  # ties in RCP-nDCG (float gains): group-mean | doc-id
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -103,6 +106,7 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--content '{request.content}' is not valid", f"choose from {choices(CONTENTS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
+    check_tie_rule(request.tie_rule)
 
 
 def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str | None:
@@ -116,6 +120,8 @@ def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str
         return f"it used top_k {config.get('top_k')}"
     if revision is not None and existing.get("source", {}).get("revision") not in (None, revision):
         return "it used another revision"
+    if config.get("tie_rule") not in (None, request.tie_rule):
+        return f"it used tie rule {config.get('tie_rule')}"
     return None
 
 
@@ -126,20 +132,28 @@ def score_subset(
     top_k: int,
     measures: list[str],
     on_progress: Callable[[str], None] | None = None,
+    tie_rule: str = DEFAULT_TIE_RULE,
 ) -> tuple[dict[str, Any], Run]:
-    """Retrieve and score one subset; returns the metric blocks of a result file and the run."""
-    from . import metrics as M
+    """Retrieve and score one subset; returns the metric blocks of a result file and the run.
 
-    queries: list[Query] = subset.queries_in(languages)
+    With pools, only the queries that have one are ranked, and only their pool pages count.
+    """
+    from . import metrics as M
+    from .retrieval.pool import restrict_to_pools
+
+    asked: list[Query] = subset.queries_in(languages)
+    queries = asked if subset.pools is None else [q for q in asked if q.id in subset.pools]
     started = time.perf_counter()
     run = retriever.run(subset, queries, top_k)
+    if subset.pools is not None:
+        run = restrict_to_pools(run, subset.pools)
     retrieval_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
     judged = {q.id for q in queries if any(s > 0 for s in subset.qrels.get(q.id, {}).values())}
     qrels = {qid: subset.qrels[qid] for qid in judged}
     per_query_metrics = M.evaluate(qrels, {qid: run.get(qid, {}) for qid in judged}, measures,
-                                   gains=subset.gains)
+                                   gains=subset.gains, options={"tie_rule": tie_rule})
     per_query: dict[str, Any] = {}
     by_language: dict[str, list[str]] = {lang: [] for lang in languages}
     for query in queries:
@@ -168,6 +182,8 @@ def score_subset(
         "per_query": per_query,
         "n_queries": len(per_query),
         "skipped_queries": sorted(q.id for q in queries if q.id not in judged),
+        **({"unpooled_queries": sorted(q.id for q in asked if q.id not in subset.pools)}
+           if subset.pools is not None else {}),
         "timings": {"retrieval_seconds": round(retrieval_seconds, 4),
                     "evaluation_seconds": round(evaluation_seconds, 4)},
     }
@@ -219,8 +235,10 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
     if checks:
         echo(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
     languages = languages_for(request.setting, decl, subset)
+    measures = measures_for(subset, measures)
+    plan = pool_plan(subset, retriever, resolved, request.top_k)
     before = ctx.usage.as_dict()
-    blocks, _ = score_subset(subset, retriever, languages, request.top_k, measures)
+    blocks, _ = score_subset(subset, plan.retriever, languages, plan.top_k, measures, tie_rule=request.tie_rule)
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
     blocks["timings"]["load_seconds"] = round(load_seconds, 4)
     result = {
@@ -236,19 +254,23 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
             "content": request.content,
             "top_k": request.top_k,
             "measures": measures,
-            "retriever": retriever.describe(),
+            "retriever": plan.retriever.describe(),
+            **({"tie_rule": request.tie_rule} if subset.gains is not None else {}),
+            **({"view": subset.source["view"]} if "view" in subset.source else {}),
+            **({"pool": plan.config} if plan.config is not None else {}),
         },
         "source": {k: v for k, v in subset.source.items() if k != "origin"},
         "versions": package_versions(),
         "usage": spent,
         **blocks,
     }
-    depth = getattr(retriever, "meaningful_depth", None)
+    depth = getattr(plan.retriever, "meaningful_depth", None)
     if depth is not None:
         result["flags"] = {"meaningful_depth": depth,
                            "note": f"metrics past rank {depth} do not reflect the reranker (first-stage order)"}
     write_result(path, result)
-    headline = result["metrics"].get("ndcg_at_10")
-    shown = f", nDCG@10 {headline * 100:.1f}" if headline is not None else ""
+    shown = "".join(f", {title} {result['metrics'][key] * 100:.1f}"
+                    for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
+                    if key in result["metrics"])
     echo(f"{name}: {result['n_queries']} queries{shown} -> {path}")
     return SubsetOutcome(name, path, "written", result["metrics"])

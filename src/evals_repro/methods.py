@@ -41,7 +41,7 @@ METHODS: dict[str, MethodEntry] = {
     "voyage-multimodal-3.5": MethodEntry(_DENSE, "Voyage multimodal embeddings of page images or text",
                                          ("markdown", "images"), "VOYAGE_API_KEY"),
     "cohere-embed-v4.0": MethodEntry(_DENSE, "Cohere embed-v4.0 embeddings of text or page images",
-                                     ("markdown", "images"), "CO_API_KEY"),
+                                     ("markdown", "images"), "COHERE_API_KEY"),
     "gemini-embedding-2": MethodEntry(_DENSE, "Gemini gemini-embedding-2 with retrieval prompts",
                                       key_env="GEMINI_API_KEY"),
     "gemini-embedding-2-noprompt": MethodEntry(_DENSE, "Gemini gemini-embedding-2 on bare text",
@@ -61,11 +61,15 @@ METHODS: dict[str, MethodEntry] = {
 # Reranker name -> "module:function(name, model, ctx) -> Reranker"; model may be None (default).
 RERANKERS: dict[str, MethodEntry] = {
     "cohere": MethodEntry("evals_repro.rerankers.hosted:build", "Cohere rerank-v4.0-pro (or :rerank-v4.0-fast)",
-                          key_env="CO_API_KEY"),
+                          key_env="COHERE_API_KEY"),
     "voyage": MethodEntry("evals_repro.rerankers.hosted:build",
                           "Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)", key_env="VOYAGE_API_KEY"),
     "mixedbread": MethodEntry("evals_repro.rerankers.hosted:build",
                               "Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking", key_env="MXBAI_API_KEY"),
+    "minilm": MethodEntry("evals_repro.rerankers.local:build",
+                          "offline: all-MiniLM-L6-v2 cosine (a bi-encoder, not a cross-encoder)"),
+    "multilingual-e5-small": MethodEntry("evals_repro.rerankers.local:build",
+                                         "offline: multilingual-e5-small cosine (a bi-encoder)"),
 }
 
 DEFAULT_RERANK_DEPTH = 50

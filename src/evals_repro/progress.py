@@ -14,7 +14,8 @@ console = Console(stderr=True)
 
 
 def _disabled() -> bool:
-    return os.environ.get("EVALS_REPRO_NO_PROGRESS", "") not in ("", "0")
+    """Bars only on a terminal: in logs and pipes they would print empty or repeated lines."""
+    return os.environ.get("EVALS_REPRO_NO_PROGRESS", "") not in ("", "0") or not console.is_terminal
 
 
 @contextlib.contextmanager

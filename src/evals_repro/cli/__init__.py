@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 
 VERBOSE = {"on": False}
+GROUPS = ("rerank-study", "rcp")  # commands with subcommands
 
 
 @app.callback()
@@ -46,14 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except SystemExit as exc:
         return int(exc.code or 0)
-    except Exception as exc:  # click usage errors and anything unexpected
-        import click
-
-        if isinstance(exc, click.exceptions.Abort):
+    except Exception as exc:  # usage errors from typer's parser, and anything unexpected
+        if type(exc).__name__ == "Abort":
             return 130
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # typer/click usage errors
+            words = [a for a in args if not a.startswith("-")][:2]
+            command = " ".join(words[:2] if words and words[0] in GROUPS else words[:1])
+            print(f"error: {exc.format_message()} (see `evals-repro {command} --help`)".replace("  ", " "),
+                  file=sys.stderr)
+            return int(exc.exit_code) or 2
         if verbose:
             raise
         print(f"error: {type(exc).__name__}: {exc} (rerun with --verbose for the traceback)", file=sys.stderr)

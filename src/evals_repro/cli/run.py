@@ -10,6 +10,7 @@ import typer
 from . import app
 
 PROVIDERS = ("voyage", "cohere", "gemini", "mixedbread")
+TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
 
 
 @app.command("run")
@@ -26,12 +27,14 @@ def run_command(
     revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (default: the standard set)."),
     language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
+    tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
     rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, help="Concurrent API requests per provider."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
     voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
     voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
@@ -55,6 +58,8 @@ def run_command(
     options = {"workers": workers, "rerank_top_k": rerank_top_k}
     if timeout is not None:
         options["timeout"] = timeout
+    if max_attempts is not None:
+        options["max_attempts"] = max_attempts
     if store_prefix is not None:
         options["store_prefix"] = store_prefix
     for provider in PROVIDERS:
@@ -65,13 +70,13 @@ def run_command(
     request = RunRequest(
         method=method, benchmark=benchmark, subsets=subsets or None, setting=setting, top_k=top_k,
         results_dir=results_dir, cache_dir=cache_dir, resume=resume, content=content, revision=revision,
-        measures=measure or None, language=language, options=options,
+        measures=measure or None, language=language, tie_rule=tie_rule, options=options,
     )
-    summary = run_benchmark(request, echo=lambda line: console.print(line, highlight=False))
+    summary = run_benchmark(request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
     written = sum(o.status == "written" for o in summary.outcomes)
     skipped = len(summary.outcomes) - written
     console.print(f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
-                  f"spent: {summary.usage.summary()}", highlight=False)
+                  f"spent: {summary.usage.summary()}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("report")
@@ -84,22 +89,30 @@ def report_command(
     decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
     by: Optional[str] = typer.Option(
         None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."),
+    tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."),
 ) -> None:
-    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown."""
+    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
+
+    Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
+    language-mean views per domain."""
     from ..benchmarks import get_benchmark
     from ..io import atomic_write_text
-    from ..report import build_tables, to_csv, to_markdown
+    from ..metrics.ndcg_float import check_tie_rule
+    from ..report import declared_report, to_csv, to_markdown
 
+    check_tie_rule(tie_rule)
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report
 
-        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals)
+        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
             atomic_write_text(output, text)
         return
-    tables = build_tables(results_dir, decl.name, decl.subset_names, measure, first_stage_only)
+    tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:

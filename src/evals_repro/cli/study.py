@@ -14,20 +14,26 @@ study_app = typer.Typer(help="Compare rerankers on frozen candidates: quality an
 app.add_typer(study_app, name="rerank-study")
 
 STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The study directory.")
-MODELS = typer.Option(None, "--models", help="Study models: mixedbread voyage cohere-pro cohere-fast, or reranker:model.")
+MODELS = typer.Option(None, "--models", help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
+                      "or reranker:model; several may follow one --models.")
+# `--models a b c`: the words after the first model arrive as extra arguments.
+EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
 
 def _echo(line: str) -> None:
     from ..progress import console
 
-    console.print(line, highlight=False)
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _models(values: Optional[list[str]]) -> list[str]:
+def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
+    from ..errors import UsageError
     from ..study.models import DEFAULT_MODELS
 
+    if extra and not values:
+        raise UsageError(f"unexpected argument(s) {' '.join(extra)}", "name models with --models a b c")
     names: list[str] = []
-    for value in values or DEFAULT_MODELS:
+    for value in [*(values or DEFAULT_MODELS), *extra]:
         names.extend(v for v in value.replace(",", " ").split() if v)
     return names
 
@@ -60,8 +66,9 @@ def prepare_command(
                            first_stage=first_stage, cache_dir=cache_dir, options=options), echo=_echo)
 
 
-@study_app.command("quality")
+@study_app.command("quality", context_settings=EXTRA_MODELS)
 def quality_command(
+    ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
     quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
@@ -73,7 +80,7 @@ def quality_command(
     """Score every query's frozen candidates with each model (resumable)."""
     from ..study.quality import QualityRequest, run_quality
 
-    counts = run_quality(QualityRequest(study_dir=study_dir, models=_models(models), workers=quality_workers,
+    counts = run_quality(QualityRequest(study_dir=study_dir, models=_models(models, ctx.args), workers=quality_workers,
                                         cache_dir=cache_dir,
                                         options=_provider_options(voyage_tpm, voyage_interval, timeout)),
                          echo=_echo)
@@ -81,8 +88,9 @@ def quality_command(
         raise typer.Exit(1)
 
 
-@study_app.command("latency")
+@study_app.command("latency", context_settings=EXTRA_MODELS)
 def latency_command(
+    ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
     samples: int = typer.Option(20, help="Timed queries per benchmark."),
@@ -97,7 +105,7 @@ def latency_command(
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..study.latency import LatencyRequest, run_latency
 
-    counts = run_latency(LatencyRequest(study_dir=study_dir, models=_models(models), samples=samples,
+    counts = run_latency(LatencyRequest(study_dir=study_dir, models=_models(models, ctx.args), samples=samples,
                                         repeats=repeats, seed=seed, host_location=host_location,
                                         cache_dir=cache_dir,
                                         options=_provider_options(voyage_tpm, voyage_interval, timeout)),

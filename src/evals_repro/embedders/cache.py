@@ -130,7 +130,7 @@ class EmbeddingCache:
 
     def _warn(self, path: Path, problem: str) -> None:
         console.print(f"warning: embedding cache file {path} is damaged ({problem}); embedding it again",
-                      markup=False, highlight=False)
+                      markup=False, highlight=False, soft_wrap=True)
         self.usage.add("cache_damaged")
 
     def _chunk_path(self, key: str) -> Path:

@@ -31,6 +31,8 @@ class GeminiEmbedder(ApiEmbedder):
 
     def __init__(self, name: str, ctx: MethodContext) -> None:
         model, self.prompts = MODELS[name]
+        # The document prompt has a title slot: pages' titles go there, not into the text.
+        self.title_field = self.prompts
         super().__init__(name, model, ctx, max_batch_items=MAX_REQUESTS_PER_BATCH)
 
     def make_client(self, settings):

@@ -27,7 +27,7 @@ def load_dotenv_once(path: Path | None = None) -> None:
 
 
 # Other names the SDKs (and our .env.example) accept for the same key, tried in order.
-ALIASES = {"CO_API_KEY": ("COHERE_API_KEY",), "GEMINI_API_KEY": ("GOOGLE_API_KEY",)}
+ALIASES = {"COHERE_API_KEY": ("CO_API_KEY",), "GEMINI_API_KEY": ("GOOGLE_API_KEY",)}  # the SDKs' own names
 
 
 def require_key(env_var: str) -> str:

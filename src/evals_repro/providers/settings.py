@@ -55,7 +55,7 @@ BASE_URL_ENV = {
 
 KEY_ENV = {
     "voyage": "VOYAGE_API_KEY",
-    "cohere": "CO_API_KEY",
+    "cohere": "COHERE_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "mixedbread": "MXBAI_API_KEY",
 }

@@ -27,11 +27,15 @@ DEFAULT_CALL_SIZE = 1024
 SEARCH_BLOCK = 256  # queries per ExactIndex call, so the search bar moves
 
 
-def page_item(page: Page, content: str) -> EmbedItem:
+def page_item(page: Page, content: str, title_field: bool = False) -> EmbedItem:
+    """What is embedded for a page; `title_field` embedders (Gemini's document prompt
+    `title: ... | text: ...`) get the title in its own field instead of inside the text."""
     if content == "images":
         if page.image is None:
             raise DataError(f"page {page.id} has no image", "use --content markdown for this benchmark")
         return EmbedItem(image=page.image, title=page.title)
+    if title_field:
+        return EmbedItem(text=page.text, title=page.title)
     text = f"title: {page.title}\n{page.text}" if page.title else page.text
     return EmbedItem(text=text)
 
@@ -57,7 +61,8 @@ class DenseRetriever:
                 "embedder": self.embedder.describe()}
 
     def embed_pages(self, subset: Subset):
-        items = [page_item(page, self.ctx.content) for page in subset.pages]
+        title_field = getattr(self.embedder, "title_field", False)
+        items = [page_item(page, self.ctx.content, title_field) for page in subset.pages]
         with progress_bar(f"{self.name}: embedding {subset.name} pages", len(items)) as bar:
             return self.cache.embed(items, "document", bar.advance)
 

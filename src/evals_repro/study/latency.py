@@ -18,8 +18,8 @@ from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, atomic_write_json, read_jsonl
 from ..progress import progress_bar
 from .candidates import Candidate
-from .lock import StudyLock, command_line
-from .manifest import finish_session, require_same, save_manifest, start_session
+from .lock import study_writer
+from .manifest import recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
 from .sampling import sample_queries, shuffled
@@ -104,24 +104,16 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
     models = parse_models(request.models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
-    with StudyLock(study_dir, command_line()) as lock:
-        if lock.stale_note:
-            echo(lock.stale_note)
+    with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
         plan = load_or_make_plan(study_dir, items, request)
         host = manifest.setdefault("host", {})
         if request.host_location is not None:
             host["location"] = request.host_location
-        session = start_session(manifest, command_line())
-        invocation = len(manifest["sessions"])
-        save_manifest(study_dir, manifest)
-        status = "failed"
-        try:
+        with recorded_session(study_dir, manifest, command) as outcome:
+            invocation = len(manifest["sessions"])
             counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"), echo)
-            status = "completed" if counts["failed"] == 0 else "incomplete"
-        finally:
-            finish_session(session, status)
-            save_manifest(study_dir, manifest)
+            outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
 

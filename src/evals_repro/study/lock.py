@@ -6,12 +6,14 @@ note; a live holder makes a second writer stop with a message naming it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 from ..errors import UsageError
 
@@ -78,3 +80,13 @@ class StudyLock:
 
 def command_line() -> str:
     return " ".join(["evals-repro", *sys.argv[1:]])
+
+
+@contextlib.contextmanager
+def study_writer(study_dir: Path, echo: Callable[[str], None]) -> Iterator[str]:
+    """Hold the study directory's lock for one command; yields the command line it records."""
+    command = command_line()
+    with StudyLock(study_dir, command) as lock:
+        if lock.stale_note:
+            echo(lock.stale_note)
+        yield command

@@ -7,13 +7,14 @@ never mix.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import UsageError
 from ..io import atomic_write_json
@@ -64,3 +65,16 @@ def start_session(manifest: dict[str, Any], command: str) -> dict[str, Any]:
 def finish_session(session: dict[str, Any], status: str) -> None:
     session["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session["status"] = status
+
+
+@contextlib.contextmanager
+def recorded_session(study_dir: Path, manifest: dict[str, Any], command: str) -> Iterator[dict[str, str]]:
+    """Record one command in the manifest's sessions: `failed` unless the block sets `outcome["status"]`."""
+    session = start_session(manifest, command)
+    save_manifest(study_dir, manifest)
+    outcome = {"status": "failed"}
+    try:
+        yield outcome
+    finally:
+        finish_session(session, outcome["status"])
+        save_manifest(study_dir, manifest)

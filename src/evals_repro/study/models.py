@@ -20,6 +20,9 @@ STUDY_MODELS: dict[str, tuple[str, str | None]] = {
     "voyage-lite": ("voyage", "rerank-2.5-lite"),
     "cohere-pro": ("cohere", "rerank-v4.0-pro"),
     "cohere-fast": ("cohere", "rerank-v4.0-fast"),
+    # offline, for running the protocol without keys (bi-encoders: not comparable to the above)
+    "minilm": ("minilm", None),
+    "e5": ("multilingual-e5-small", None),
 }
 DEFAULT_MODELS = ("mixedbread", "voyage", "cohere-pro", "cohere-fast")
 

@@ -21,9 +21,9 @@ from ..methods import build, resolve
 from ..progress import progress_bar
 from ..retrieval.base import MethodContext
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
-from .lock import StudyLock, command_line
-from .manifest import (PROTOCOL_VERSION, finish_session, host_description, load_manifest, require_same,
-                       save_manifest, start_session)
+from .lock import study_writer
+from .manifest import (PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same,
+                       save_manifest)
 
 TOP_K = 100
 DEFAULT_FIRST_STAGE = "bm25"
@@ -63,9 +63,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
     decls = study_benchmarks(request.benchmarks)
     if request.subsets and len(decls) != 1:
         raise UsageError("--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}")
-    with StudyLock(study_dir, command_line()) as lock:
-        if lock.stale_note:
-            echo(lock.stale_note)
+    with study_writer(study_dir, echo) as command:
         manifest = load_manifest(study_dir) or {}
         protocol = {"version": PROTOCOL_VERSION, "top_k": TOP_K, "query_languages": "native"}
         require_same(study_dir, "the protocol", manifest.get("protocol"), protocol)
@@ -73,10 +71,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
         manifest.setdefault("datasets", {})
         manifest["versions"] = package_versions()
         manifest["host"] = host_description(manifest.get("host", {}).get("location"))
-        session = start_session(manifest, command_line())
-        save_manifest(study_dir, manifest)
-        status = "failed"
-        try:
+        with recorded_session(study_dir, manifest, command) as outcome:
             for decl in decls:
                 first = first_stage_for(decl, request.first_stage)
                 ctx = MethodContext(benchmark=decl.name, cache_dir=Path(request.cache_dir), options=request.options)
@@ -84,10 +79,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
                 for name in resolve_subsets(decl, request.subsets):
                     _prepare_subset(study_dir, manifest, decl, name, first, retriever, echo)
                     save_manifest(study_dir, manifest)
-            status = "completed"
-        finally:
-            finish_session(session, status)
-            save_manifest(study_dir, manifest)
+            outcome["status"] = "completed"
     return manifest
 
 

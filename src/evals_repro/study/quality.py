@@ -18,8 +18,8 @@ from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, read_jsonl
 from ..progress import progress_bar
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
-from .lock import StudyLock, command_line
-from .manifest import finish_session, load_manifest, require_same, save_manifest, start_session
+from .lock import study_writer
+from .manifest import load_manifest, recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
 
 QUALITY = "quality.jsonl"
@@ -66,9 +66,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
     models = parse_models(request.models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
-    with StudyLock(study_dir, command_line()) as lock:
-        if lock.stale_note:
-            echo(lock.stale_note)
+    with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
         configs = manifest.setdefault("models", {})
         for model in models:
@@ -78,15 +76,9 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
         require_same(study_dir, "the quality settings", manifest.get("quality_settings"),
                      {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)})
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
-        session = start_session(manifest, command_line())
-        save_manifest(study_dir, manifest)
-        status = "failed"
-        try:
+        with recorded_session(study_dir, manifest, command) as outcome:
             counts = _score_all(study_dir, models, items, request, options, echo)
-            status = "completed" if counts["failed"] == 0 else "incomplete"
-        finally:
-            finish_session(session, status)
-            save_manifest(study_dir, manifest)
+            outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
 
