@@ -20,6 +20,11 @@ app = typer.Typer(
 )
 
 VERBOSE = {"on": False}
+
+
+def given_options(**values) -> dict:
+    """The provider/method options the user actually set (None = keep the library default)."""
+    return {key: value for key, value in values.items() if value is not None}
 GROUPS = ("rerank-study", "rcp")  # commands with subcommands
 
 

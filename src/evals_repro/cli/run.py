@@ -7,9 +7,8 @@ from typing import Optional
 
 import typer
 
-from . import app
+from . import app, given_options
 
-PROVIDERS = ("voyage", "cohere", "gemini", "mixedbread")
 TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
 
 
@@ -54,19 +53,12 @@ def run_command(
 
     if rerank:
         method = f"{method}+{rerank}@{rerank_depth}"
-    local = locals()
-    options = {"workers": workers, "rerank_top_k": rerank_top_k}
-    if timeout is not None:
-        options["timeout"] = timeout
-    if max_attempts is not None:
-        options["max_attempts"] = max_attempts
-    if store_prefix is not None:
-        options["store_prefix"] = store_prefix
-    for provider in PROVIDERS:
-        for suffix in ("tpm", "rpm", "interval"):
-            value = local[f"{provider}_{suffix}"]
-            if value is not None:
-                options[f"{provider}_{suffix}"] = value
+    options = {"workers": workers, "rerank_top_k": rerank_top_k, **given_options(
+        timeout=timeout, max_attempts=max_attempts, store_prefix=store_prefix,
+        voyage_tpm=voyage_tpm, voyage_rpm=voyage_rpm, voyage_interval=voyage_interval,
+        cohere_tpm=cohere_tpm, cohere_rpm=cohere_rpm, cohere_interval=cohere_interval,
+        gemini_tpm=gemini_tpm, gemini_rpm=gemini_rpm, gemini_interval=gemini_interval,
+        mixedbread_tpm=mixedbread_tpm, mixedbread_rpm=mixedbread_rpm, mixedbread_interval=mixedbread_interval)}
     request = RunRequest(
         method=method, benchmark=benchmark, subsets=subsets or None, setting=setting, top_k=top_k,
         results_dir=results_dir, cache_dir=cache_dir, resume=resume, content=content, revision=revision,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from . import app, given_options
 
 study_app = typer.Typer(help="Compare rerankers on frozen candidates: quality and serial latency.",
                         no_args_is_help=True)
@@ -36,17 +36,6 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
     for value in [*(values or DEFAULT_MODELS), *extra]:
         names.extend(v for v in value.replace(",", " ").split() if v)
     return names
-
-
-def _provider_options(voyage_tpm: Optional[int], voyage_interval: Optional[float], timeout: Optional[float]) -> dict:
-    options: dict = {}
-    if voyage_tpm is not None:
-        options["voyage_tpm"] = voyage_tpm
-    if voyage_interval is not None:
-        options["voyage_interval"] = voyage_interval
-    if timeout is not None:
-        options["timeout"] = timeout
-    return options
 
 
 @study_app.command("prepare")
@@ -82,7 +71,8 @@ def quality_command(
 
     counts = run_quality(QualityRequest(study_dir=study_dir, models=_models(models, ctx.args), workers=quality_workers,
                                         cache_dir=cache_dir,
-                                        options=_provider_options(voyage_tpm, voyage_interval, timeout)),
+                                        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval,
+                                                              timeout=timeout)),
                          echo=_echo)
     if counts["failed"]:
         raise typer.Exit(1)
@@ -108,7 +98,8 @@ def latency_command(
     counts = run_latency(LatencyRequest(study_dir=study_dir, models=_models(models, ctx.args), samples=samples,
                                         repeats=repeats, seed=seed, host_location=host_location,
                                         cache_dir=cache_dir,
-                                        options=_provider_options(voyage_tpm, voyage_interval, timeout)),
+                                        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval,
+                                                              timeout=timeout)),
                          echo=_echo)
     if counts["failed"]:
         raise typer.Exit(1)

@@ -15,7 +15,7 @@ from ..providers.clients import cohere_client
 from ..retrieval.base import MethodContext
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
-from .images import data_uri
+from .images import content_parts
 
 MODELS = {"cohere-embed-v4.0": "embed-v4.0"}
 INPUT_TYPES = {"query": "search_query", "document": "search_document"}
@@ -60,14 +60,9 @@ class CohereEmbedder(ApiEmbedder):
         if self.dimension:
             kwargs["output_dimension"] = self.dimension
         if any(item.image is not None for item in items):
-            inputs = []
-            for item in items:
-                content = []
-                if item.text:
-                    content.append({"type": "text", "text": item.text})
-                if item.image is not None:
-                    content.append({"type": "image_url", "image_url": {"url": data_uri(item.image)}})
-                inputs.append({"content": content})
+            inputs = [{"content": content_parts(item.text, item.image,
+                                                lambda uri: {"type": "image_url", "image_url": {"url": uri}})}
+                      for item in items]
             response = self.client.embed(inputs=inputs, **kwargs)
         else:
             response = self.client.embed(texts=[item.text or "" for item in items], **kwargs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 
+from typing import Callable
+
 from ..errors import DataError
 
 MAGIC = [
@@ -36,3 +38,14 @@ def image_pixels(data: bytes) -> int:
     with Image.open(io.BytesIO(data)) as image:
         width, height = image.size
     return width * height
+
+
+def content_parts(text: str | None, image: bytes | None, image_part: Callable[[str], dict]) -> list[dict]:
+    """One item's multimodal `content`: its text part, then its image as a data-URI part in the
+    provider's own shape (`image_part(uri)`), as Voyage and Cohere both take them."""
+    parts: list[dict] = []
+    if text:
+        parts.append({"type": "text", "text": text})
+    if image is not None:
+        parts.append(image_part(data_uri(image)))
+    return parts

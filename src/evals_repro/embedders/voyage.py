@@ -13,7 +13,7 @@ from ..providers.clients import voyage_client
 from ..retrieval.base import MethodContext
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
-from .images import data_uri, image_pixels
+from .images import content_parts, image_pixels
 
 TEXT_MODELS = {"voyage-4-large": 120_000, "voyage-4": 320_000, "voyage-4-lite": 1_000_000}
 MULTIMODAL_MODELS = {"voyage-multimodal-3.5": 320_000}
@@ -53,14 +53,10 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
         return max(1, tokens)
 
     def request(self, items: list[EmbedItem], input_type: InputType):
-        inputs = []
-        for item in items:
-            content = []
-            if item.text:
-                content.append({"type": "text", "text": item.text})
-            if item.image is not None:
-                content.append({"type": "image_base64", "image_base64": data_uri(item.image)})
-            inputs.append({"content": content or [{"type": "text", "text": ""}]})
+        inputs = [{"content": content_parts(item.text, item.image,
+                                            lambda uri: {"type": "image_base64", "image_base64": uri})
+                   or [{"type": "text", "text": ""}]}
+                  for item in items]
         result = self.client.multimodal_embed(inputs, model=self.model, input_type=input_type, truncation=True,
                                               output_dimension=self.dimension)
         return result.embeddings, result.total_tokens

@@ -42,6 +42,14 @@ def _worse(value_a, rank_a, value_b, rank_b):
     return value_a < value_b or (value_a == value_b and rank_a < rank_b)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _swap(values, ranks, cols, i, j):
+    """Swap two heap entries (score, rank, column travel together)."""
+    values[i], values[j] = values[j], values[i]
+    ranks[i], ranks[j] = ranks[j], ranks[i]
+    cols[i], cols[j] = cols[j], cols[i]
+
+
 @numba.njit(cache=True, nogil=True)
 def _sift_down(values, ranks, cols, size, at):
     """Restore the min-heap (the worst kept entry at the root) below position `at`."""
@@ -53,9 +61,7 @@ def _sift_down(values, ranks, cols, size, at):
             child += 1
         if not _worse(values[child], ranks[child], values[at], ranks[at]):
             return
-        values[at], values[child] = values[child], values[at]
-        ranks[at], ranks[child] = ranks[child], ranks[at]
-        cols[at], cols[child] = cols[child], cols[at]
+        _swap(values, ranks, cols, at, child)
         at = child
 
 
@@ -65,9 +71,7 @@ def _sift_up(values, ranks, cols, at):
         parent = (at - 1) // 2
         if not _worse(values[at], ranks[at], values[parent], ranks[parent]):
             return
-        values[at], values[parent] = values[parent], values[at]
-        ranks[at], ranks[parent] = ranks[parent], ranks[at]
-        cols[at], cols[parent] = cols[parent], cols[at]
+        _swap(values, ranks, cols, at, parent)
         at = parent
 
 
