@@ -46,8 +46,8 @@ import socket
 import sys
 import tempfile
 import threading
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 _TEXT_SUFFIXES = (".md", ".json", ".yaml", ".yml", ".txt", ".csv", ".gitattributes", ".py")
@@ -85,8 +85,9 @@ class FakeHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def add_repo(self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main",
-                 repo_type: str = "dataset") -> None:
+    def add_repo(
+        self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main", repo_type: str = "dataset"
+    ) -> None:
         if len(sha) != 40:
             raise ValueError(f"commit sha must be 40 hex digits, got {sha!r}")
         if repo_type not in ("dataset", "model", "space"):
@@ -145,12 +146,13 @@ class FakeHub:
         for path, data in files.items():
             if not path.startswith(base):
                 continue
-            rest = path[len(base):].split("/")
+            rest = path[len(base) :].split("/")
             for depth in range(1, len(rest)):
                 folder = base + "/".join(rest[:depth])
                 if depth == 1 or recursive:
-                    found.setdefault(folder, {"type": "directory", "oid": _git_blob_sha(folder.encode()),
-                                              "size": 0, "path": folder})
+                    found.setdefault(
+                        folder, {"type": "directory", "oid": _git_blob_sha(folder.encode()), "size": 0, "path": folder}
+                    )
             if len(rest) == 1 or recursive:
                 found[path] = self.file_entry(path, data)
         return [found[key] for key in sorted(found)]
@@ -181,8 +183,13 @@ class _Handler(BaseHTTPRequestHandler):
         super().finish()
 
     # -- responses -----------------------------------------------------------------------
-    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -213,9 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         n = 1 if segments and segments[0] in ("datasets", "spaces") else 0
         if len(segments) >= n + 5 and segments[n + 2] == "resolve":
-            repo_id = "/".join(segments[n:n + 2])
+            repo_id = "/".join(segments[n : n + 2])
             if self._typed(repo_id, segments[0][:-1] if n else "model"):
-                self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4:]))
+                self._resolve(repo_id, segments[n + 3], "/".join(unquote(s) for s in segments[n + 4 :]))
             return
         self._error(404, "NotFound", f"fake hub: no route for {self.command} {parts.path}")
 
@@ -241,12 +248,22 @@ class _Handler(BaseHTTPRequestHandler):
             found = self._commit(repo_id, rest[1] if len(rest) > 1 else "main")
             if found:
                 sha, files = found
-                self._json({
-                    "_id": hashlib.md5(repo_id.encode()).hexdigest()[:24], "id": repo_id,
-                    "author": repo_id.split("/")[0], "sha": sha, "private": False, "gated": False,
-                    "disabled": False, "lastModified": _LAST_MODIFIED, "tags": [], "downloads": 0,
-                    "likes": 0, "siblings": [{"rfilename": p} for p in sorted(files)],
-                })
+                self._json(
+                    {
+                        "_id": hashlib.md5(repo_id.encode()).hexdigest()[:24],
+                        "id": repo_id,
+                        "author": repo_id.split("/")[0],
+                        "sha": sha,
+                        "private": False,
+                        "gated": False,
+                        "disabled": False,
+                        "lastModified": _LAST_MODIFIED,
+                        "tags": [],
+                        "downloads": 0,
+                        "likes": 0,
+                        "siblings": [{"rfilename": p} for p in sorted(files)],
+                    }
+                )
             return
         if rest[0] == "tree" and len(rest) >= 2:
             found = self._commit(repo_id, rest[1])
@@ -275,8 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
                     if path in files:
                         out.append(self.fake.file_entry(path, files[path]))
                     elif any(p.startswith(path + "/") for p in files):
-                        out.append({"type": "directory", "oid": _git_blob_sha(path.encode()), "size": 0,
-                                    "path": path})
+                        out.append({"type": "directory", "oid": _git_blob_sha(path.encode()), "size": 0, "path": path})
                 self._json(out)
             return
         self._error(404, "NotFound", f"fake hub: no API route {'/'.join(rest)}")
@@ -298,11 +314,11 @@ class _Handler(BaseHTTPRequestHandler):
         ctype = "text/plain; charset=utf-8" if not _is_lfs(path) else "application/octet-stream"
         ranged = self.headers.get("Range")
         if ranged and ranged.startswith("bytes=") and self.command == "GET":
-            start_s, _, end_s = ranged[len("bytes="):].partition("-")
+            start_s, _, end_s = ranged[len("bytes=") :].partition("-")
             start = int(start_s) if start_s else max(len(data) - int(end_s), 0)
             end = min(int(end_s), len(data) - 1) if (end_s and start_s) else len(data) - 1
             headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            self._send(206, data[start:end + 1], headers, ctype)
+            self._send(206, data[start : end + 1], headers, ctype)
             return
         self._send(200, data, headers, ctype)
 
@@ -318,15 +334,24 @@ def install_environment(hub: FakeHub) -> Path:
         raise RuntimeError(f"{', '.join(early)} already imported: the fake Hub's environment would be ignored")
     home = Path(tempfile.mkdtemp(prefix="evals-repro-hf-"))
     atexit.register(shutil.rmtree, home, ignore_errors=True)
-    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE",
-                 "HF_DATASETS_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_XET_CACHE"):
+    for name in (
+        "HF_HUB_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_HUB_CACHE",
+        "HF_DATASETS_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_XET_CACHE",
+    ):
         os.environ.pop(name, None)
-    os.environ.update({
-        "HF_ENDPOINT": hub.url,
-        "HF_HOME": str(home),
-        "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-    })
+    os.environ.update(
+        {
+            "HF_ENDPOINT": hub.url,
+            "HF_HOME": str(home),
+            "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+            "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+        }
+    )
     return home

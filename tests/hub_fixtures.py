@@ -87,9 +87,17 @@ HR_QUESTION_QRELS = {"leave": {0: 2, 2: 1}, "training": {3: 2, 4: 1, 1: 1}}
 # query rows in file order: (query_id, question, language). Languages interleave; ids do not
 # group by language, so neither row position nor id ranges reveal a query's language.
 HR_QUERY_ROWS = [
-    (0, "leave", "english"), (1, "leave", "french"), (2, "training", "english"), (3, "leave", "spanish"),
-    (4, "training", "german"), (5, "leave", "german"), (6, "leave", "italian"), (7, "training", "french"),
-    (8, "training", "portuguese"), (9, "training", "italian"), (10, "leave", "portuguese"),
+    (0, "leave", "english"),
+    (1, "leave", "french"),
+    (2, "training", "english"),
+    (3, "leave", "spanish"),
+    (4, "training", "german"),
+    (5, "leave", "german"),
+    (6, "leave", "italian"),
+    (7, "training", "french"),
+    (8, "training", "portuguese"),
+    (9, "training", "italian"),
+    (10, "leave", "portuguese"),
     (11, "training", "spanish"),
 ]
 
@@ -225,8 +233,13 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
             "markdown": [p[3] for p in pages],
             "page_number_in_doc": [p[2] for p in pages],
         },
-        {"corpus_id": Value("int64"), "image": Image(), "doc_id": Value("string"),
-         "markdown": Value("string"), "page_number_in_doc": Value("int64")},
+        {
+            "corpus_id": Value("int64"),
+            "image": Image(),
+            "doc_id": Value("string"),
+            "markdown": Value("string"),
+            "page_number_in_doc": Value("int64"),
+        },
     )
     rows = HR_QUERY_ROWS
     queries = _parquet(
@@ -244,12 +257,20 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
             "query_type_for_generation": [HR_QUESTION_META[r[1]]["query_types"][0] for r in rows],
             "answer": ["an answer" for _ in rows],
         },
-        {"query_id": Value("int64"), "query": Value("string"), "language": Value("string"),
-         "query_types": List(Value("string")), "query_format": Value("string"),
-         "content_type": List(Value("string")), "raw_answers": List(Value("string")),
-         "query_generator": Value("string"), "query_generation_pipeline": Value("string"),
-         "source_type": Value("string"), "query_type_for_generation": Value("string"),
-         "answer": Value("string")},
+        {
+            "query_id": Value("int64"),
+            "query": Value("string"),
+            "language": Value("string"),
+            "query_types": List(Value("string")),
+            "query_format": Value("string"),
+            "content_type": List(Value("string")),
+            "raw_answers": List(Value("string")),
+            "query_generator": Value("string"),
+            "query_generation_pipeline": Value("string"),
+            "source_type": Value("string"),
+            "query_type_for_generation": Value("string"),
+            "answer": Value("string"),
+        },
     )
     qrel_rows = [(qid, cid, grade) for qid, question, _ in rows for cid, grade in HR_QUESTION_QRELS[question].items()]
     box = {"annotator": 0, "x1": 0, "x2": 1, "y1": 0, "y2": 1}
@@ -261,12 +282,19 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
             "content_type": [["Text"] for _ in qrel_rows],
             "bounding_boxes": [[box] for _ in qrel_rows],
         },
-        {"query_id": Value("int64"), "corpus_id": Value("int64"), "score": Value("int64"),
-         "content_type": List(Value("string")),
-         "bounding_boxes": List({k: Value("int64") for k in box})},
+        {
+            "query_id": Value("int64"),
+            "corpus_id": Value("int64"),
+            "score": Value("int64"),
+            "content_type": List(Value("string")),
+            "bounding_boxes": List({k: Value("int64") for k in box}),
+        },
     )
     documents = _parquet(
-        {"file_name": ["eu_leave_report.pdf", "eu_skills_report.pdf"], "doc_id": ["eu_leave_report", "eu_skills_report"]},
+        {
+            "file_name": ["eu_leave_report.pdf", "eu_skills_report.pdf"],
+            "doc_id": ["eu_leave_report", "eu_skills_report"],
+        },
         {"file_name": Value("string"), "doc_id": Value("string")},
     )
     readme = HR_README.format(n_pages=len(pages), n_qrels=len(qrel_rows), n_queries=len(rows))
@@ -289,31 +317,43 @@ def vidore_mteb_files(with_text: bool = False) -> dict[str, bytes]:
     """
     from datasets import Image, Value
 
-    corpus_columns = {"image": [{"bytes": png(p[4]), "path": None} for p in HR_PAGES],
-                      "id": [f"corpus-test-{p[0]}" for p in HR_PAGES]}
+    corpus_columns = {
+        "image": [{"bytes": png(p[4]), "path": None} for p in HR_PAGES],
+        "id": [f"corpus-test-{p[0]}" for p in HR_PAGES],
+    }
     corpus_features = {"image": Image(), "id": Value("string")}
     if with_text:
         corpus_columns["text"] = [p[3] for p in HR_PAGES]
         corpus_features["text"] = Value("string")
     corpus = _parquet(corpus_columns, corpus_features)
-    all_qrels = [(f"query-test-{qid}", f"corpus-test-{cid}", grade)
-                 for qid, question, _ in HR_QUERY_ROWS for cid, grade in HR_QUESTION_QRELS[question].items()]
+    all_qrels = [
+        (f"query-test-{qid}", f"corpus-test-{cid}", grade)
+        for qid, question, _ in HR_QUERY_ROWS
+        for cid, grade in HR_QUESTION_QRELS[question].items()
+    ]
     qrels = _parquet(
-        {"query-id": [r[0] for r in all_qrels], "corpus-id": [r[1] for r in all_qrels],
-         "score": [r[2] for r in all_qrels]},
+        {
+            "query-id": [r[0] for r in all_qrels],
+            "corpus-id": [r[1] for r in all_qrels],
+            "score": [r[2] for r in all_qrels],
+        },
         {"query-id": Value("string"), "corpus-id": Value("string"), "score": Value("int64")},
     )
     files: dict[str, bytes] = {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"}
     yaml_info, yaml_configs = [], []
-    corpus_yaml = "\n".join(f"  - name: {name}\n    dtype: {'image' if name == 'image' else 'string'}"
-                            for name in corpus_features)
+    corpus_yaml = "\n".join(
+        f"  - name: {name}\n    dtype: {'image' if name == 'image' else 'string'}" for name in corpus_features
+    )
     for lang in LANGUAGES:
         rows = [r for r in HR_QUERY_ROWS if r[2] == lang]
         files[f"{lang}-corpus/test-00000-of-00001.parquet"] = corpus
         files[f"{lang}-qrels/test-00000-of-00001.parquet"] = qrels
         files[f"{lang}-queries/test-00000-of-00001.parquet"] = _parquet(
-            {"language": [lang for _ in rows], "id": [f"query-test-{r[0]}" for r in rows],
-             "text": [HR_QUESTIONS[r[1]][lang] for r in rows]},
+            {
+                "language": [lang for _ in rows],
+                "id": [f"query-test-{r[0]}" for r in rows],
+                "text": [HR_QUESTIONS[r[1]][lang] for r in rows],
+            },
             {"language": Value("string"), "id": Value("string"), "text": Value("string")},
         )
         yaml_info += [
@@ -326,10 +366,17 @@ def vidore_mteb_files(with_text: bool = False) -> dict[str, bytes]:
             f"  - name: id\n    dtype: string\n  - name: text\n    dtype: string\n"
             f"  splits:\n  - name: test\n    num_examples: {len(rows)}",
         ]
-        yaml_configs += [f"- config_name: {lang}-{part}\n  data_files:\n  - split: test\n    path: {lang}-{part}/test-*"
-                         for part in ("corpus", "qrels", "queries")]
-    files["README.md"] = ("---\ndataset_info:\n" + "\n".join(yaml_info) + "\nconfigs:\n" + "\n".join(yaml_configs)
-                          + "\n---\n# ViDoRe v3 HR, mteb format (test fixture)\n").encode()
+        yaml_configs += [
+            f"- config_name: {lang}-{part}\n  data_files:\n  - split: test\n    path: {lang}-{part}/test-*"
+            for part in ("corpus", "qrels", "queries")
+        ]
+    files["README.md"] = (
+        "---\ndataset_info:\n"
+        + "\n".join(yaml_info)
+        + "\nconfigs:\n"
+        + "\n".join(yaml_configs)
+        + "\n---\n# ViDoRe v3 HR, mteb format (test fixture)\n"
+    ).encode()
     return files
 
 
@@ -337,16 +384,23 @@ def vidore_mteb_files(with_text: bool = False) -> dict[str, bytes]:
 # Per language: corpus rows (_id, title, text, image_id), queries, qrels with score-0 negatives.
 MIRACL_DATA = {
     "en": {
-        "corpus": [("0", "Zebra", "Zebras are African equines with black and white stripes.", "en_img_0.png"),
-                   ("1", "Horse", "The horse is a domesticated one-toed hoofed mammal.", "en_img_1.png"),
-                   ("2", "Stripe (pattern)", "A stripe is a band of colour.", "en_img_2.png")],
-        "queries": [("q1", "why do zebras have stripes"), ("q2", "horse domestication"),
-                    ("q3", "a query judged only negative")],
+        "corpus": [
+            ("0", "Zebra", "Zebras are African equines with black and white stripes.", "en_img_0.png"),
+            ("1", "Horse", "The horse is a domesticated one-toed hoofed mammal.", "en_img_1.png"),
+            ("2", "Stripe (pattern)", "A stripe is a band of colour.", "en_img_2.png"),
+        ],
+        "queries": [
+            ("q1", "why do zebras have stripes"),
+            ("q2", "horse domestication"),
+            ("q3", "a query judged only negative"),
+        ],
         "qrels": [("q1", "0", 1), ("q1", "2", 1), ("q1", "1", 0), ("q2", "1", 1), ("q2", "0", 0), ("q3", "2", 0)],
     },
     "sw": {
-        "corpus": [("0", "Punda milia", "Punda milia ni wanyama wenye milia.", "sw_img_0.png"),
-                   ("1", "Farasi", "Farasi ni mnyama wa kufugwa.", "sw_img_1.png")],
+        "corpus": [
+            ("0", "Punda milia", "Punda milia ni wanyama wenye milia.", "sw_img_0.png"),
+            ("1", "Farasi", "Farasi ni mnyama wa kufugwa.", "sw_img_1.png"),
+        ],
         "queries": [("s1", "punda milia ana milia kwa nini")],
         "qrels": [("s1", "0", 1), ("s1", "1", 0)],
     },
@@ -366,14 +420,20 @@ def miracl_files() -> dict[str, bytes]:
     for lang, data in MIRACL_DATA.items():
         corpus = data["corpus"]
         files[f"{lang}/corpus.parquet"] = _parquet(
-            {"_id": [r[0] for r in corpus], "title": [r[1] for r in corpus], "text": [r[2] for r in corpus],
-             "image_id": [r[3] for r in corpus]},
+            {
+                "_id": [r[0] for r in corpus],
+                "title": [r[1] for r in corpus],
+                "text": [r[2] for r in corpus],
+                "image_id": [r[3] for r in corpus],
+            },
             {"_id": Value("string"), "title": Value("string"), "text": Value("string"), "image_id": Value("string")},
         )
         images = list(reversed(corpus))
         files[f"{lang}/images.parquet"] = _parquet(
-            {"file_name": [r[3] for r in images],
-             "image": [{"bytes": png((10 * int(r[0]), 20, 30)), "path": None} for r in images]},
+            {
+                "file_name": [r[3] for r in images],
+                "image": [{"bytes": png((10 * int(r[0]), 20, 30)), "path": None} for r in images],
+            },
             {"file_name": Value("string"), "image": Image()},
         )
         files[f"{lang}/queries.parquet"] = _parquet(
@@ -381,12 +441,17 @@ def miracl_files() -> dict[str, bytes]:
             {"_id": Value("string"), "text": Value("string")},
         )
         files[f"{lang}/qrels.parquet"] = _parquet(
-            {"query-id": [r[0] for r in data["qrels"]], "corpus-id": [r[1] for r in data["qrels"]],
-             "score": [r[2] for r in data["qrels"]]},
+            {
+                "query-id": [r[0] for r in data["qrels"]],
+                "corpus-id": [r[1] for r in data["qrels"]],
+                "score": [r[2] for r in data["qrels"]],
+            },
             {"query-id": Value("string"), "corpus-id": Value("string"), "score": Value("int64")},
         )
-        configs += [f"- config_name: {part}-{lang}\n  data_files:\n  - split: default\n    path: {lang}/{part}.parquet"
-                    for part in ("corpus", "images", "qrels", "queries")]
+        configs += [
+            f"- config_name: {part}-{lang}\n  data_files:\n  - split: default\n    path: {lang}/{part}.parquet"
+            for part in ("corpus", "images", "qrels", "queries")
+        ]
     files["README.md"] = ("---\nconfigs:\n" + "\n".join(configs) + "\n---\n# MIRACL-VISION (test fixture)\n").encode()
     files["eval_example/README.md"] = b"example\n"
     return files

@@ -21,41 +21,68 @@ NAN = float("nan")
 
 # subset -> (query id, query text, pool, [(page, score, gain, theta)])
 QRELS = {
-    "hr__english": ("hr-en-1", "What is the leave policy?", ["h1", "h2", "h3"],
-                    [("h1", 2, 0.9, 1.5), ("h2", 0, 0.5, 0.2), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)]),
-    "hr__french": ("hr-fr-1", "Quelle est la politique de congé ?", ["h1", "h2", "h3"],
-                   [("h1", 0, 0.3, 0.1), ("h2", 2, 0.6, 0.9), ("h3", 0, 0.3, 0.1)]),
-    "energy__english": ("en-en-1", "Which plant produced most?", ["e1", "e2", "e3"],
-                        [("e1", 1, 0.7, 1.0), ("e2", 0, 0.2, -0.3), ("e3", 0, 0.05, -2.0)]),
-    "energy__french": ("en-fr-1", "Quelle centrale a le plus produit ?", ["e1", "e2", "e3"],
-                       [("e1", 0, 0.1, -1.5), ("e2", 2, 0.8, 1.2), ("e3", 0, 0.4, 0.0)]),
+    "hr__english": (
+        "hr-en-1",
+        "What is the leave policy?",
+        ["h1", "h2", "h3"],
+        [("h1", 2, 0.9, 1.5), ("h2", 0, 0.5, 0.2), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)],
+    ),
+    "hr__french": (
+        "hr-fr-1",
+        "Quelle est la politique de congé ?",
+        ["h1", "h2", "h3"],
+        [("h1", 0, 0.3, 0.1), ("h2", 2, 0.6, 0.9), ("h3", 0, 0.3, 0.1)],
+    ),
+    "energy__english": (
+        "en-en-1",
+        "Which plant produced most?",
+        ["e1", "e2", "e3"],
+        [("e1", 1, 0.7, 1.0), ("e2", 0, 0.2, -0.3), ("e3", 0, 0.05, -2.0)],
+    ),
+    "energy__french": (
+        "en-fr-1",
+        "Quelle centrale a le plus produit ?",
+        ["e1", "e2", "e3"],
+        [("e1", 0, 0.1, -1.5), ("e2", 2, 0.8, 1.2), ("e3", 0, 0.4, 0.0)],
+    ),
 }
 # domain -> [(model, is_judge, query, page, score)]
 RUNS = {
     "hr": [
-        ("rerank-2.5", False, "hr-en-1", "h1", 0.9), ("rerank-2.5", False, "hr-en-1", "h2", 0.5),
-        ("rerank-2.5", False, "hr-en-1", "h3", 0.5), ("rerank-2.5", False, "hr-en-1", "h4", 0.99),
-        ("zerank-2", False, "hr-en-1", "h1", 0.2), ("zerank-2", False, "hr-en-1", "h2", 0.8),
+        ("rerank-2.5", False, "hr-en-1", "h1", 0.9),
+        ("rerank-2.5", False, "hr-en-1", "h2", 0.5),
+        ("rerank-2.5", False, "hr-en-1", "h3", 0.5),
+        ("rerank-2.5", False, "hr-en-1", "h4", 0.99),
+        ("zerank-2", False, "hr-en-1", "h1", 0.2),
+        ("zerank-2", False, "hr-en-1", "h2", 0.8),
         ("zerank-2", False, "hr-en-1", "h3", 0.2),
-        ("rerank-2.5", False, "hr-fr-1", "h1", 0.1), ("rerank-2.5", False, "hr-fr-1", "h2", 0.9),
+        ("rerank-2.5", False, "hr-fr-1", "h1", 0.1),
+        ("rerank-2.5", False, "hr-fr-1", "h2", 0.9),
         ("rerank-2.5", False, "hr-fr-1", "h3", 0.3),
-        ("zerank-2", False, "hr-fr-1", "h1", 0.5), ("zerank-2", False, "hr-fr-1", "h2", 0.5),
+        ("zerank-2", False, "hr-fr-1", "h1", 0.5),
+        ("zerank-2", False, "hr-fr-1", "h2", 0.5),
         ("zerank-2", False, "hr-fr-1", "h3", 0.5),
         ("qwen35-judge", True, "hr-en-1", "h3", 9.0),
     ],
     "energy": [
-        ("rerank-2.5", False, "en-en-1", "e1", 0.7), ("rerank-2.5", False, "en-en-1", "e2", 0.6),
+        ("rerank-2.5", False, "en-en-1", "e1", 0.7),
+        ("rerank-2.5", False, "en-en-1", "e2", 0.6),
         ("rerank-2.5", False, "en-en-1", "e3", 0.5),
-        ("zerank-2", False, "en-en-1", "e1", 0.1), ("zerank-2", False, "en-en-1", "e2", 0.6),
+        ("zerank-2", False, "en-en-1", "e1", 0.1),
+        ("zerank-2", False, "en-en-1", "e2", 0.6),
         ("zerank-2", False, "en-en-1", "e3", 0.5),
-        ("rerank-2.5", False, "en-fr-1", "e1", 0.3), ("rerank-2.5", False, "en-fr-1", "e2", 0.3),
+        ("rerank-2.5", False, "en-fr-1", "e1", 0.3),
+        ("rerank-2.5", False, "en-fr-1", "e2", 0.3),
         ("rerank-2.5", False, "en-fr-1", "e3", 0.9),
-        ("zerank-2", False, "en-fr-1", "e1", 0.9), ("zerank-2", False, "en-fr-1", "e2", NAN),
+        ("zerank-2", False, "en-fr-1", "e1", 0.9),
+        ("zerank-2", False, "en-fr-1", "e2", NAN),
         ("zerank-2", False, "en-fr-1", "e3", 0.2),
     ],
 }
-ITEM_PARAMS = {"judge": "nvidia/Qwen3.5-397B-A17B-NVFP4",
-               "items": [{"name": "C1", "gamma": 1.0, "beta": 0.0}, {"name": "C2", "gamma": 2.0, "beta": 1.0}]}
+ITEM_PARAMS = {
+    "judge": "nvidia/Qwen3.5-397B-A17B-NVFP4",
+    "items": [{"name": "C1", "gamma": 1.0, "beta": 0.0}, {"name": "C2", "gamma": 2.0, "beta": 1.0}],
+}
 PAGES = {"hr": ["h1", "h2", "h3", "h4"], "energy": ["e1", "e2", "e3"]}
 POOL_SUBSETS = {"hr__german": "hr-de-1", "energy__german": "en-de-1"}
 
@@ -84,10 +111,12 @@ def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[bytes, list[st
     octen = [positive] + rng.sample(others, 159)
     fused = oracle_rrf([embed, bm25, octen])[:150]
     rows = {"query-id": [], "retriever": [], "corpus-id": [], "rank": [], "score": []}
-    for name, ranking in (("embed_v4", [(d, 1.0 - i / 1000) for i, d in enumerate(embed)]),
-                          ("bm25", [(d, 30.0 - i / 10) for i, d in enumerate(bm25)]),
-                          ("octen", [(d, 0.9 - i / 1000) for i, d in enumerate(octen)]),
-                          ("rrf_fused", fused)):
+    for name, ranking in (
+        ("embed_v4", [(d, 1.0 - i / 1000) for i, d in enumerate(embed)]),
+        ("bm25", [(d, 30.0 - i / 10) for i, d in enumerate(bm25)]),
+        ("octen", [(d, 0.9 - i / 1000) for i, d in enumerate(octen)]),
+        ("rrf_fused", fused),
+    ):
         for rank, (doc, score) in enumerate(ranking, start=1):
             if perturb and name == "rrf_fused" and rank == 7:
                 score += 1e-9
@@ -101,10 +130,23 @@ def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[bytes, list[st
 def qrels_parquet(qid: str, rows: list[tuple]) -> bytes:
     """`{subset}-qrels`: query-id, corpus-id, score (int), gain, theta (null outside the judged pool)."""
     return _parquet(
-        {"query-id": [qid] * len(rows), "corpus-id": [r[0] for r in rows], "score": [r[1] for r in rows],
-         "gain": [r[2] for r in rows], "theta": [r[3] for r in rows]},
-        pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64()),
-                   ("gain", pa.float64()), ("theta", pa.float64())]))
+        {
+            "query-id": [qid] * len(rows),
+            "corpus-id": [r[0] for r in rows],
+            "score": [r[1] for r in rows],
+            "gain": [r[2] for r in rows],
+            "theta": [r[3] for r in rows],
+        },
+        pa.schema(
+            [
+                ("query-id", pa.string()),
+                ("corpus-id", pa.string()),
+                ("score", pa.int64()),
+                ("gain", pa.float64()),
+                ("theta", pa.float64()),
+            ]
+        ),
+    )
 
 
 def release_files() -> dict[str, bytes]:
@@ -114,9 +156,13 @@ def release_files() -> dict[str, bytes]:
         domain = subset.split("__")[0]
         pages = PAGES[domain]
         files[f"{subset}/corpus.parquet"] = _parquet(
-            {"id": pages, "image": [{"bytes": f"PNG-{p}".encode(), "path": f"{p}.png"} for p in pages],
-             "text": [f"OCR text of page {p}" for p in pages]},
-            pa.schema([("id", pa.string()), ("image", image_type), ("text", pa.string())]))
+            {
+                "id": pages,
+                "image": [{"bytes": f"PNG-{p}".encode(), "path": f"{p}.png"} for p in pages],
+                "text": [f"OCR text of page {p}" for p in pages],
+            },
+            pa.schema([("id", pa.string()), ("image", image_type), ("text", pa.string())]),
+        )
     for subset, (qid, text, pool, rows) in QRELS.items():
         files[f"{subset}/queries.parquet"] = _parquet({"id": [qid], "text": [text]})
         files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
@@ -129,8 +175,14 @@ def release_files() -> dict[str, bytes]:
         files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, [("g1", 2, 0.9, 1.2), ("missed-positive", 1, 0.0, None)])
     for domain, rows in RUNS.items():
         files[f"provenance/runs/{domain}.parquet"] = _parquet(
-            {"model": [r[0] for r in rows], "is_judge": [r[1] for r in rows], "query-id": [r[2] for r in rows],
-             "corpus-id": [r[3] for r in rows], "score": [r[4] for r in rows]})
+            {
+                "model": [r[0] for r in rows],
+                "is_judge": [r[1] for r in rows],
+                "query-id": [r[2] for r in rows],
+                "corpus-id": [r[3] for r in rows],
+                "score": [r[4] for r in rows],
+            }
+        )
     files["provenance/item_params.qwen35.json"] = json.dumps(ITEM_PARAMS).encode()
     files["README.md"] = b"---\nconfigs: []\n---\n# fixture of fabianschmidt-cohere/rcp-ndcg-vidore-v3\n"
     return files

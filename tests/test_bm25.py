@@ -6,7 +6,6 @@ import math
 import random
 import re
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -49,11 +48,15 @@ GAIN_OF_GRADE = {1: 3, 2: 2, 3: 1}
 @pytest.fixture(scope="module")
 def cranfield() -> Subset:
     root = shared_path("data", "cranfield")
-    pages = [Page(id=number, text=f.get("W", ""), title=f.get("T") or None)
-             for number, f in _smart_records((root / "cran.all.1400").read_text())]
+    pages = [
+        Page(id=number, text=f.get("W", ""), title=f.get("T") or None)
+        for number, f in _smart_records((root / "cran.all.1400").read_text())
+    ]
     # cran.qry numbers queries 001, 002, 004...; cranqrel numbers them 1..225 in file order.
-    queries = [Query(id=str(i + 1), text=f["W"], language="english")
-               for i, (_, f) in enumerate(_smart_records((root / "cran.qry").read_text()))]
+    queries = [
+        Query(id=str(i + 1), text=f["W"], language="english")
+        for i, (_, f) in enumerate(_smart_records((root / "cran.qry").read_text()))
+    ]
     qrels: dict[str, dict[str, int]] = {}
     for line in (root / "cranqrel").read_text().splitlines():
         if line.strip():
@@ -104,7 +107,7 @@ def test_scores_equal_an_independent_numpy_lucene_bm25(cranfield, cranfield_run)
     _, run = cranfield_run
     position = {p.id: i for i, p in enumerate(cranfield.pages)}
     checked = 0
-    for query in cranfield.queries[:: 45]:
+    for query in cranfield.queries[::45]:
         ranking = list(run[query.id].items())
         for docid, score in (ranking[0], ranking[9], ranking[-1]):
             assert score == pytest.approx(reference(query.text, position[docid]), rel=2e-6)
@@ -120,7 +123,7 @@ def test_index_arrays_are_bit_identical_to_bm25s_own_index(cranfield):
     ours = analyzer.tokenize_corpus(texts, chunk_size=300)  # several chunks
     stems = {i: s for s, i in ours.vocab.items()}
     bounds = np.concatenate([[0], np.cumsum(ours.lengths)])
-    as_strings = [[stems[t] for t in ours.term_ids[bounds[i]:bounds[i + 1]].tolist()] for i in range(len(texts))]
+    as_strings = [[stems[t] for t in ours.term_ids[bounds[i] : bounds[i + 1]].tolist()] for i in range(len(texts))]
     reference = bm25s.BM25(k1=K1, b=B, method="lucene", backend="numpy")
     reference.index(as_strings, show_progress=False)
     mine = build_scores(ours, K1, B)
@@ -140,8 +143,10 @@ def test_full_cranfield_run_is_plausible(cranfield, cranfield_run):
     _, run = cranfield_run
     per_query = M.evaluate(cranfield.qrels, run, ["ndcg_at_10", "recall_at_100"])
     means = M.mean(per_query)
-    print(f"\nCranfield BM25 nDCG@10 {means['ndcg_at_10']:.4f} recall@100 {means['recall_at_100']:.4f}"
-          f" over {len(per_query)} queries")
+    print(
+        f"\nCranfield BM25 nDCG@10 {means['ndcg_at_10']:.4f} recall@100 {means['recall_at_100']:.4f}"
+        f" over {len(per_query)} queries"
+    )
     # Random ranking of 1,400 pages scores near 0; classic BM25 on Cranfield sits in the 0.3-0.45 range.
     assert 0.25 < means["ndcg_at_10"] < 0.6
     assert all(len(r) == 100 for r in run.values())
@@ -184,9 +189,11 @@ def test_exact_duplicates_are_ranked_by_id_descending(tmp_path):
 def test_tie_at_rank_k_is_resolved_by_id_not_by_bm25s_order(tmp_path):
     """200 identical pages tie for ranks 3..202; top 10 must be the 8 largest ids among them."""
     tied = _shuffled_ids(200, seed=7)
-    pages = ([Page("top-a", "heat transfer heat transfer"), Page("top-b", "heat transfer heat transfer heat")]
-             + [Page(i, "heat transfer in a composite slab") for i in tied]
-             + [Page(f"x{i}", "unrelated words about wings") for i in range(50)])
+    pages = (
+        [Page("top-a", "heat transfer heat transfer"), Page("top-b", "heat transfer heat transfer heat")]
+        + [Page(i, "heat transfer in a composite slab") for i in tied]
+        + [Page(f"x{i}", "unrelated words about wings") for i in range(50)]
+    )
     query = Query("q", "heat transfer", "english")
     retriever = BM25Retriever("bm25", tmp_path)
     run = retriever.run(_subset(pages), [query], 10)
@@ -203,8 +210,11 @@ def test_tie_at_rank_k_is_resolved_by_id_not_by_bm25s_order(tmp_path):
 
 def test_no_matching_term_gives_an_empty_ranking_and_top_k_may_exceed_the_corpus(tmp_path):
     pages = [Page("a", "wing flutter"), Page("b", "wing"), Page("c", "nozzle")]
-    queries = [Query("none", "quantum chromodynamics", "english"), Query("empty", "?", "english"),
-               Query("wing", "wings", "english")]
+    queries = [
+        Query("none", "quantum chromodynamics", "english"),
+        Query("empty", "?", "english"),
+        Query("wing", "wings", "english"),
+    ]
     run = BM25Retriever("bm25", tmp_path).run(_subset(pages, queries=queries), queries, 1000)
     assert run["none"] == {} and run["empty"] == {}
     assert list(run["wing"]) == ["b", "a"]  # shorter page first; "c" matches nothing and is left out
@@ -276,11 +286,34 @@ def test_a_damaged_cache_is_rebuilt(tmp_path, damage):
 
 
 # -- stemmers, errors, registry --------------------------------------------------------------------
-VIDORE = {"english": "english", "french": "french", "german": "german", "spanish": "spanish",
-          "italian": "italian", "portuguese": "portuguese"}
-MIRACL = {"ar": "arabic", "bn": None, "de": "german", "en": "english", "es": "spanish", "fa": "persian",
-          "fi": "finnish", "fr": "french", "hi": "hindi", "id": "indonesian", "ja": None, "ko": None,
-          "ru": "russian", "sw": None, "te": None, "th": None, "yo": None, "zh": None}
+VIDORE = {
+    "english": "english",
+    "french": "french",
+    "german": "german",
+    "spanish": "spanish",
+    "italian": "italian",
+    "portuguese": "portuguese",
+}
+MIRACL = {
+    "ar": "arabic",
+    "bn": None,
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fa": "persian",
+    "fi": "finnish",
+    "fr": "french",
+    "hi": "hindi",
+    "id": "indonesian",
+    "ja": None,
+    "ko": None,
+    "ru": "russian",
+    "sw": None,
+    "te": None,
+    "th": None,
+    "yo": None,
+    "zh": None,
+}
 
 
 @pytest.mark.parametrize("language,algorithm", sorted({**VIDORE, **MIRACL}.items()))

@@ -141,9 +141,11 @@ def _subset() -> Subset:
         Page("p4", "", title="Empty page"),
         Page("p5", "Bread is baked from flour, water, yeast and salt."),
     ]
-    queries = [Query("q1", "how do plants make chemical energy from light", "en"),
-               Query("q2", "when did the french revolution begin", "en"),
-               Query("q3", "lava from volcanoes", "en")]
+    queries = [
+        Query("q1", "how do plants make chemical energy from light", "en"),
+        Query("q2", "when did the french revolution begin", "en"),
+        Query("q3", "lava from volcanoes", "en"),
+    ]
     qrels = {"q1": {"p1": 2}, "q2": {"p2": 2}, "q3": {"p3": 1}}
     return Subset("bench", "tiny", "en", pages, queries, qrels)
 
@@ -163,7 +165,8 @@ def test_dense_retriever_ranks_the_relevant_page_first(tmp_path):
     assert ctx.usage.get("embedded_items") == 8
     calls = embedder.calls
     assert retriever.run(subset, subset.queries, top_k=3) == {
-        q: dict(sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:3]) for q, docs in run.items()}
+        q: dict(sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:3]) for q, docs in run.items()
+    }
     assert embedder.calls == calls and ctx.usage.get("cache_hits") == 8
 
 

@@ -13,8 +13,18 @@ def test_voyage_run_on_sample_then_warm_rerun_makes_zero_requests(monkeypatch, t
     with FakeVoyage() as fake:
         monkeypatch.setenv("VOYAGE_API_KEY", "test-voyage-key")
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
-        args = ["run", "voyage-4-lite", "--benchmark", "sample", "--subsets", "heat-pumps",
-                "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
+        args = [
+            "run",
+            "voyage-4-lite",
+            "--benchmark",
+            "sample",
+            "--subsets",
+            "heat-pumps",
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
         assert main(args) == 0
         cold = len(fake.requests)
         path = tmp_path / "results/sample/voyage-4-lite/heat-pumps.json"
@@ -29,6 +39,8 @@ def test_voyage_run_on_sample_then_warm_rerun_makes_zero_requests(monkeypatch, t
         assert second["metrics"] == first["metrics"]
         assert "voyage_requests" not in second["usage"] and second["usage"]["cache_hits"] > 0
         assert "test-voyage-key" not in path.read_text()
-        assert "test-voyage-key" not in "".join(p.read_text(errors="ignore") for p in (tmp_path / "cache").rglob("*.json"))
+        assert "test-voyage-key" not in "".join(
+            p.read_text(errors="ignore") for p in (tmp_path / "cache").rglob("*.json")
+        )
     out = capsys.readouterr().err
     assert "cache hits" in out

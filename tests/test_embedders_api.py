@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 import numpy as np
 import pytest
@@ -19,8 +18,14 @@ from fakes.cohere import FakeCohere
 from fakes.gemini import FakeGemini
 from fakes.voyage import FakeVoyage
 
-TEXTS = ["the cat sat on the mat", "dogs chase cats", "stock markets fell sharply", "a cat and a dog",
-         "quarterly revenue rose", "the mat was red"]
+TEXTS = [
+    "the cat sat on the mat",
+    "dogs chase cats",
+    "stock markets fell sharply",
+    "a cat and a dog",
+    "quarterly revenue rose",
+    "the mat was red",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -72,6 +77,7 @@ def items(texts) -> list[EmbedItem]:
 
 # -- Voyage --------------------------------------------------------------------------------------
 
+
 def test_voyage_success_in_order_with_usage(voyage):
     ctx = context()
     embedder = build_embedder("voyage-4-large", ctx)
@@ -89,11 +95,13 @@ def test_voyage_success_in_order_with_usage(voyage):
 def test_voyage_batch_split_keeps_positions(voyage):
     embedder = build_embedder("voyage-4", context())
     from dataclasses import replace
+
     embedder.settings = replace(embedder.settings, max_batch_items=2)
     matrix = embedder.embed(items(TEXTS), "query")
     assert len(voyage.requests) == 3
     assert sorted(tuple(r.json["input"]) for r in voyage.requests) == sorted(
-        [tuple(TEXTS[0:2]), tuple(TEXTS[2:4]), tuple(TEXTS[4:6])])
+        [tuple(TEXTS[0:2]), tuple(TEXTS[2:4]), tuple(TEXTS[4:6])]
+    )
     np.testing.assert_allclose(matrix, expected(TEXTS), atol=1e-6)
 
 
@@ -141,8 +149,17 @@ def test_voyage_malformed_body_fails(voyage):
 
 
 def test_voyage_wrong_count_is_not_a_partial_matrix(voyage):
-    voyage.script(Reply(200, {"object": "list", "data": [{"object": "embedding", "embedding": [0.1, 0.2], "index": 0}],
-                              "model": "voyage-4-large", "usage": {"total_tokens": 3}}))
+    voyage.script(
+        Reply(
+            200,
+            {
+                "object": "list",
+                "data": [{"object": "embedding", "embedding": [0.1, 0.2], "index": 0}],
+                "model": "voyage-4-large",
+                "usage": {"total_tokens": 3},
+            },
+        )
+    )
     with pytest.raises(ProviderError, match="asked for 3 embeddings"):
         build_embedder("voyage-4-large", context()).embed(items(TEXTS[:3]), "document")
 
@@ -158,6 +175,7 @@ def test_voyage_400_fails_at_once_with_message(voyage):
 
 def test_missing_key_fails_before_any_request(voyage, monkeypatch, tmp_path):
     from evals_repro.providers import keys
+
     monkeypatch.setattr(keys, "_loaded", False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VOYAGE_API_KEY")
@@ -173,12 +191,14 @@ def test_voyage_multimodal_images_and_text(voyage):
     body = voyage.requests[0].json
     assert voyage.requests[0].path == "/v1/multimodalembeddings"
     assert body["inputs"][0]["content"][0]["image_base64"].startswith("data:image/png;base64,")
-    np.testing.assert_allclose(matrix, expected([image_words(images[0]), "a caption " + image_words(images[1]),
-                                                 "query text"]), atol=1e-6)
+    np.testing.assert_allclose(
+        matrix, expected([image_words(images[0]), "a caption " + image_words(images[1]), "query text"]), atol=1e-6
+    )
 
 
 def test_text_model_refuses_images(voyage):
     from evals_repro.errors import UsageError
+
     with pytest.raises(UsageError, match="text only"):
         build_embedder("voyage-4", context()).embed([EmbedItem(image=png(3))], "document")
     assert voyage.requests == []
@@ -186,13 +206,13 @@ def test_text_model_refuses_images(voyage):
 
 # -- Cohere --------------------------------------------------------------------------------------
 
+
 def test_cohere_text_split_at_96_keeps_positions(cohere_fake):
     texts = [f"document number {i} about topic{i % 7}" for i in range(100)]
     ctx = context()
     matrix = build_embedder("cohere-embed-v4.0", ctx).embed(items(texts), "query")
     assert [len(r.json["texts"]) for r in cohere_fake.requests] in ([96, 4], [4, 96])
-    assert all(r.json["input_type"] == "search_query" and r.json["model"] == "embed-v4.0"
-               for r in cohere_fake.requests)
+    assert all(r.json["input_type"] == "search_query" and r.json["model"] == "embed-v4.0" for r in cohere_fake.requests)
     np.testing.assert_allclose(matrix, expected(texts), atol=1e-6)
     assert ctx.usage.get("cohere_attempts") == 2
 
@@ -200,7 +220,8 @@ def test_cohere_text_split_at_96_keeps_positions(cohere_fake):
 def test_cohere_images_go_through_inputs(cohere_fake):
     image = png(9)
     matrix = build_embedder("cohere-embed-v4.0", context()).embed(
-        [EmbedItem(image=image), EmbedItem(text="page text", image=png(10))], "document")
+        [EmbedItem(image=image), EmbedItem(text="page text", image=png(10))], "document"
+    )
     body = cohere_fake.requests[0].json
     assert body["input_type"] == "search_document"
     assert body["inputs"][0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
@@ -229,6 +250,7 @@ def test_cohere_timeout_and_malformed(cohere_fake):
 
 # -- Gemini --------------------------------------------------------------------------------------
 
+
 def test_gemini_one_embedding_per_item_with_prompts(gemini):
     batch = [EmbedItem(text="alpha beta", title="Greek"), EmbedItem(text="gamma")]
     matrix = build_embedder("gemini-embedding-2", context()).embed(batch, "document")
@@ -238,8 +260,10 @@ def test_gemini_one_embedding_per_item_with_prompts(gemini):
     assert sent == ["title: Greek | text: alpha beta", "title: none | text: gamma"]
     np.testing.assert_allclose(matrix, expected(sent), atol=1e-6)
     build_embedder("gemini-embedding-2", context()).embed([EmbedItem(text="where is alpha")], "query")
-    assert gemini.requests[1].json["requests"][0]["content"]["parts"][0]["text"] == \
-        "task: search result | query: where is alpha"
+    assert (
+        gemini.requests[1].json["requests"][0]["content"]["parts"][0]["text"]
+        == "task: search result | query: where is alpha"
+    )
 
 
 def test_gemini_noprompt_sends_bare_text(gemini):

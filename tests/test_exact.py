@@ -78,7 +78,6 @@ def test_random_unit_vectors_with_duplicates_tie_exactly():
                 assert scores[q, row.index(a)] == scores[q, row.index(b)]
 
 
-
 @pytest.mark.parametrize("d", [37, 67, 1024])
 def test_duplicates_score_identically_at_any_memory_alignment(d):
     """The float64 rescoring sums in an order fixed by the dimension alone: copies of a vector

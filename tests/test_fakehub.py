@@ -27,7 +27,9 @@ def test_files_resolve_at_each_commit_and_branch(repos):
     api = HfApi()
     assert api.dataset_info("fixture/generic", revision="main").sha == SHA_B
     assert sorted(api.list_repo_files("fixture/generic", repo_type="dataset", revision=SHA_A)) == [
-        "README.md", "data/x.parquet"]
+        "README.md",
+        "data/x.parquet",
+    ]
     (info,) = api.get_paths_info("fixture/generic", ["data/x.parquet"], repo_type="dataset", revision=SHA_A)
     assert info.size == 6 and info.lfs is not None
 

@@ -95,7 +95,8 @@ def test_pool_retriever_and_restriction():
     run = PoolRetriever().run(subset, subset.queries, top_k=2)
     assert run == {"q1": {"p3": 0.0, "p1": -1.0}}
     assert restrict_to_pools({"q1": {"p1": 0.2, "p2": 0.9, "p4": 0.1}, "q9": {"p1": 1.0}}, subset.pools) == {
-        "q1": {"p1": 0.2, "p4": 0.1}}
+        "q1": {"p1": 0.2, "p4": 0.1}
+    }
     subset.pools = None
     with pytest.raises(DataError, match="no candidate pools"):
         PoolRetriever().run(subset, subset.queries, top_k=2)

@@ -55,10 +55,18 @@ def test_vidore_raw_loads_pinned_hr_from_the_hub(hub):
     assert subset.qrels["7"] == {"3": 2, "4": 1, "1": 1}  # query 7 is French, row 8
     query = {q.id: q for q in subset.queries}
     assert query["7"].language == "french" and query["7"].text == "budget de formation par département"
-    assert query["0"].metadata == {"query_types": ["extractive", "numerical"], "query_format": "question",
-                                   "content_type": ["Text"], "relevant_pages": 2}
-    assert query["11"].metadata == {"query_types": ["open-ended"], "query_format": "keyword",
-                                    "content_type": ["Chart", "Table"], "relevant_pages": 3}
+    assert query["0"].metadata == {
+        "query_types": ["extractive", "numerical"],
+        "query_format": "question",
+        "content_type": ["Text"],
+        "relevant_pages": 2,
+    }
+    assert query["11"].metadata == {
+        "query_types": ["open-ended"],
+        "query_format": "keyword",
+        "content_type": ["Chart", "Table"],
+        "relevant_pages": 3,
+    }
 
 
 def test_vidore_images_are_the_encoded_bytes(hub):
@@ -72,9 +80,14 @@ def test_vidore_images_are_the_encoded_bytes(hub):
 
 
 def test_declared_query_languages_restrict_the_queries(hub, tmp_path):
-    text = (ROOT / "benchmarks" / "vidore-v3.toml").read_text().replace(
-        'query_languages = ["english", "french", "german", "italian", "portuguese", "spanish"]',
-        'query_languages = ["english", "french"]')
+    text = (
+        (ROOT / "benchmarks" / "vidore-v3.toml")
+        .read_text()
+        .replace(
+            'query_languages = ["english", "french", "german", "italian", "portuguese", "spanish"]',
+            'query_languages = ["english", "french"]',
+        )
+    )
     path = tmp_path / "two.toml"
     path.write_text(text)
     subset = load_subset(parse_declaration(path), "hr")
@@ -171,7 +184,8 @@ def test_mteb_layout_without_page_text_refuses_markdown(hub):
 
 def test_a_declaration_is_enough_for_a_new_mteb_repo(hub, tmp_path):
     path = tmp_path / "ocr.toml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         name = "vidore-hr-ocr"
         loader = "mteb"
         query_languages = ["english", "german"]
@@ -179,11 +193,14 @@ def test_a_declaration_is_enough_for_a_new_mteb_repo(hub, tmp_path):
         native_language = "english"
         repo = "{OCR_REPO}"
         revision = "{OCR_SHA}"
-    """))
+    """)
+    )
     subset = load_subset(parse_declaration(path), "hr")
     assert [p.text for p in subset.pages] == [p[3] for p in fx.HR_PAGES]
-    assert by_language(subset) == {"english": ["query-test-0", "query-test-2"],
-                                   "german": ["query-test-4", "query-test-5"]}
+    assert by_language(subset) == {
+        "english": ["query-test-0", "query-test-2"],
+        "german": ["query-test-4", "query-test-5"],
+    }
     assert sorted(subset.qrels) == ["query-test-0", "query-test-2", "query-test-4", "query-test-5"]
 
 

@@ -25,18 +25,18 @@ TRAINING = {"3": 2, "4": 1, "1": 1}
 
 # query id -> (pages returned, in rank order)
 SCRIPT = {
-    "0": ["0", "2"],        # english leave: ideal
-    "2": ["3", "1"],        # english training: misses page 4
-    "1": ["2", "0"],        # french leave: swapped
-    "7": ["0", "3"],        # french training: grade 2 at rank 2 only
-    "3": ["0"],             # spanish leave
-    "11": [],               # spanish training: nothing returned, scores 0 and counts
-    "5": ["1", "0"],        # german leave
-    "4": ["3"],             # german training
-    "6": ["0", "2"],        # italian leave: ideal
-    "9": ["3", "4", "1"],   # italian training: ideal
-    "10": [],               # portuguese leave
-    "8": ["4"],             # portuguese training
+    "0": ["0", "2"],  # english leave: ideal
+    "2": ["3", "1"],  # english training: misses page 4
+    "1": ["2", "0"],  # french leave: swapped
+    "7": ["0", "3"],  # french training: grade 2 at rank 2 only
+    "3": ["0"],  # spanish leave
+    "11": [],  # spanish training: nothing returned, scores 0 and counts
+    "5": ["1", "0"],  # german leave
+    "4": ["3"],  # german training
+    "6": ["0", "2"],  # italian leave: ideal
+    "9": ["3", "4", "1"],  # italian training: ideal
+    "10": [],  # portuguese leave
+    "8": ["4"],  # portuguese training
 }
 
 
@@ -53,10 +53,18 @@ def ndcg10(qid: str) -> float:
 
 # By hand, from the gains above (1/log2(3) = 0.63093, 1/log2(4) = 0.5):
 HAND = {
-    "0": 1.0, "2": (2 + 0.6309297535714574) / (2 + 0.6309297535714574 + 0.5),
-    "1": (1 + 2 * 0.6309297535714574) / (2 + 0.6309297535714574), "7": 2 * 0.6309297535714574 / 3.1309297535714574,
-    "3": 2 / 2.6309297535714574, "11": 0.0, "5": 2 * 0.6309297535714574 / 2.6309297535714574,
-    "4": 2 / 3.1309297535714574, "6": 1.0, "9": 1.0, "10": 0.0, "8": 1 / 3.1309297535714574,
+    "0": 1.0,
+    "2": (2 + 0.6309297535714574) / (2 + 0.6309297535714574 + 0.5),
+    "1": (1 + 2 * 0.6309297535714574) / (2 + 0.6309297535714574),
+    "7": 2 * 0.6309297535714574 / 3.1309297535714574,
+    "3": 2 / 2.6309297535714574,
+    "11": 0.0,
+    "5": 2 * 0.6309297535714574 / 2.6309297535714574,
+    "4": 2 / 3.1309297535714574,
+    "6": 1.0,
+    "9": 1.0,
+    "10": 0.0,
+    "8": 1 / 3.1309297535714574,
 }
 LANGUAGE_OF = {str(i): lang for i, _, lang in fx.HR_QUERY_ROWS}
 QUESTION_OF = {str(i): q for i, q, _ in fx.HR_QUERY_ROWS}
@@ -91,9 +99,24 @@ def scripted(monkeypatch):
 
 
 def run_hr(tmp_path, setting: str, method: str = "scripted") -> dict:
-    code = main(["run", method, "--benchmark", "vidore-v3", "--subsets", "hr", "--setting", setting,
-                 "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache"),
-                 "--measure", "ndcg_at_10"])
+    code = main(
+        [
+            "run",
+            method,
+            "--benchmark",
+            "vidore-v3",
+            "--subsets",
+            "hr",
+            "--setting",
+            setting,
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--measure",
+            "ndcg_at_10",
+        ]
+    )
     assert code == 0
     return json.loads((tmp_path / "results" / "vidore-v3" / method / "hr.json").read_text())
 
@@ -119,8 +142,10 @@ def test_crosslingual_per_language_and_breakdown_by_hand(hub, scripted, tmp_path
     assert mono_line.split("|")[6].strip() == f"{language_mean('english') * 100:.1f}"
     assert cross_line.split("|")[6].strip() == f"{crosslingual * 100:.1f}"
 
-    rows = {field: capsys_report(tmp_path, capsys, field) for field in ("query_type", "query_format",
-                                                                          "content_type", "relevant_pages")}
+    rows = {
+        field: capsys_report(tmp_path, capsys, field)
+        for field in ("query_type", "query_format", "content_type", "relevant_pages")
+    }
     leave, training = question_mean("leave"), question_mean("training")
     assert rows["query_type"] == [("extractive", 6, leave), ("numerical", 6, leave), ("open-ended", 6, training)]
     assert rows["query_format"] == [("keyword", 6, training), ("question", 6, leave)]
@@ -131,8 +156,22 @@ def test_crosslingual_per_language_and_breakdown_by_hand(hub, scripted, tmp_path
 def capsys_report(tmp_path, capsys, field) -> list[tuple[str, int, float]]:
     """`report --by FIELD` rows, parsed back from the printed markdown (x100, one decimal)."""
     capsys.readouterr()
-    assert main(["report", "--benchmark", "vidore-v3", "--by", field, "--decimals", "4",
-                 "--results-dir", str(tmp_path / "results")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--benchmark",
+                "vidore-v3",
+                "--by",
+                field,
+                "--decimals",
+                "4",
+                "--results-dir",
+                str(tmp_path / "results"),
+            ]
+        )
+        == 0
+    )
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
     parsed = []
     for line in lines:
@@ -152,8 +191,18 @@ def test_run_without_hub_is_one_line(hub, scripted, tmp_path, capsys, monkeypatc
     monkeypatch.setattr(hub_access, "_RESOLVED", {})
     hub.stop()
     try:
-        code = main(["run", "scripted", "--benchmark", "vidore-v3", "--subsets", "hr",
-                     "--results-dir", str(tmp_path / "results")])
+        code = main(
+            [
+                "run",
+                "scripted",
+                "--benchmark",
+                "vidore-v3",
+                "--subsets",
+                "hr",
+                "--results-dir",
+                str(tmp_path / "results"),
+            ]
+        )
     finally:
         hub.start()
     err = capsys.readouterr().err.strip()
@@ -171,8 +220,20 @@ def test_bm25_run_and_report(hub, tmp_path, capsys):
     assert main(["report", "--benchmark", "vidore-v3", "--results-dir", str(tmp_path / "results")]) == 0
     text = capsys.readouterr().out
     assert "monolingual" in text and "crosslingual" in text and "| bm25 |" in text
-    code = main(["run", "bm25", "--benchmark", "vidore-v3", "--subsets", "hr", "--content", "images",
-                 "--results-dir", str(tmp_path / "results")])
+    code = main(
+        [
+            "run",
+            "bm25",
+            "--benchmark",
+            "vidore-v3",
+            "--subsets",
+            "hr",
+            "--content",
+            "images",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code != 0 and len(err.splitlines()) == 1 and "images" in err
 
@@ -183,21 +244,30 @@ def entry(value: float, **metadata) -> dict:
 
 
 RESULTS = [
-    {"per_query": {"a": entry(1.0, query_types=["numerical", "multi-hop"], relevant_pages=10),
-                   "b": entry(0.5, query_types=["numerical"], relevant_pages=2)}},
+    {
+        "per_query": {
+            "a": entry(1.0, query_types=["numerical", "multi-hop"], relevant_pages=10),
+            "b": entry(0.5, query_types=["numerical"], relevant_pages=2),
+        }
+    },
     {"per_query": {"c": entry(0.0, query_types=[], relevant_pages=2, query_format="keyword")}},
 ]
 
 
 def test_list_valued_fields_count_a_query_in_each_group():
     assert breakdown(RESULTS, "query_type") == [
-        BreakdownRow("multi-hop", 1, 1.0), BreakdownRow("numerical", 2, 0.75), BreakdownRow(MISSING, 1, 0.0)]
+        BreakdownRow("multi-hop", 1, 1.0),
+        BreakdownRow("numerical", 2, 0.75),
+        BreakdownRow(MISSING, 1, 0.0),
+    ]
 
 
 def test_numeric_values_sort_as_numbers_and_missing_is_a_group():
     assert breakdown(RESULTS, "relevant_pages") == [BreakdownRow("2", 2, 0.25), BreakdownRow("10", 1, 1.0)]
-    assert breakdown(RESULTS, "query_format", "p_at_1") == [BreakdownRow("keyword", 1, 1.0),
-                                                            BreakdownRow(MISSING, 2, 1.0)]
+    assert breakdown(RESULTS, "query_format", "p_at_1") == [
+        BreakdownRow("keyword", 1, 1.0),
+        BreakdownRow(MISSING, 2, 1.0),
+    ]
 
 
 def test_breakdown_markdown_renders_counts_and_scores():
@@ -205,10 +275,13 @@ def test_breakdown_markdown_renders_counts_and_scores():
     assert "| query_type | queries | ndcg_at_10 (x100) |" in text and "| numerical | 2 | 75.0 |" in text
 
 
-@pytest.mark.parametrize("field, measure, needle", [
-    ("query_kind", "ndcg_at_10", "choose from query_type, query_format, content_type, relevant_pages"),
-    ("query_type", "ndcg_at_5", "choose from ndcg_at_10, p_at_1"),
-])
+@pytest.mark.parametrize(
+    "field, measure, needle",
+    [
+        ("query_kind", "ndcg_at_10", "choose from query_type, query_format, content_type, relevant_pages"),
+        ("query_type", "ndcg_at_5", "choose from ndcg_at_10, p_at_1"),
+    ],
+)
 def test_breakdown_bad_field_or_measure_is_a_usage_error(field, measure, needle):
     with pytest.raises(UsageError) as caught:
         breakdown(RESULTS, field, measure)

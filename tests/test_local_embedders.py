@@ -22,8 +22,7 @@ LONG = " ".join(["retrieval evaluation with graded relevance judgments"] * 60)  
 # sentence -> first six coordinates from sentence-transformers (see module docstring).
 MINILM_REFERENCE = {
     "The cat sits on the mat.": [0.1341771, -0.0329003, -0.0248038, 0.041439, -0.0363476, 0.0418142],
-    "Où se trouve la bibliothèque municipale ?": [0.0491049, -0.0577056, -0.0103341, -0.0032462, -0.0337726,
-                                                  0.0073163],
+    "Où se trouve la bibliothèque municipale ?": [0.0491049, -0.0577056, -0.0103341, -0.0032462, -0.0337726, 0.0073163],
     "": [-0.1188384, 0.0482987, -0.0025481, -0.0110112, 0.0519508, 0.0102917],
     LONG: [-0.0732087, 0.0080401, -0.0268462, -0.0168936, -0.0706925, 0.0153184],
 }
@@ -44,8 +43,10 @@ def test_minilm_matches_sentence_transformers(minilm):
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
     np.testing.assert_allclose(vectors[:, :6], np.array(list(MINILM_REFERENCE.values())), atol=2e-6)
-    pair = minilm.embed([EmbedItem(text="The cat sits on the mat."),
-                         EmbedItem(text="A quick brown fox jumps over the lazy dog")], "query")
+    pair = minilm.embed(
+        [EmbedItem(text="The cat sits on the mat."), EmbedItem(text="A quick brown fox jumps over the lazy dog")],
+        "query",
+    )
     assert float(pair[0] @ pair[1]) == pytest.approx(MINILM_REFERENCE_COSINE, abs=2e-6)
     # The long text was truncated at 256 tokens, as sentence-transformers does (not at the tokenizer's 128).
     assert minilm.max_length == 256
@@ -66,8 +67,10 @@ def test_e5_retrieves_the_english_page_a_french_query_translates(tmp_path):
         Page("tides", "Ocean tides are caused by the gravitational pull of the moon and the sun."),
         Page("tax", "The city raised the property tax rate to pay for new public schools."),
     ]
-    queries = [Query("q-fr", "Comment faire du pain à la maison avec de la farine et de la levure ?", "fr"),
-               Query("q-de", "Warum gibt es Ebbe und Flut im Meer?", "de")]
+    queries = [
+        Query("q-fr", "Comment faire du pain à la maison avec de la farine et de la levure ?", "fr"),
+        Query("q-de", "Warum gibt es Ebbe und Flut im Meer?", "de"),
+    ]
     subset = Subset("tiny", "xling", "en", pages, queries, {"q-fr": {"bread": 1}, "q-de": {"tides": 1}})
     ctx = MethodContext(benchmark="tiny", cache_dir=tmp_path)
     run = DenseRetriever("multilingual-e5-small", E5Embedder(), ctx).run(subset, queries, top_k=3)

@@ -17,8 +17,11 @@ def minilm(tmp_path_factory):
 
 def test_scores_follow_input_order_and_rank_the_answer_first(minilm):
     reranker, ctx = minilm
-    documents = ["The cat sat on the mat.", "Heat pumps move heat from outside air into a building.",
-                 "Stock markets fell on Monday."]
+    documents = [
+        "The cat sat on the mat.",
+        "Heat pumps move heat from outside air into a building.",
+        "Stock markets fell on Monday.",
+    ]
     scores = reranker.rerank("how does a heat pump warm a house", documents)
     assert len(scores) == 3 and int(np.argmax(scores)) == 1
     # the same documents in another order get the same scores, permuted

@@ -110,16 +110,31 @@ def test_mean_over_selected_queries():
 
 @pytest.mark.parametrize(
     "given, canonical",
-    [("ndcg_at_10", "ndcg_at_10"), ("nDCG@10", "ndcg_at_10"), ("P@5", "p_at_5"), ("MRR@10", "mrr_at_10"),
-     ("map", "map"), ("recall_at_1000", "recall_at_1000"), ("mrr", "mrr"), ("ndcg", "ndcg")],
+    [
+        ("ndcg_at_10", "ndcg_at_10"),
+        ("nDCG@10", "ndcg_at_10"),
+        ("P@5", "p_at_5"),
+        ("MRR@10", "mrr_at_10"),
+        ("map", "map"),
+        ("recall_at_1000", "recall_at_1000"),
+        ("mrr", "mrr"),
+        ("ndcg", "ndcg"),
+    ],
 )
 def test_measure_names(given, canonical):
     assert M.get_measure(given).name == canonical
 
 
 def test_trec_names():
-    expected = {"ndcg_at_10": "ndcg_cut_10", "p_at_10": "P_10", "recall_at_100": "recall_100",
-                "map_at_100": "map_cut_100", "map": "map", "mrr": "recip_rank", "mrr_at_10": "recip_rank_cut_10"}
+    expected = {
+        "ndcg_at_10": "ndcg_cut_10",
+        "p_at_10": "P_10",
+        "recall_at_100": "recall_100",
+        "map_at_100": "map_cut_100",
+        "map": "map",
+        "mrr": "recip_rank",
+        "mrr_at_10": "recip_rank_cut_10",
+    }
     assert {name: M.get_measure(name).trec_name for name in expected} == expected
 
 
@@ -143,16 +158,19 @@ def test_a_registered_family_is_computed_beside_trec_measures():
     """The float-gain nDCG plugs in this way: a family whose compute reads `data.gains`."""
 
     def compute(measures: list[Measure], data: M.EvalData) -> M.PerQuery:
-        return {qid: {m.name: sum(data.gains.get(qid, {}).get(d, 0.0) for d in data.run[qid]) for m in measures}
-                for qid in data.qids}
+        return {
+            qid: {m.name: sum(data.gains.get(qid, {}).get(d, 0.0) for d in data.run[qid]) for m in measures}
+            for qid in data.qids
+        }
 
     def parse(text: str) -> Measure | None:
         return Measure("gain_sum", "gain_sum", compute) if text == "gain_sum" else None
 
     family = M.register(Family("gain_sum", ("gain_sum",), parse))
     try:
-        scores = M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0, "b": 0.5}}, ["gain_sum", "p_at_1"],
-                            gains={"q": {"a": 0.25, "b": 0.5}})
+        scores = M.evaluate(
+            {"q": {"a": 1}}, {"q": {"a": 1.0, "b": 0.5}}, ["gain_sum", "p_at_1"], gains={"q": {"a": 0.25, "b": 0.5}}
+        )
         assert scores == {"q": {"gain_sum": 0.75, "p_at_1": 1.0}}
         assert "gain_sum" in M.measure_forms()
         with pytest.raises(ValueError):

@@ -27,8 +27,10 @@ def test_read_run_and_qrels(tmp_path):
         ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", ":2: expected 6 columns, got 5"),
         ("q1 Q0 d1 1 high tag\n", ":1: score 'high' is not a number"),
         ("q1 Q0 d1 1 nan tag\n", ":1: score is NaN"),
-        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 2.0 tag\nq1 Q0 d1 3 1.0 tag\n",
-         ":3: document d1 is listed twice for query q1 (first at line 1)"),
+        (
+            "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 2.0 tag\nq1 Q0 d1 3 1.0 tag\n",
+            ":3: document d1 is listed twice for query q1 (first at line 1)",
+        ),
         ("", ": run file is empty"),
         ("\n  \n", ": run file is empty"),
     ],

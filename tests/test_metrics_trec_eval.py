@@ -13,10 +13,9 @@ import math
 import numpy as np
 import pytest
 
+from conftest import shared_path
 from evals_repro import metrics as M
 from evals_repro.cli import main
-
-from conftest import shared_path
 
 QIDS = ("301", "302", "303")
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -53,8 +52,12 @@ def derived(expected) -> dict[str, dict[str, float]]:
     for qid in QIDS:
         rr = float(expected["recip_rank", qid])
         p1 = 1.0 if rr == 1.0 else 0.0
-        values[qid] = {"mrr_at_10": rr if rr >= 0.1 else 0.0, "p_at_1": p1, "ndcg_at_1": p1,
-                       "recall_at_1": p1 / int(expected["num_rel", qid])}
+        values[qid] = {
+            "mrr_at_10": rr if rr >= 0.1 else 0.0,
+            "p_at_1": p1,
+            "ndcg_at_1": p1,
+            "recall_at_1": p1 / int(expected["num_rel", qid]),
+        }
     return values
 
 
@@ -141,8 +144,9 @@ def run_cli(capsys, *args: str) -> tuple[int, list[str], str]:
 def test_evaluate_command_prints_trec_eval_lines(capsys):
     qrels_path, run_path = inputs()
     expected_lines = set(shared_path("data", "trec_eval", "out.test.aq").read_text().splitlines())
-    code, lines, _ = run_cli(capsys, "--qrels", str(qrels_path), "--run", str(run_path), "-q", "--trec-names",
-                             "--measure", ",".join(DIRECT))
+    code, lines, _ = run_cli(
+        capsys, "--qrels", str(qrels_path), "--run", str(run_path), "-q", "--trec-names", "--measure", ",".join(DIRECT)
+    )
     assert code == 0
     assert len(lines) == len(DIRECT) * (len(QIDS) + 1) + 1
     for line in lines:  # byte-identical to trec_eval's own lines, padding included
@@ -154,8 +158,15 @@ def test_evaluate_command_our_names(capsys):
     expected = published()
     values = derived(expected)
     names = list(DIRECT) + list(derived_names())
-    code, lines, _ = run_cli(capsys, "--qrels", str(qrels_path), "--run", str(run_path), "-q",
-                             *[arg for name in names for arg in ("-m", name)])
+    code, lines, _ = run_cli(
+        capsys,
+        "--qrels",
+        str(qrels_path),
+        "--run",
+        str(run_path),
+        "-q",
+        *[arg for name in names for arg in ("-m", name)],
+    )
     assert code == 0
     printed = {(name.strip(), qid): value for name, qid, value in (line.split("\t") for line in lines)}
     assert printed["num_q", "all"] == "3"

@@ -137,10 +137,21 @@ def test_evaluate_command_with_gains(tmp_path, capsys):
 
     (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 1\n")
     (tmp_path / "gains").write_text("q1 0 d1 1.0\nq1 0 d2 0.5\nq1 0 d9 0\nq2 0 d3 0.25\n")
-    (tmp_path / "run").write_text("q1 Q0 d2 1 0.9 t\nq1 Q0 d1 2 0.7 t\nq1 Q0 d9 3 0.1 t\n"
-                                  "q2 Q0 d3 1 0.5 t\nq2 Q0 d4 2 0.5 t\n")
-    args = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
-            "--gains", str(tmp_path / "gains"), "-m", "ndcg_at_10", "-q"]
+    (tmp_path / "run").write_text(
+        "q1 Q0 d2 1 0.9 t\nq1 Q0 d1 2 0.7 t\nq1 Q0 d9 3 0.1 t\nq2 Q0 d3 1 0.5 t\nq2 Q0 d4 2 0.5 t\n"
+    )
+    args = [
+        "evaluate",
+        "--qrels",
+        str(tmp_path / "qrels"),
+        "--run",
+        str(tmp_path / "run"),
+        "--gains",
+        str(tmp_path / "gains"),
+        "-m",
+        "ndcg_at_10",
+        "-q",
+    ]
     assert main(args) == 0
     lines = {tuple(line.split()[:2]): float(line.split()[2]) for line in capsys.readouterr().out.splitlines()}
     q1 = (0.5 + 1 / L2(3)) / (1 + 0.5 / L2(3))

@@ -25,8 +25,10 @@ def cohere_call(client):
 
 def gemini_call(client):
     from google.genai import types
-    return client.models.embed_content(model="gemini-embedding-2",
-                                       contents=[types.Content(parts=[types.Part(text="hello")])])
+
+    return client.models.embed_content(
+        model="gemini-embedding-2", contents=[types.Content(parts=[types.Part(text="hello")])]
+    )
 
 
 def mixedbread_call(client):
@@ -37,8 +39,14 @@ CASES = {
     "voyage": (FakeVoyage, "VOYAGE_BASE_URL", "/v1", "VOYAGE_API_KEY", clients.voyage_client, voyage_call),
     "cohere": (FakeCohere, "CO_API_URL", "", "CO_API_KEY", clients.cohere_client, cohere_call),
     "gemini": (FakeGemini, "GOOGLE_GEMINI_BASE_URL", "", "GEMINI_API_KEY", clients.gemini_client, gemini_call),
-    "mixedbread": (FakeMixedbread, "MIXEDBREAD_BASE_URL", "", "MXBAI_API_KEY", clients.mixedbread_client,
-                   mixedbread_call),
+    "mixedbread": (
+        FakeMixedbread,
+        "MIXEDBREAD_BASE_URL",
+        "",
+        "MXBAI_API_KEY",
+        clients.mixedbread_client,
+        mixedbread_call,
+    ),
 }
 
 
@@ -60,6 +68,7 @@ def test_sdk_retries_are_off_and_base_url_is_used(provider, monkeypatch):
 @pytest.mark.parametrize("provider", sorted(CASES))
 def test_timeout_from_settings(provider, monkeypatch):
     from fakes.base import Reply
+
     fake_cls, url_env, suffix, key_env, make, call = CASES[provider]
     with fake_cls() as fake:
         monkeypatch.setenv(url_env, fake.url + suffix)

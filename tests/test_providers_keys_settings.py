@@ -55,8 +55,17 @@ def test_defaults_per_provider(monkeypatch):
 
 
 def test_options_override_defaults_and_accept_dashes():
-    settings = provider_settings("voyage", {"voyage_tpm": 1000, "voyage-rpm": "10", "voyage_interval": 0.5,
-                                            "timeout": 7, "max_attempts": 2, "cohere_tpm": 1})
+    settings = provider_settings(
+        "voyage",
+        {
+            "voyage_tpm": 1000,
+            "voyage-rpm": "10",
+            "voyage_interval": 0.5,
+            "timeout": 7,
+            "max_attempts": 2,
+            "cohere_tpm": 1,
+        },
+    )
     assert settings.tokens_per_minute == 1000
     assert settings.requests_per_minute == 10
     assert settings.min_interval == 0.5

@@ -16,7 +16,6 @@ from evals_repro.providers.retry import backoff_delay, call_with_retries
 from evals_repro.providers.settings import provider_settings
 from evals_repro.providers.throttle import Throttle
 from evals_repro.usage import Usage
-
 from fakes.clock import FakeClock
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:1/x")
@@ -24,24 +23,30 @@ REQUEST = httpx.Request("POST", "http://127.0.0.1:1/x")
 
 def voyage_429(after="3"):
     from voyageai import error
-    return error.RateLimitError("slow down", http_status=429, json_body={"detail": "slow down"},
-                                headers={"retry-after": after})
+
+    return error.RateLimitError(
+        "slow down", http_status=429, json_body={"detail": "slow down"}, headers={"retry-after": after}
+    )
 
 
 def cohere_429(after="3"):
     import cohere
+
     return cohere.TooManyRequestsError(body={"message": "slow down"}, headers={"retry-after": after})
 
 
 def gemini_429(after="3"):
     from google.genai import errors
+
     response = httpx2.Response(429, headers={"Retry-After": after})
-    return errors.ClientError(429, {"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}},
-                              response)
+    return errors.ClientError(
+        429, {"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}}, response
+    )
 
 
 def mixedbread_429(after="3"):
     import mixedbread
+
     response = httpx.Response(429, headers={"Retry-After": after}, request=REQUEST)
     return mixedbread.RateLimitError("Error code: 429", response=response, body={"message": "slow down"})
 
@@ -67,12 +72,18 @@ def transient_errors():
         ("cohere", __import__("cohere").core.ApiError(status_code=502, body="bad gateway", headers={})),
         ("cohere", httpx.ReadTimeout("read timed out", request=REQUEST)),
         ("cohere", httpx.ConnectError("refused", request=REQUEST)),
-        ("gemini", gerrors.ServerError(503, {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}},
-                                       httpx2.Response(503))),
+        (
+            "gemini",
+            gerrors.ServerError(
+                503, {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}, httpx2.Response(503)
+            ),
+        ),
         ("gemini", httpx2.ReadTimeout("timed out")),
         ("gemini", httpx2.ConnectError("refused")),
-        ("mixedbread", mixedbread.InternalServerError("Error code: 500", response=httpx.Response(500, request=REQUEST),
-                                                      body=None)),
+        (
+            "mixedbread",
+            mixedbread.InternalServerError("Error code: 500", response=httpx.Response(500, request=REQUEST), body=None),
+        ),
         ("mixedbread", mixedbread.APITimeoutError(request=REQUEST)),
         ("mixedbread", mixedbread.APIConnectionError(request=REQUEST)),
     ]
@@ -98,8 +109,9 @@ def run(provider, fn, *, attempts=4, **kwargs):
     usage = Usage()
     clock = FakeClock()
     throttle = Throttle(clock=clock, sleep=clock.sleep)
-    result = call_with_retries(settings, fn, usage=usage, throttle=throttle, sleep=clock.sleep,
-                               rng=random.Random(0), **kwargs)
+    result = call_with_retries(
+        settings, fn, usage=usage, throttle=throttle, sleep=clock.sleep, rng=random.Random(0), **kwargs
+    )
     return result, usage, clock.sleeps
 
 
@@ -126,7 +138,9 @@ def test_429_retry_after_http_date(provider):
     assert 17 <= sleeps[0] <= 20
 
 
-@pytest.mark.parametrize("provider,exc", transient_errors(), ids=lambda v: type(v).__name__ if not isinstance(v, str) else v)
+@pytest.mark.parametrize(
+    "provider,exc", transient_errors(), ids=lambda v: type(v).__name__ if not isinstance(v, str) else v
+)
 def test_transient_errors_are_retried_with_backoff(provider, exc):
     fn = Script(exc)
     result, usage, sleeps = run(provider, fn)
@@ -142,12 +156,25 @@ def client_errors():
     from voyageai import error as verror
 
     return [
-        ("voyage", verror.InvalidRequestError("input too long", http_status=400, json_body={"detail": "input too long"})),
+        (
+            "voyage",
+            verror.InvalidRequestError("input too long", http_status=400, json_body={"detail": "input too long"}),
+        ),
         ("cohere", cohere.BadRequestError(body={"message": "input too long"})),
-        ("gemini", gerrors.ClientError(400, {"error": {"code": 400, "message": "input too long",
-                                                       "status": "INVALID_ARGUMENT"}}, httpx2.Response(400))),
-        ("mixedbread", mixedbread.BadRequestError("Error code: 400", response=httpx.Response(400, request=REQUEST),
-                                                  body={"message": "input too long"})),
+        (
+            "gemini",
+            gerrors.ClientError(
+                400,
+                {"error": {"code": 400, "message": "input too long", "status": "INVALID_ARGUMENT"}},
+                httpx2.Response(400),
+            ),
+        ),
+        (
+            "mixedbread",
+            mixedbread.BadRequestError(
+                "Error code: 400", response=httpx.Response(400, request=REQUEST), body={"message": "input too long"}
+            ),
+        ),
     ]
 
 
@@ -163,6 +190,7 @@ def test_other_4xx_fail_at_once_with_provider_message(provider, exc):
 
 def test_401_hint_names_key_variable():
     import cohere
+
     with pytest.raises(ProviderError) as info:
         run("cohere", Script(cohere.UnauthorizedError(body={"message": "invalid api token"})))
     assert "COHERE_API_KEY" in info.value.one_line()
@@ -195,6 +223,7 @@ def test_reported_tokens_replace_the_estimate():
 
 def test_key_is_redacted_from_errors(monkeypatch):
     import cohere
+
     monkeypatch.setenv("CO_API_KEY", "co-secret-key-1")
     with pytest.raises(ProviderError) as info:
         run("cohere", Script(cohere.BadRequestError(body={"message": "bad key co-secret-key-1"})))

@@ -134,6 +134,7 @@ def test_learns_reported_to_estimated_ratio():
 
 def test_reset_throttles_forgets_budgets():
     from evals_repro.providers.throttle import reset_throttles
+
     settings = provider_settings("gemini", {"gemini_rpm": 7})
     before = get_throttle(settings)
     reset_throttles()

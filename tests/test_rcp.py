@@ -85,7 +85,10 @@ EXPECTED_RCP = {
     ("zerank-2", "hr", "french"): ((0.3 + 0.6 / L3 + 0.3 / 2) / HR_FR_IDCG, 0.4 * (1 + 1 / L3 + 0.5) / HR_FR_IDCG),
     ("rerank-2.5", "energy", "english"): (1.0, 1.0),
     ("zerank-2", "energy", "english"): ((0.2 + 0.05 / L3 + 0.7 / 2) / EN_EN_IDCG,) * 2,
-    ("rerank-2.5", "energy", "french"): ((0.4 + 0.8 / L3 + 0.1 / 2) / EN_FR_IDCG, (0.4 + 0.45 / L3 + 0.45 / 2) / EN_FR_IDCG),
+    ("rerank-2.5", "energy", "french"): (
+        (0.4 + 0.8 / L3 + 0.1 / 2) / EN_FR_IDCG,
+        (0.4 + 0.45 / L3 + 0.45 / 2) / EN_FR_IDCG,
+    ),
     # zerank-2's e2 score is NaN (dropped): e1 then e3
     ("zerank-2", "energy", "french"): ((0.1 + 0.4 / L3) / EN_FR_IDCG,) * 2,
 }
@@ -110,16 +113,23 @@ def test_replay_numbers_by_hand(snapshot):
                 got = result.means[(model, domain, language, rule)][metric]
                 assert got == pytest.approx(values[rule_index], abs=1e-12), (model, domain, language, rule, metric)
             for model in ("rerank-2.5", "zerank-2"):
-                native = [expected[(model, "hr", "english")][rule_index], expected[(model, "energy", "french")][rule_index]]
+                native = [
+                    expected[(model, "hr", "english")][rule_index],
+                    expected[(model, "energy", "french")][rule_index],
+                ]
                 assert result.cell("native", model, "hr", rule, metric) == pytest.approx(native[0], abs=1e-12)
                 assert result.row_mean("native", model, rule, metric) == pytest.approx(sum(native) / 2, abs=1e-12)
-                both = [(expected[(model, d, "english")][rule_index] + expected[(model, d, "french")][rule_index]) / 2
-                        for d in ("hr", "energy")]
+                both = [
+                    (expected[(model, d, "english")][rule_index] + expected[(model, d, "french")][rule_index]) / 2
+                    for d in ("hr", "energy")
+                ]
                 assert result.row_mean("mean6", model, rule, metric) == pytest.approx(sum(both) / 2, abs=1e-12)
 
 
 def test_rcp_replay_command(snapshot, capsys):
-    code = main(["rcp", "replay", "--snapshot", str(snapshot), "--domains", "hr,energy", "--languages", "english,french"])
+    code = main(
+        ["rcp", "replay", "--snapshot", str(snapshot), "--domains", "hr,energy", "--languages", "english,french"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("| Reranker | hr | energy | Mean |") == 8
@@ -158,6 +168,7 @@ def test_rcp_pool_command(snapshot, capsys):
 
 # -- the same release served by the fake Hub ----------------------------------------------------------------
 
+
 @pytest.fixture
 def hub(request, monkeypatch):
     """The session's fake Hub (tests/conftest.py) serving the fixture at v2 and a v1 whose h2 gain differs."""
@@ -170,8 +181,9 @@ def hub(request, monkeypatch):
     files = rcp_fixture.release_files()
     fake.add_repo(REPO, V2, files)
     old = dict(files)
-    old["hr__english/qrels.parquet"] = rcp_fixture.qrels_parquet("hr-en-1", [
-        ("h1", 2, 0.9, 1.5), ("h2", 0, 0.45, 0.1), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)])
+    old["hr__english/qrels.parquet"] = rcp_fixture.qrels_parquet(
+        "hr-en-1", [("h1", 2, 0.9, 1.5), ("h2", 0, 0.45, 0.1), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)]
+    )
     fake.add_repo(REPO, V1, old, branch=None)
     monkeypatch.delenv("EVALS_REPRO_RCP_SNAPSHOT", raising=False)
     return fake

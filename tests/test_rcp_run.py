@@ -38,13 +38,19 @@ IDEAL_HR_EN = 0.9 + 0.5 / L + 0.1 / 2
 IDEAL_HR_FR = 0.6 + 0.3 / L + 0.3 / 2
 IDEAL_EN_EN = 0.7 + 0.2 / L + 0.05 / 2
 IDEAL_EN_FR = 0.8 + 0.4 / L + 0.1 / 2
-HR_EN = ((0.5 + 0.5 * (1 / L + 1 / 2)) / IDEAL_HR_EN,  # tie {h1 .9, h3 .1} at ranks 2-3: mean .5 each
-         (0.5 + 0.1 / L + 0.9 / 2) / IDEAL_HR_EN)  # doc-id: h3 before h1
-HR_FR = (0.4 * (1 + 1 / L + 1 / 2) / IDEAL_HR_FR,  # all three tied: mean (.3+.6+.3)/3 = .4 each
-         (0.3 + 0.6 / L + 0.3 / 2) / IDEAL_HR_FR)  # doc-id: h3, h2, h1
+HR_EN = (
+    (0.5 + 0.5 * (1 / L + 1 / 2)) / IDEAL_HR_EN,  # tie {h1 .9, h3 .1} at ranks 2-3: mean .5 each
+    (0.5 + 0.1 / L + 0.9 / 2) / IDEAL_HR_EN,
+)  # doc-id: h3 before h1
+HR_FR = (
+    0.4 * (1 + 1 / L + 1 / 2) / IDEAL_HR_FR,  # all three tied: mean (.3+.6+.3)/3 = .4 each
+    (0.3 + 0.6 / L + 0.3 / 2) / IDEAL_HR_FR,
+)  # doc-id: h3, h2, h1
 EN_EN = ((0.7 + 0.05 / L + 0.2 / 2) / IDEAL_EN_EN,) * 2  # e1, e3, e2
-EN_FR = ((0.4 + 0.45 * (1 / L + 1 / 2)) / IDEAL_EN_FR,  # e3, then tie {e1 .1, e2 .8}: mean .45
-         (0.4 + 0.8 / L + 0.1 / 2) / IDEAL_EN_FR)  # doc-id: e2 before e1
+EN_FR = (
+    (0.4 + 0.45 * (1 / L + 1 / 2)) / IDEAL_EN_FR,  # e3, then tie {e1 .1, e2 .8}: mean .45
+    (0.4 + 0.8 / L + 0.1 / 2) / IDEAL_EN_FR,
+)  # doc-id: e2 before e1
 # Integer nDCG@10 (trec_eval linear gains, doc-id ties). hr-en-1: h1 (grade 2) at rank 3, h4 (grade 1)
 # is outside the pool, so never ranked but in the ideal: 1 / (2 + 1/log2 3). hr-fr-1: h2 at rank 2.
 NDCG_HR_EN = (2 / 2) / (2 + 1 / L)
@@ -57,23 +63,43 @@ def _extra_hr_subsets(files: dict[str, bytes]) -> None:
         subset, code = f"hr__{lang}", lang[:2]
         files[f"{subset}/corpus.parquet"] = files["hr__english/corpus.parquet"]
         files[f"{subset}/queries.parquet"] = rcp_fixture._parquet(
-            {"id": [f"hr-{code}-1", f"hr-{code}-2"], "text": [f"hr question ({lang})", "no pool"]})
+            {"id": [f"hr-{code}-1", f"hr-{code}-2"], "text": [f"hr question ({lang})", "no pool"]}
+        )
         files[f"{subset}/top_ranked.parquet"] = rcp_fixture._parquet(
-            {"query-id": [f"hr-{code}-1"], "corpus-ids": [["h1", "h2", "h3"]]})
-        rows = [(f"hr-{code}-1", "h1", 2, 0.9), (f"hr-{code}-1", "h2", 0, 0.5), (f"hr-{code}-1", "h3", 0, 0.1),
-                (f"hr-{code}-2", "h2", 1, 0.7)]
+            {"query-id": [f"hr-{code}-1"], "corpus-ids": [["h1", "h2", "h3"]]}
+        )
+        rows = [
+            (f"hr-{code}-1", "h1", 2, 0.9),
+            (f"hr-{code}-1", "h2", 0, 0.5),
+            (f"hr-{code}-1", "h3", 0, 0.1),
+            (f"hr-{code}-2", "h2", 1, 0.7),
+        ]
         files[f"{subset}/qrels.parquet"] = rcp_fixture._parquet(
-            {"query-id": [r[0] for r in rows], "corpus-id": [r[1] for r in rows], "score": [r[2] for r in rows],
-             "gain": [r[3] for r in rows], "theta": [0.0] * len(rows)},
-            pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64()),
-                       ("gain", pa.float64()), ("theta", pa.float64())]))
+            {
+                "query-id": [r[0] for r in rows],
+                "corpus-id": [r[1] for r in rows],
+                "score": [r[2] for r in rows],
+                "gain": [r[3] for r in rows],
+                "theta": [0.0] * len(rows),
+            },
+            pa.schema(
+                [
+                    ("query-id", pa.string()),
+                    ("corpus-id", pa.string()),
+                    ("score", pa.int64()),
+                    ("gain", pa.float64()),
+                    ("theta", pa.float64()),
+                ]
+            ),
+        )
 
 
 def _ghost_in_pool(files: dict[str, bytes]) -> None:
     files["energy__german/corpus.parquet"] = files["energy__english/corpus.parquet"]
     files["energy__german/queries.parquet"] = rcp_fixture._parquet({"id": ["en-de-1"], "text": ["Welches Werk?"]})
     files["energy__german/top_ranked.parquet"] = rcp_fixture._parquet(
-        {"query-id": ["en-de-1"], "corpus-ids": [["e1", "ghost", "e2"]]})
+        {"query-id": ["en-de-1"], "corpus-ids": [["e1", "ghost", "e2"]]}
+    )
     files["energy__german/qrels.parquet"] = rcp_fixture.qrels_parquet("en-de-1", [("e1", 2, 0.9, 1.0)])
 
 
@@ -100,8 +126,22 @@ def rcp(fake_hub, tmp_path, monkeypatch):
 
 def run(tmp_path, method, subsets, *extra, benchmark="vidore-v3-rcp"):
     chosen = [arg for name in subsets for arg in ("--subsets", name)]
-    return main(["run", method, "--benchmark", benchmark, "--revision", SHA, *chosen,
-                 "--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache"), *extra])
+    return main(
+        [
+            "run",
+            method,
+            "--benchmark",
+            benchmark,
+            "--revision",
+            SHA,
+            *chosen,
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            *extra,
+        ]
+    )
 
 
 def result(tmp_path, method, subset, benchmark="vidore-v3-rcp"):
@@ -165,7 +205,8 @@ def test_retrieval_view_ranks_the_open_corpus(rcp):
     hr_en = result(rcp, "scripted", "hr__english", benchmark="vidore-v3-rcp-retrieval")
     assert hr_en["source"]["view"] == "retrieval" and "pool" not in hr_en["config"]
     assert hr_en["metrics"]["ndcg_float_at_10"] == pytest.approx(
-        (0.1 / L + 0.5 / 2 + 0.9 / math.log2(5)) / IDEAL_HR_EN, abs=1e-12)
+        (0.1 / L + 0.5 / 2 + 0.9 / math.log2(5)) / IDEAL_HR_EN, abs=1e-12
+    )
     assert hr_en["metrics"]["ndcg_at_10"] == pytest.approx((1 + 2 / math.log2(5)) / (2 + 1 / L), abs=1e-4)
 
 
@@ -178,36 +219,60 @@ def test_report_views_and_tie_rule_filter(rcp, capsys):
     titles = [t.title for t in tables]
     views = ("native-language view", "6-language mean view", "monolingual")  # no crosslingual run: no table
     assert titles == [f"vidore-v3-rcp — {v} — ndcg_at_10 (x100)" for v in views] + [
-        f"vidore-v3-rcp — {v} — ndcg_float_at_10, group-mean ties (x100)" for v in views]
+        f"vidore-v3-rcp — {v} — ndcg_float_at_10, group-mean ties (x100)" for v in views
+    ]
     native, six = tables[3], tables[4]
     domains = native.columns[:-1]
     assert native.columns[-1] == "mean" and len(domains) == 8
-    (method, cells), = native.rows
+    ((method, cells),) = native.rows
     assert method == RERANKED
     expected = {"hr": HR_EN[0], "energy": EN_FR[0]}  # hr is asked natively in english, energy in french
     assert cells == [pytest.approx(expected[d]) if d in expected else None for d in domains] + [None]
-    (_, cells), = six.rows
+    ((_, cells),) = six.rows
     hr_mean = (HR_EN[0] + HR_FR[0] + 4 * 1.0) / 6  # energy has two languages only: no cell
     assert cells == [pytest.approx(hr_mean) if d == "hr" else None for d in domains] + [None]
 
     capsys.readouterr()
-    assert main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"),
-                 "--tie-rule", "doc-id"]) == 0
+    assert (
+        main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"), "--tie-rule", "doc-id"])
+        == 0
+    )
     captured = capsys.readouterr()
     assert f"not shown, computed with another tie rule than doc-id: {RERANKED} (group-mean)" in captured.err
     assert "### vidore-v3-rcp — native-language view — ndcg_float_at_10, doc-id ties (x100)" in captured.out
     fs = (0.1 + 0.5 / L + 0.45) / IDEAL_HR_EN
     assert f"| scripted |  |  |  |  | {fs * 100:.1f} |  |  |  |  |" in captured.out
-    assert main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"),
-                 "--tie-rule", "random"]) == 2
+    assert (
+        main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"), "--tie-rule", "random"])
+        == 2
+    )
     assert "unknown tie rule 'random'" in capsys.readouterr().err
     # Only first stages: the one left was computed doc-id, so a group-mean report refuses, naming the rule.
-    assert main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"),
-                 "--first-stage-only"]) == 2
+    assert (
+        main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"), "--first-stage-only"])
+        == 2
+    )
     assert "no result of vidore-v3-rcp was computed with tie rule group-mean (they used doc-id)" in " ".join(
-        capsys.readouterr().err.split())
-    assert main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"),
-                 "--by", "query_type", "--measure", "ndcg_float_at_10", "--tie-rule", "doc-id"]) == 0
+        capsys.readouterr().err.split()
+    )
+    assert (
+        main(
+            [
+                "report",
+                "--benchmark",
+                "vidore-v3-rcp",
+                "--results-dir",
+                str(rcp / "results"),
+                "--by",
+                "query_type",
+                "--measure",
+                "ndcg_float_at_10",
+                "--tie-rule",
+                "doc-id",
+            ]
+        )
+        == 0
+    )
     assert "— scripted —" in (out := capsys.readouterr().out) and RERANKED not in out
 
 
@@ -219,11 +284,21 @@ def test_views_fill_means_only_with_every_subset(tmp_path):
     for d, domain in enumerate(domains):
         for i, lang in enumerate(languages):
             score = d / 10 + i / 100
-            write_result(tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json", {
-                "benchmark": "vidore-v3-rcp", "subset": f"{domain}__{lang}", "method": "m", "first_stage": "m",
-                "reranked": False, "setting": "monolingual", "native_language": lang,
-                "config": {"tie_rule": "group-mean"}, "metrics": {"ndcg_at_10": score},
-                "languages": {lang: {"n_queries": 1, "metrics": {"ndcg_at_10": score}}}})
+            write_result(
+                tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json",
+                {
+                    "benchmark": "vidore-v3-rcp",
+                    "subset": f"{domain}__{lang}",
+                    "method": "m",
+                    "first_stage": "m",
+                    "reranked": False,
+                    "setting": "monolingual",
+                    "native_language": lang,
+                    "config": {"tie_rule": "group-mean"},
+                    "metrics": {"ndcg_at_10": score},
+                    "languages": {lang: {"n_queries": 1, "metrics": {"ndcg_at_10": score}}},
+                },
+            )
     tables, _ = declared_report(tmp_path, decl)
     native, six = tables[0].rows[0][1], tables[1].rows[0][1]
     # native: english (index 0) except energy, finance_fr, physics (french, index 1)

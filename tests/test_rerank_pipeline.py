@@ -43,8 +43,13 @@ class LengthReranker:
 
 
 def _subset():
-    pages = [Page("a", "x" * 1), Page("b", "x" * 5), Page("c", "x" * 3, title="T"), Page("d", "x" * 9),
-             Page("e", "x" * 2)]
+    pages = [
+        Page("a", "x" * 1),
+        Page("b", "x" * 5),
+        Page("c", "x" * 3, title="T"),
+        Page("d", "x" * 9),
+        Page("e", "x" * 2),
+    ]
     return Subset("toy", "s", "english", pages, [Query("q1", "query one", "english")], {"q1": {"d": 1}})
 
 

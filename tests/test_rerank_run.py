@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from beir_folder import write_beir_folder
 from evals_repro.benchmarks.registry import get_benchmark
 from evals_repro.errors import UsageError
 from evals_repro.evaluation import RunRequest, run_benchmark
 from evals_repro.report import build_tables, to_markdown
 from evals_repro.stores.upload import upload_benchmark
-from beir_folder import write_beir_folder
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank
 
@@ -43,8 +43,14 @@ def _folder(tmp_path):
 
 def _reranked_run(benchmark, subsets, tmp_path, depth=3, top_k=5):
     upload_benchmark(benchmark, "markdown", subsets, workers=2, options={"timeout": 5})
-    request = RunRequest(method=f"mixedbread-markdown+cohere@{depth}", benchmark=benchmark, subsets=subsets,
-                         top_k=top_k, results_dir=tmp_path / "results", options={"timeout": 5, "workers": 2})
+    request = RunRequest(
+        method=f"mixedbread-markdown+cohere@{depth}",
+        benchmark=benchmark,
+        subsets=subsets,
+        top_k=top_k,
+        results_dir=tmp_path / "results",
+        options={"timeout": 5, "workers": 2},
+    )
     return run_benchmark(request, echo=lambda line: None)
 
 
@@ -66,8 +72,16 @@ def test_reranked_run_writes_the_named_result_and_report_hides_it(fakes, tmp_pat
     # Every query sent exactly its top-3 store candidates to Cohere.
     assert all(len(r.json["documents"]) == 3 for r in cohere.requests)
 
-    first = run_benchmark(RunRequest(method="mixedbread-markdown", benchmark=benchmark, top_k=5,
-                                     results_dir=tmp_path / "results", options={"timeout": 5}), echo=lambda _: None)
+    first = run_benchmark(
+        RunRequest(
+            method="mixedbread-markdown",
+            benchmark=benchmark,
+            top_k=5,
+            results_dir=tmp_path / "results",
+            options={"timeout": 5},
+        ),
+        echo=lambda _: None,
+    )
     assert first.method == "mixedbread-markdown"
     shown = to_markdown(build_tables(tmp_path / "results", "energy", ["energy"])[0])
     assert "| mixedbread-markdown |" in shown and "| mixedbread-markdown+cohere@3 |" in shown

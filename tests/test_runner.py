@@ -48,19 +48,24 @@ def suite(tmp_path, monkeypatch):
     write_beir(data, "alpha")
     write_beir(data, "beta")
     monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
-    monkeypatch.setattr(scripted_method, "SCRIPT", {
-        "q1-en": ["d0", "d1"],  # relevant at rank 2: nDCG@10 = (2/log2 3) / 2
-        "q1-fr": ["d1"],        # perfect: 1
-        "q2-en": [],            # judged, no results: 0 and kept in the mean
-        "q2-fr": ["d2", "d3"],  # perfect: 1
-    })
+    monkeypatch.setattr(
+        scripted_method,
+        "SCRIPT",
+        {
+            "q1-en": ["d0", "d1"],  # relevant at rank 2: nDCG@10 = (2/log2 3) / 2
+            "q1-fr": ["d1"],  # perfect: 1
+            "q2-en": [],  # judged, no results: 0 and kept in the mean
+            "q2-fr": ["d2", "d3"],  # perfect: 1
+        },
+    )
     monkeypatch.setattr(scripted_method, "FAIL_ON_SUBSET", set())
     return data
 
 
 def request(data: Path, tmp_path: Path, **kw) -> RunRequest:
-    return RunRequest(method="scripted", benchmark=str(data), results_dir=tmp_path / "results",
-                      cache_dir=tmp_path / "cache", **kw)
+    return RunRequest(
+        method="scripted", benchmark=str(data), results_dir=tmp_path / "results", cache_dir=tmp_path / "cache", **kw
+    )
 
 
 def test_monolingual_scores_native_language_only(suite, tmp_path):
@@ -140,12 +145,15 @@ def test_report_first_stage_only_hides_reranked(suite, tmp_path):
     assert [m for m, _ in mono.rows] == ["scripted"]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["run", "no-such-method", "--benchmark", "sample"], "unknown method 'no-such-method'"),
-    (["run", "bm25", "--benchmark", "no-such-bench"], "unknown benchmark 'no-such-bench'"),
-    (["run", "bm25", "--setting", "sideways"], "--setting 'sideways' is not valid"),
-    (["run", "bm25", "--content", "video"], "--content 'video' is not valid"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "no-such-method", "--benchmark", "sample"], "unknown method 'no-such-method'"),
+        (["run", "bm25", "--benchmark", "no-such-bench"], "unknown benchmark 'no-such-bench'"),
+        (["run", "bm25", "--setting", "sideways"], "--setting 'sideways' is not valid"),
+        (["run", "bm25", "--content", "video"], "--content 'video' is not valid"),
+    ],
+)
 def test_bad_input_is_one_line(args, needle, capsys):
     code = main(args)
     err = capsys.readouterr().err
@@ -155,8 +163,9 @@ def test_bad_input_is_one_line(args, needle, capsys):
 
 
 def test_unknown_subset_names_choices(suite, tmp_path, capsys):
-    code = main(["run", "scripted", "--benchmark", str(suite), "--subsets", "gamma",
-                 "--results-dir", str(tmp_path / "r")])
+    code = main(
+        ["run", "scripted", "--benchmark", str(suite), "--subsets", "gamma", "--results-dir", str(tmp_path / "r")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "unknown subset 'gamma'" in err and "alpha, beta" in err
 
@@ -171,9 +180,20 @@ def test_killed_run_leaves_no_partial_file(suite, tmp_path):
     )
     env = dict(os.environ, SCRIPTED_DELAY="0.6", PYTHONPATH=str(Path(__file__).parent))
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "run", "scripted", "--benchmark", str(suite),
-         "--results-dir", str(tmp_path / "results")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            "scripted",
+            "--benchmark",
+            str(suite),
+            "--results-dir",
+            str(tmp_path / "results"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     alpha = tmp_path / "results/mybench/scripted/alpha.json"
     deadline = time.time() + 30

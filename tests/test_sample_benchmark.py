@@ -118,15 +118,23 @@ def test_pages_are_in_the_native_language(sample, name):
 
 def _write_beir(folder: Path, corpus=None, queries=None, qrels=None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    corpus = corpus if corpus is not None else [
-        json.dumps({"_id": "d1", "title": "One", "text": "alpha beta"}),
-        json.dumps({"_id": "d2", "title": "Two", "text": "gamma\u2028delta"}),
-    ]
-    queries = queries if queries is not None else [
-        json.dumps({"_id": "q1", "text": "alpha", "language": "german", "metadata": {"query_type": "extractive"}}),
-        json.dumps({"_id": "q2", "text": "gamma"}),
-        json.dumps({"_id": "q-train", "text": "not judged in test"}),
-    ]
+    corpus = (
+        corpus
+        if corpus is not None
+        else [
+            json.dumps({"_id": "d1", "title": "One", "text": "alpha beta"}),
+            json.dumps({"_id": "d2", "title": "Two", "text": "gamma\u2028delta"}),
+        ]
+    )
+    queries = (
+        queries
+        if queries is not None
+        else [
+            json.dumps({"_id": "q1", "text": "alpha", "language": "german", "metadata": {"query_type": "extractive"}}),
+            json.dumps({"_id": "q2", "text": "gamma"}),
+            json.dumps({"_id": "q-train", "text": "not judged in test"}),
+        ]
+    )
     qrels = qrels if qrels is not None else ["query-id\tcorpus-id\tscore", "q1\td1\t2", "q2\td2\t1"]
     if corpus is not False:
         (folder / "corpus.jsonl").write_text("\n".join(corpus) + "\n", encoding="utf-8")
@@ -192,14 +200,18 @@ def test_missing_file(tmp_path):
 
 
 def test_garbled_json_line_names_file_and_line(tmp_path):
-    folder = _write_beir(tmp_path / "garbled", corpus=[json.dumps({"_id": "d1", "text": "ok"}), '{"_id": "d2", "text": '])
+    folder = _write_beir(
+        tmp_path / "garbled", corpus=[json.dumps({"_id": "d1", "text": "ok"}), '{"_id": "d2", "text": ']
+    )
     with pytest.raises(DataError) as err:
         _load(folder)
     assert f"{folder / 'corpus.jsonl'}:2: not valid JSON" in err.value.one_line()
 
 
 def test_missing_field_names_file_line_and_field(tmp_path):
-    folder = _write_beir(tmp_path / "nofield", queries=[json.dumps({"_id": "q1", "text": "a"}), json.dumps({"_id": "q2"})])
+    folder = _write_beir(
+        tmp_path / "nofield", queries=[json.dumps({"_id": "q1", "text": "a"}), json.dumps({"_id": "q2"})]
+    )
     with pytest.raises(DataError) as err:
         _load(folder)
     assert f"{folder / 'queries.jsonl'}:2: missing field text" in err.value.one_line()

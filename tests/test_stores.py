@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from beir_folder import write_beir_folder
 from evals_repro.data import Page, Query, Subset, ranked
 from evals_repro.errors import ConfigurationError
 from evals_repro.methods import build, resolve
@@ -15,7 +16,6 @@ from evals_repro.stores.common import store_name, upload_command
 from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
 from evals_repro.stores.upload import StoreUploader
 from evals_repro.usage import Usage
-from beir_folder import write_beir_folder
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import count_requests, relevance
 
@@ -28,8 +28,11 @@ PAGES = [
     Page("p6", "nuclear plants and their waste"),
     Page("p/7", "geothermal heat from below"),
 ]
-QUERIES = [Query("q1", "solar panels inverter", "english"), Query("q2", "wind at sea", "english"),
-           Query("q3", "grid battery", "english")]
+QUERIES = [
+    Query("q1", "solar panels inverter", "english"),
+    Query("q2", "wind at sea", "english"),
+    Query("q3", "grid battery", "english"),
+]
 SUBSET = Subset("toy", "energy", "english", PAGES, QUERIES, {"q1": {"p1": 1}, "q2": {"p2": 1}, "q3": {"p3": 1}})
 UPLOADABLE = [p.id for p in PAGES if p.text.strip()]
 
@@ -52,8 +55,18 @@ def _client():
 
 def _uploader(content="markdown", workers=2, **kwargs):
     client, settings = _client()
-    return StoreUploader(client, settings, Usage(), "toy", content, "toy-eval", workers=workers,
-                         poll_interval=0.01, poll_timeout=kwargs.pop("poll_timeout", 5.0), **kwargs)
+    return StoreUploader(
+        client,
+        settings,
+        Usage(),
+        "toy",
+        content,
+        "toy-eval",
+        workers=workers,
+        poll_interval=0.01,
+        poll_timeout=kwargs.pop("poll_timeout", 5.0),
+        **kwargs,
+    )
 
 
 def _ctx(**options):
@@ -62,8 +75,10 @@ def _ctx(**options):
 
 def test_store_names_use_valid_characters_only():
     assert store_name("ViDoRe_v3-eval", "Finance EN/2", "markdown") == "vidore-v3-eval-finance-en-2-markdown"
-    assert upload_command("toy", "energy", "images", "toy-eval") == \
-        "evals-repro mixedbread-upload images --benchmark toy --subsets energy"
+    assert (
+        upload_command("toy", "energy", "images", "toy-eval")
+        == "evals-repro mixedbread-upload images --benchmark toy --subsets energy"
+    )
     assert upload_command("toy", "energy", "markdown", "mine").endswith("--store-prefix mine")
 
 
@@ -176,8 +191,7 @@ def test_store_rerank_sends_the_reranker_and_cuts_to_rerank_top_k(fake):
     retriever = build(resolve("mixedbread-markdown+rerank"), _ctx(rerank_top_k=2))
     run = retriever.run(SUBSET, QUERIES, top_k=10)
     assert all(len(scores) <= 2 for scores in run.values())
-    assert fake.rerank_calls[0] == {"model": "mixedbread-ai/mxbai-rerank-large-v2", "top_k": 2,
-                                    "with_metadata": False}
+    assert fake.rerank_calls[0] == {"model": "mixedbread-ai/mxbai-rerank-large-v2", "top_k": 2, "with_metadata": False}
     assert retriever.meaningful_depth == 2
 
 
@@ -187,7 +201,8 @@ def test_missing_store_names_the_upload_command(fake):
         retriever.run(SUBSET, QUERIES, top_k=10)
     assert info.value.one_line() == (
         "store other-energy-markdown for toy/energy does not exist: upload it first: "
-        "evals-repro mixedbread-upload markdown --benchmark toy --subsets energy --store-prefix other")
+        "evals-repro mixedbread-upload markdown --benchmark toy --subsets energy --store-prefix other"
+    )
 
 
 def test_incomplete_store_stops_the_run(fake):
@@ -216,16 +231,20 @@ def _png(color: int) -> bytes:
 
 
 def test_images_upload_with_titles_and_search(fake):
-    pages = [Page("a", "", image=_png(10), title="Solar farm"), Page("b", "", image=_png(20), title="Wind park"),
-             Page("c", "text only, no image")]
+    pages = [
+        Page("a", "", image=_png(10), title="Solar farm"),
+        Page("b", "", image=_png(20), title="Wind park"),
+        Page("c", "text only, no image"),
+    ]
     subset = Subset("toy", "pics", "english", pages, [Query("q", "wind park", "english")], {"q": {"b": 1}})
     summary = _uploader("images").run(subset)
     assert (summary.uploaded, summary.no_content) == (2, 1)
     files = {f["external_id"]: f for f in fake.store_files("toy-eval-pics-images")}
     assert files["a"]["mime_type"] == "image/png" and files["a"]["metadata"]["title"] == "Solar farm"
     assert files["b"]["data"] == pages[1].image
-    retriever = build(resolve("mixedbread-images+rerank"), MethodContext("toy", content="images",
-                                                                         options={"timeout": 5}))
+    retriever = build(
+        resolve("mixedbread-images+rerank"), MethodContext("toy", content="images", options={"timeout": 5})
+    )
     run = retriever.run(subset, subset.queries, top_k=5)
     assert ranked(run["q"])[0][0] == "b"
     assert fake.rerank_calls[-1]["with_metadata"] == ["title"]
@@ -243,8 +262,7 @@ def test_best_chunk_falls_back_to_file_ids():
 def test_cli_upload_prints_the_summary_and_fails_on_a_failed_page(fake, tmp_path, capsys):
     from evals_repro.cli import main
 
-    folder = write_beir_folder(tmp_path / "mini", {p.id: p.text for p in PAGES[:4]}, {"q1": "solar"},
-                               [("q1", "p1", 1)])
+    folder = write_beir_folder(tmp_path / "mini", {p.id: p.text for p in PAGES[:4]}, {"q1": "solar"}, [("q1", "p1", 1)])
     fake.fail_external_ids = {"p3"}
     code = main(["mixedbread-upload", "markdown", "--benchmark", folder, "--workers", "2"])
     out, err = capsys.readouterr()

@@ -49,9 +49,15 @@ def providers(monkeypatch):
     cohere, voyage, mixedbread = TimedCohere(), FakeVoyageRerank(), FakeMixedbreadStores()
     for fake in (cohere, voyage, mixedbread):
         fake.__enter__()
-    env = {"CO_API_URL": cohere.url, "CO_API_KEY": "k", "COHERE_API_KEY": "k",
-           "VOYAGE_BASE_URL": f"{voyage.url}/v1", "VOYAGE_API_KEY": "k",
-           "MIXEDBREAD_BASE_URL": mixedbread.url, "MXBAI_API_KEY": "k"}
+    env = {
+        "CO_API_URL": cohere.url,
+        "CO_API_KEY": "k",
+        "COHERE_API_KEY": "k",
+        "VOYAGE_BASE_URL": f"{voyage.url}/v1",
+        "VOYAGE_API_KEY": "k",
+        "MIXEDBREAD_BASE_URL": mixedbread.url,
+        "MXBAI_API_KEY": "k",
+    }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     yield {"cohere": cohere, "voyage": voyage, "mixedbread": mixedbread, "env": env}
@@ -63,8 +69,15 @@ def providers(monkeypatch):
 def prepared(tmp_path_factory):
     """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
     root = tmp_path_factory.mktemp("prepared")
-    prepare(PrepareRequest(benchmarks=["sample"], subsets=["heat-pumps", "railway-maintenance"],
-                           study_dir=root / "study", cache_dir=root / "cache"), echo=QUIET)
+    prepare(
+        PrepareRequest(
+            benchmarks=["sample"],
+            subsets=["heat-pumps", "railway-maintenance"],
+            study_dir=root / "study",
+            cache_dir=root / "cache",
+        ),
+        echo=QUIET,
+    )
     return root
 
 
@@ -93,16 +106,24 @@ def test_prepare_refuses_changed_dataset(study, tmp_path):
     manifest["datasets"]["sample/heat-pumps"]["data_digest"] = "0" * 64
     (study / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(UsageError, match="changed since this study was prepared") as raised:
-        prepare(PrepareRequest(benchmarks=["sample"], subsets=["heat-pumps"], study_dir=study,
-                               cache_dir=tmp_path / "cache"), echo=QUIET)
+        prepare(
+            PrepareRequest(
+                benchmarks=["sample"], subsets=["heat-pumps"], study_dir=study, cache_dir=tmp_path / "cache"
+            ),
+            echo=QUIET,
+        )
     assert "pick a new --study-dir" in raised.value.hint
 
 
 def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tmp_path):
     cohere = providers["cohere"]
     cohere.fail(429, times=1, retry_after="1", path="/v2/rerank")
-    counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "voyage", "mixedbread"],
-                                        cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    counts = run_quality(
+        QualityRequest(
+            study_dir=study, models=["cohere-pro", "voyage", "mixedbread"], cache_dir=tmp_path / "cache", options=FAST
+        ),
+        echo=QUIET,
+    )
     records = read_jsonl(study / QUALITY)
     queries = sum(len(read_jsonl(p)) for p in (study / "candidates/sample").glob("*.jsonl"))
     assert counts == {"sent": 3 * queries, "failed": 0, "reused": 0}
@@ -111,8 +132,12 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
     assert len(retried) == 1 and retried[0]["model"] == "cohere-pro" and retried[0]["wait_seconds"] >= 1
     # adding a model reuses every completed request
     before = count_requests(cohere, "POST", "/v2/rerank")
-    counts = run_quality(QualityRequest(study_dir=study, models=["cohere-pro", "cohere-fast"],
-                                        cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    counts = run_quality(
+        QualityRequest(
+            study_dir=study, models=["cohere-pro", "cohere-fast"], cache_dir=tmp_path / "cache", options=FAST
+        ),
+        echo=QUIET,
+    )
     assert counts["reused"] == queries and counts["sent"] == queries
     assert count_requests(cohere, "POST", "/v2/rerank") - before == queries
 
@@ -136,8 +161,9 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
     counts = run_quality(request, echo=QUIET)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
-    (study / "study.lock").write_text(json.dumps({"pid": os.getppid(), "host": os.uname().nodename,
-                                                   "command": "evals-repro rerank-study quality"}))
+    (study / "study.lock").write_text(
+        json.dumps({"pid": os.getppid(), "host": os.uname().nodename, "command": "evals-repro rerank-study quality"})
+    )
     with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
         run_quality(request, echo=QUIET)
 
@@ -145,8 +171,7 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
 def _spawn(code: str, env: dict) -> subprocess.Popen:
     tests = Path(__file__).parent
     full_env = dict(os.environ, **env, PYTHONPATH=str(tests), EVALS_REPRO_NO_PROGRESS="1")
-    return subprocess.Popen([sys.executable, "-c", code], env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-c", code], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _kill_when(proc: subprocess.Popen, path: Path, lines: int) -> None:
@@ -162,9 +187,11 @@ def _kill_when(proc: subprocess.Popen, path: Path, lines: int) -> None:
 def test_killed_quality_and_latency_resume_without_repeating(study, providers, tmp_path):
     cohere = providers["cohere"]
     cohere.delay = 0.05
-    code = ("from pathlib import Path; from evals_repro.study.quality import QualityRequest, run_quality; "
-            f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
-            f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)")
+    code = (
+        "from pathlib import Path; from evals_repro.study.quality import QualityRequest, run_quality; "
+        f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
+        f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
+    )
     _kill_when(_spawn(code, providers["env"]), study / QUALITY, 5)
     done_before = {r["query_id"] for r in read_jsonl(study / QUALITY) if r["status"] == "ok"}
     assert 5 <= len(done_before) < 52
@@ -175,33 +202,51 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     assert not {queries[q] for q in done_before} & set(resent)
     assert {r["query_id"] for r in read_jsonl(study / QUALITY)} == set(queries)
 
-    code = ("from pathlib import Path; from evals_repro.study.latency import LatencyRequest, run_latency; "
-            f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
-            f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)")
+    code = (
+        "from pathlib import Path; from evals_repro.study.latency import LatencyRequest, run_latency; "
+        f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
+        f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
+    )
     _kill_when(_spawn(code, providers["env"]), study / LATENCY, 4)
     plan = json.loads((study / PLAN).read_text())
     timed_before = {(r["query_id"], r["repeat"]) for r in read_jsonl(study / LATENCY) if r["status"] == "ok"}
     assert timed_before and sum(len(v) for v in plan["queries"]["sample"].values()) == 6
-    counts = run_latency(LatencyRequest(study_dir=study, models=["cohere-pro"], samples=6, repeats=3,
-                                        cache_dir=tmp_path / "cache"), echo=QUIET)
+    counts = run_latency(
+        LatencyRequest(study_dir=study, models=["cohere-pro"], samples=6, repeats=3, cache_dir=tmp_path / "cache"),
+        echo=QUIET,
+    )
     assert counts["timed"] == 18 - len(timed_before)
     records = read_jsonl(study / LATENCY)
     assert len({(r["query_id"], r["repeat"]) for r in records}) == 18 == len(records)
     warmups = read_jsonl(study / WARMUP)
     assert {(w["subset"], w["invocation"]) for w in warmups} == {
-        (s, i) for s in plan["queries"]["sample"] if plan["queries"]["sample"][s]
-        for i in {w["invocation"] for w in warmups}}
+        (s, i)
+        for s in plan["queries"]["sample"]
+        if plan["queries"]["sample"][s]
+        for i in {w["invocation"] for w in warmups}
+    }
     with pytest.raises(UsageError, match="latency plan"):
-        run_latency(LatencyRequest(study_dir=study, models=["cohere-pro"], samples=7, repeats=3,
-                                   cache_dir=tmp_path / "cache"), echo=QUIET)
+        run_latency(
+            LatencyRequest(study_dir=study, models=["cohere-pro"], samples=7, repeats=3, cache_dir=tmp_path / "cache"),
+            echo=QUIET,
+        )
 
 
 @pytest.mark.parametrize("speedup, verdict", [(True, "repeat speed-up"), (False, "no speed-up")])
 def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp_path):
     cohere = providers["cohere"]
     cohere.delay, cohere.repeat_speedup = 0.25, speedup
-    run_latency(LatencyRequest(study_dir=study, models=["cohere-fast"], samples=10, repeats=3,
-                               host_location="test-host", cache_dir=tmp_path / "cache"), echo=QUIET)
+    run_latency(
+        LatencyRequest(
+            study_dir=study,
+            models=["cohere-fast"],
+            samples=10,
+            repeats=3,
+            host_location="test-host",
+            cache_dir=tmp_path / "cache",
+        ),
+        echo=QUIET,
+    )
     run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"), echo=QUIET)
     paths = write_report(study, resamples=400)
     summary = json.loads(paths["latency"].read_text())

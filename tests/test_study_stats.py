@@ -24,7 +24,7 @@ def clusters():
 def direct_bootstrap(resamples, seed):
     """Independent re-implementation: strata sorted by name, clusters by id, one generator."""
     strata = {}
-    for (s, q), v in sorted(FIXED.items()):
+    for (s, _q), v in sorted(FIXED.items()):
         strata.setdefault(s, []).append(np.array(v))
     rng = np.random.default_rng(seed)
     p95 = []
@@ -70,7 +70,10 @@ def test_repeat_diagnostic_inconclusive_when_interval_crosses():
 
 def test_allocation_is_even_with_seeded_remainder():
     assert allocate(20, {"a": 50, "b": 50, "c": 50}, seed=42) in (
-        {"a": 7, "b": 7, "c": 6}, {"a": 7, "b": 6, "c": 7}, {"a": 6, "b": 7, "c": 7})
+        {"a": 7, "b": 7, "c": 6},
+        {"a": 7, "b": 6, "c": 7},
+        {"a": 6, "b": 7, "c": 7},
+    )
     assert sum(allocate(20, {"a": 50, "b": 50, "c": 50}, seed=1).values()) == 20
     assert allocate(20, {"a": 2, "b": 50, "c": 50}, seed=42) == {"a": 2, "b": 9, "c": 9}
     assert allocate(20, {"a": 3, "b": 4}, seed=42) == {"a": 3, "b": 4}

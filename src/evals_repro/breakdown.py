@@ -8,8 +8,9 @@ reads "queries of this kind score X on average".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import UsageError, choices
 
@@ -65,9 +66,13 @@ def breakdown(results: Iterable[dict[str, Any]], field: str, measure: str = "ndc
             for value in _values(entry.get("metadata") or {}, key):
                 groups.setdefault(value, []).append(float(metrics[measure]))
     if seen_measures and measure not in seen_measures:
-        raise UsageError(f"measure '{measure}' is not in the per-query results", f"choose from {choices(sorted(seen_measures))}")
-    return [BreakdownRow(value, len(scores), sum(scores) / len(scores))
-            for value, scores in sorted(groups.items(), key=lambda item: _order(item[0]))]
+        raise UsageError(
+            f"measure '{measure}' is not in the per-query results", f"choose from {choices(sorted(seen_measures))}"
+        )
+    return [
+        BreakdownRow(value, len(scores), sum(scores) / len(scores))
+        for value, scores in sorted(groups.items(), key=lambda item: _order(item[0]))
+    ]
 
 
 def breakdown_markdown(rows: list[BreakdownRow], field: str, measure: str, title: str = "", decimals: int = 1) -> str:
@@ -81,8 +86,15 @@ def breakdown_markdown(rows: list[BreakdownRow], field: str, measure: str, title
     return "\n".join(lines) + "\n"
 
 
-def breakdown_report(results_dir, benchmark: str, field: str, measure: str = "ndcg_at_10",
-                     first_stage_only: bool = False, decimals: int = 1, tie_rule: str | None = None) -> str:
+def breakdown_report(
+    results_dir,
+    benchmark: str,
+    field: str,
+    measure: str = "ndcg_at_10",
+    first_stage_only: bool = False,
+    decimals: int = 1,
+    tie_rule: str | None = None,
+) -> str:
     """One breakdown table per method with results for `benchmark` (what `report --by` prints);
     given a tie rule, results computed with another one are left out."""
     from .report import tie_rule_of

@@ -44,6 +44,9 @@ class Query:
     text: str
     language: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    # An instruction that narrows the need (FollowIR): first stages retrieve with `text` alone,
+    # rerankers read text and instruction together.
+    instruction: str | None = None
 
 
 @dataclass
@@ -115,8 +118,15 @@ class CheckResult:
     problems: dict[str, list[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
-    FATAL = ("duplicate_page_ids", "duplicate_query_ids", "qrels_unknown_query", "qrels_unknown_page",
-             "no_queries", "no_pages", "invalid_gain")
+    FATAL = (
+        "duplicate_page_ids",
+        "duplicate_query_ids",
+        "qrels_unknown_query",
+        "qrels_unknown_page",
+        "no_queries",
+        "no_pages",
+        "invalid_gain",
+    )
 
     def add(self, kind: str, ids: list[str]) -> None:
         if ids:

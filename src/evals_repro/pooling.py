@@ -58,20 +58,29 @@ def pool_plan(subset: Subset, retriever: Retriever, resolved, top_k: int) -> Poo
         from .retrieval.pool import PoolRetriever
 
         depth = max(resolved.depth, largest)
-        pooled = RerankedRetriever(PoolRetriever(), retriever.reranker, depth=depth, name=retriever.name,
-                                   workers=retriever.workers)
-        return PoolPlan(pooled, max(top_k, depth), {
-            "first_stage": "pool",
-            "replaced_first_stage": resolved.first_stage,
-            "rerank_depth": depth,
-            "largest_pool": largest,
-            "note": f"the judged pool replaced {resolved.first_stage} as the first stage and was reranked whole "
-                    f"(depth {depth} >= largest pool {largest}), as the published rerankers were",
-        })
+        pooled = RerankedRetriever(
+            PoolRetriever(), retriever.reranker, depth=depth, name=retriever.name, workers=retriever.workers
+        )
+        return PoolPlan(
+            pooled,
+            max(top_k, depth),
+            {
+                "first_stage": "pool",
+                "replaced_first_stage": resolved.first_stage,
+                "rerank_depth": depth,
+                "largest_pool": largest,
+                "note": f"the judged pool replaced {resolved.first_stage} as the first stage and was reranked whole "
+                f"(depth {depth} >= largest pool {largest}), as the published rerankers were",
+            },
+        )
     wide = max(top_k, len(subset.pages))
-    return PoolPlan(retriever, wide, {
-        "first_stage": resolved.first_stage,
-        "retrieved_top_k": wide,
-        "largest_pool": largest,
-        "note": f"retrieved the whole corpus ({wide} pages) and kept each query's pool pages",
-    })
+    return PoolPlan(
+        retriever,
+        wide,
+        {
+            "first_stage": resolved.first_stage,
+            "retrieved_top_k": wide,
+            "largest_pool": largest,
+            "note": f"retrieved the whole corpus ({wide} pages) and kept each query's pool pages",
+        },
+    )

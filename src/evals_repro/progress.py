@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 console = Console(stderr=True)
 
@@ -19,7 +18,7 @@ def _disabled() -> bool:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator["Bar"]:
+def progress_bar(description: str, total: int | None) -> Iterator[Bar]:
     """A single labelled bar; `bar.advance(n)` moves it. Silent when EVALS_REPRO_NO_PROGRESS=1."""
     progress = Progress(
         TextColumn("[bold]{task.description}"),

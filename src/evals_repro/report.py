@@ -17,7 +17,6 @@ from .errors import DataError, UsageError, choices
 from .metrics.ndcg_float import DEFAULT_TIE_RULE
 from .results import StoredResult, scan_results
 
-
 # Measures tabled after the requested one when the result files have them.
 COMPANIONS = {"ndcg_at_10": ("ndcg_float_at_10",)}
 
@@ -60,7 +59,10 @@ def tie_rule_of(result: StoredResult) -> str | None:
 
 
 def select_results(
-    results_dir: Path, benchmark: str, first_stage_only: bool = False, tie_rule: str | None = DEFAULT_TIE_RULE,
+    results_dir: Path,
+    benchmark: str,
+    first_stage_only: bool = False,
+    tie_rule: str | None = DEFAULT_TIE_RULE,
 ) -> tuple[list[StoredResult], list[str]]:
     """The complete results to report, and notes on what was left out (other tie rules)."""
     results = scan_results(results_dir, benchmark)
@@ -77,8 +79,10 @@ def select_results(
     kept = [r for r in results if tie_rule_of(r) in (None, tie_rule)]
     rules = sorted({tie_rule_of(r) for r in other})
     if other and not kept:
-        raise DataError(f"no result of {benchmark} was computed with tie rule {tie_rule} (they used {', '.join(rules)})",
-                        f"pass --tie-rule {rules[0]}, or rerun with --tie-rule {tie_rule}")
+        raise DataError(
+            f"no result of {benchmark} was computed with tie rule {tie_rule} (they used {', '.join(rules)})",
+            f"pass --tie-rule {rules[0]}, or rerun with --tie-rule {tie_rule}",
+        )
     notes = []
     if other:
         by_method: dict[str, list[str]] = {}

@@ -25,7 +25,7 @@ class Usage:
         with self._lock:
             return dict(sorted(self._counts.items()))
 
-    def merge(self, other: "Usage") -> None:
+    def merge(self, other: Usage) -> None:
         for key, value in other.as_dict().items():
             self.add(key, value)
 

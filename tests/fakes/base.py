@@ -20,9 +20,10 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -83,6 +84,7 @@ def route(method: str, pattern: str) -> Callable:
     def mark(func: Callable) -> Callable:
         func._route = (method, re.compile(pattern + r"\Z"))
         return func
+
     return mark
 
 
@@ -93,8 +95,11 @@ class FakeServer:
         self.requests: list[Request] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._routes = [getattr(self, name)._route + (getattr(self, name),)
-                        for name in dir(type(self)) if hasattr(getattr(type(self), name), "_route")]
+        self._routes = [
+            getattr(self, name)._route + (getattr(self, name),)
+            for name in dir(type(self))
+            if hasattr(getattr(type(self), name), "_route")
+        ]
         self._server: ThreadingHTTPServer | None = None
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -130,8 +135,7 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
         reply = self._scripted(request.path)
-        if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None
-                                  or reply.drop):
+        if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None or reply.drop):
             return reply
         handler_reply = self.before(request) or self._route(request)
         if reply is not None:  # a scripted 200 with only a delay: answer normally, late
@@ -156,7 +160,7 @@ class FakeServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):

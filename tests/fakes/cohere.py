@@ -48,7 +48,13 @@ class FakeCohere(FakeServer):
             elif kind == "base64":
                 embeddings["base64"] = [base64.b64encode(np.asarray(v, "<f4").tobytes()).decode() for v in vectors]
         tokens = sum(count_tokens(t) for t in texts)
-        return Reply(200, {"id": f"emb-{len(self.requests)}", "response_type": "embeddings_by_type",
-                           "embeddings": embeddings, "texts": body.get("texts", []),
-                           "meta": {"api_version": {"version": "2"},
-                                    "billed_units": {"input_tokens": tokens, "images": images}}})
+        return Reply(
+            200,
+            {
+                "id": f"emb-{len(self.requests)}",
+                "response_type": "embeddings_by_type",
+                "embeddings": embeddings,
+                "texts": body.get("texts", []),
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": tokens, "images": images}},
+            },
+        )

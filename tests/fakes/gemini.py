@@ -6,8 +6,16 @@ import base64
 
 from .base import DEFAULT_DIMENSION, FakeServer, Reply, Request, bag_of_words, image_words, route
 
-STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-          429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 
 
 def content_text(content: dict) -> str:
@@ -23,8 +31,11 @@ def content_text(content: dict) -> str:
 
 class FakeGemini(FakeServer):
     def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
-        return Reply(status, {"error": {"code": status, "message": message,
-                                        "status": STATUS.get(status, "UNKNOWN")}}, headers or {})
+        return Reply(
+            status,
+            {"error": {"code": status, "message": message, "status": STATUS.get(status, "UNKNOWN")}},
+            headers or {},
+        )
 
     def _values(self, request: dict) -> dict:
         dimension = request.get("outputDimensionality") or DEFAULT_DIMENSION

@@ -19,8 +19,23 @@ class FakeMixedbread(FakeServer):
         scores = [float(np.dot(query, bag_of_words(d))) for d in documents]
         order = sorted(range(len(documents)), key=lambda i: -scores[i])[: body.get("top_k") or len(documents)]
         tokens = count_tokens(body["query"]) + sum(count_tokens(d) for d in documents)
-        data = [{"index": i, "score": scores[i], "object": "rank_result",
-                 **({"input": documents[i]} if body.get("return_input") else {})} for i in order]
-        return Reply(200, {"usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-                           "model": body.get("model") or "mixedbread-ai/mxbai-rerank-large-v2", "data": data,
-                           "object": "list", "top_k": len(order), "return_input": bool(body.get("return_input"))})
+        data = [
+            {
+                "index": i,
+                "score": scores[i],
+                "object": "rank_result",
+                **({"input": documents[i]} if body.get("return_input") else {}),
+            }
+            for i in order
+        ]
+        return Reply(
+            200,
+            {
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                "model": body.get("model") or "mixedbread-ai/mxbai-rerank-large-v2",
+                "data": data,
+                "object": "list",
+                "top_k": len(order),
+                "return_input": bool(body.get("return_input")),
+            },
+        )

@@ -12,7 +12,6 @@ import threading
 import time
 from email.parser import BytesParser
 from email.policy import default as default_policy
-from typing import Any
 
 from .base import Reply, Request, route
 from .mixedbread import FakeMixedbread
@@ -23,12 +22,22 @@ NOW = "2026-01-01T00:00:00Z"
 
 def _store_json(store: dict) -> dict:
     files = store["files"].values()
-    counts = {s: sum(1 for f in files if f["status"] == s)
-              for s in ("pending", "in_progress", "cancelled", "completed", "failed")}
+    counts = {
+        s: sum(1 for f in files if f["status"] == s)
+        for s in ("pending", "in_progress", "cancelled", "completed", "failed")
+    }
     counts["total"] = len(store["files"])
-    return {"id": store["id"], "name": store["name"], "created_at": NOW, "updated_at": NOW,
-            "object": "store", "status": store["status"], "file_counts": counts,
-            "metadata": store["metadata"], "description": store.get("description")}
+    return {
+        "id": store["id"],
+        "name": store["name"],
+        "created_at": NOW,
+        "updated_at": NOW,
+        "object": "store",
+        "status": store["status"],
+        "file_counts": counts,
+        "metadata": store["metadata"],
+        "description": store.get("description"),
+    }
 
 
 def _parse_multipart(request: Request) -> tuple[str, str, bytes]:
@@ -41,8 +50,9 @@ def _parse_multipart(request: Request) -> tuple[str, str, bytes]:
 
 
 class FakeMixedbreadStores(FakeMixedbread):
-    def __init__(self, polls_to_complete: int = 2, fail_external_ids: set[str] | None = None,
-                 page_size_cap: int = 100) -> None:
+    def __init__(
+        self, polls_to_complete: int = 2, fail_external_ids: set[str] | None = None, page_size_cap: int = 100
+    ) -> None:
         super().__init__()
         self.polls_to_complete = polls_to_complete
         self.fail_external_ids = set(fail_external_ids or ())
@@ -67,11 +77,19 @@ class FakeMixedbreadStores(FakeMixedbread):
         return list(store["files"].values()) if store else []
 
     def _store_file_json(self, store: dict, entry: dict) -> dict:
-        return {"id": entry["file_id"], "store_id": store["id"], "created_at": entry["created_at"],
-                "content_url": f"{self.url}/content/{entry['file_id']}", "object": "store.file",
-                "filename": entry["filename"], "metadata": entry["metadata"],
-                "external_id": entry["external_id"], "status": entry["status"],
-                "last_error": entry.get("last_error"), "config": entry["config"]}
+        return {
+            "id": entry["file_id"],
+            "store_id": store["id"],
+            "created_at": entry["created_at"],
+            "content_url": f"{self.url}/content/{entry['file_id']}",
+            "object": "store.file",
+            "filename": entry["filename"],
+            "metadata": entry["metadata"],
+            "external_id": entry["external_id"],
+            "status": entry["status"],
+            "last_error": entry.get("last_error"),
+            "config": entry["config"],
+        }
 
     def _observe(self, entry: dict) -> None:
         """Processing advances each time a client looks at the file (retrieve or list)."""
@@ -96,8 +114,14 @@ class FakeMixedbreadStores(FakeMixedbread):
         with self._state:
             if self.find_store(body["name"]) is not None:
                 return Reply(409, {"detail": "store name taken"})
-            store = {"id": self._new_id("vs"), "name": body["name"], "status": "completed",
-                     "metadata": body.get("metadata"), "description": body.get("description"), "files": {}}
+            store = {
+                "id": self._new_id("vs"),
+                "name": body["name"],
+                "status": "completed",
+                "metadata": body.get("metadata"),
+                "description": body.get("description"),
+                "files": {},
+            }
             self.stores[store["id"]] = store
             return Reply(200, _store_json(store))
 
@@ -112,8 +136,18 @@ class FakeMixedbreadStores(FakeMixedbread):
         with self._state:
             file_id = self._new_id("file")
             self.files[file_id] = {"filename": filename, "mime_type": mime, "data": data}
-        return Reply(200, {"id": file_id, "filename": filename, "bytes": len(data), "mime_type": mime,
-                     "version": 1, "created_at": NOW, "updated_at": NOW})
+        return Reply(
+            200,
+            {
+                "id": file_id,
+                "filename": filename,
+                "bytes": len(data),
+                "mime_type": mime,
+                "version": 1,
+                "created_at": NOW,
+                "updated_at": NOW,
+            },
+        )
 
     @route("POST", r"/v1/stores/(?P<store>[^/]+)/files")
     def attach(self, request: Request) -> Reply:
@@ -131,10 +165,18 @@ class FakeMixedbreadStores(FakeMixedbread):
                 return Reply(409, {"detail": f"external_id {external_id} exists", "message": "conflict"})
             for key in same:
                 del store["files"][key]
-            entry = {"file_id": body["file_id"], "filename": upload["filename"], "external_id": external_id,
-                     "metadata": body.get("metadata") or {}, "config": body.get("config") or {},
-                     "status": "pending", "polls": 0, "created_at": f"{time.time():.6f}",
-                     "mime_type": upload["mime_type"], "data": upload["data"]}
+            entry = {
+                "file_id": body["file_id"],
+                "filename": upload["filename"],
+                "external_id": external_id,
+                "metadata": body.get("metadata") or {},
+                "config": body.get("config") or {},
+                "status": "pending",
+                "polls": 0,
+                "created_at": f"{time.time():.6f}",
+                "mime_type": upload["mime_type"],
+                "data": upload["data"],
+            }
             store["files"][body["file_id"]] = entry
             return Reply(200, self._store_file_json(store, entry))
 
@@ -158,24 +200,45 @@ class FakeMixedbreadStores(FakeMixedbread):
                 return self._missing("store")
             keys = list(store["files"])
             start = keys.index(body["after"]) + 1 if body.get("after") in keys else 0
-            page = keys[start:start + limit]
+            page = keys[start : start + limit]
             has_more = start + limit < len(keys)
             for key in page:
                 self._observe(store["files"][key])
             data = [self._store_file_json(store, store["files"][k]) for k in page]
-        return Reply(200, {"object": "list", "data": data,
-                     "pagination": {"has_more": has_more, "first_cursor": page[0] if page else None,
-                                    "last_cursor": page[-1] if page else None,
-                                    "total": len(keys) if body.get("include_total") else None}})
+        return Reply(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "pagination": {
+                    "has_more": has_more,
+                    "first_cursor": page[0] if page else None,
+                    "last_cursor": page[-1] if page else None,
+                    "total": len(keys) if body.get("include_total") else None,
+                },
+            },
+        )
 
     def _chunks(self, store: dict, entry: dict) -> list[dict]:
-        common = {"file_id": entry["file_id"], "filename": entry["filename"], "store_id": store["id"],
-                  "external_id": entry["external_id"], "metadata": entry["metadata"],
-                  "mime_type": entry["mime_type"]}
+        common = {
+            "file_id": entry["file_id"],
+            "filename": entry["filename"],
+            "store_id": store["id"],
+            "external_id": entry["external_id"],
+            "metadata": entry["metadata"],
+            "mime_type": entry["mime_type"],
+        }
         if entry["mime_type"].startswith("image/"):
             title = (entry["metadata"] or {}).get("title") or entry["external_id"] or ""
-            return [dict(common, type="image_url", chunk_index=0, ocr_text=title,
-                         image_url={"url": f"{self.url}/img/{entry['file_id']}", "format": "png"})]
+            return [
+                dict(
+                    common,
+                    type="image_url",
+                    chunk_index=0,
+                    ocr_text=title,
+                    image_url={"url": f"{self.url}/img/{entry['file_id']}", "format": "png"},
+                )
+            ]
         text = entry["data"].decode("utf-8")
         parts = [p for p in text.split("\n\n") if p.strip()] or [text]
         return [dict(common, type="text", chunk_index=i, text=part) for i, part in enumerate(parts)]

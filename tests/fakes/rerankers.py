@@ -29,8 +29,14 @@ class FakeCohereRerank(FakeCohere):
         documents = body["documents"]
         scores = [relevance(body["query"], doc) for doc in documents]
         order = sorted(range(len(documents)), key=lambda i: -scores[i])[: body.get("top_n") or len(documents)]
-        return Reply(200, {"id": "rr-1", "results": [{"index": i, "relevance_score": scores[i]} for i in order],
-                           "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}})
+        return Reply(
+            200,
+            {
+                "id": "rr-1",
+                "results": [{"index": i, "relevance_score": scores[i]} for i in order],
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}},
+            },
+        )
 
 
 class FakeVoyageRerank(FakeVoyage):
@@ -54,5 +60,12 @@ class FakeVoyageRerank(FakeVoyage):
         self.batches.append(list(documents))
         scores = [relevance(body["query"], doc) for doc in documents]
         order = sorted(range(len(documents)), key=lambda i: -scores[i])[: body.get("top_k") or len(documents)]
-        return Reply(200, {"object": "list", "model": body["model"], "usage": {"total_tokens": total},
-                           "data": [{"index": i, "relevance_score": scores[i]} for i in order]})
+        return Reply(
+            200,
+            {
+                "object": "list",
+                "model": body["model"],
+                "usage": {"total_tokens": total},
+                "data": [{"index": i, "relevance_score": scores[i]} for i in order],
+            },
+        )

@@ -21,8 +21,14 @@ class FakeVoyage(FakeServer):
 
     def _answer(self, body: dict, texts: list[str], usage: dict) -> Reply:
         dimension = body.get("output_dimension") or DEFAULT_DIMENSION
-        data = [{"object": "embedding", "embedding": encode(bag_of_words(t, dimension), body.get("encoding_format")),
-                 "index": i} for i, t in enumerate(texts)]
+        data = [
+            {
+                "object": "embedding",
+                "embedding": encode(bag_of_words(t, dimension), body.get("encoding_format")),
+                "index": i,
+            }
+            for i, t in enumerate(texts)
+        ]
         return Reply(200, {"object": "list", "data": data, "model": body["model"], "usage": usage})
 
     @route("POST", r"/v1/embeddings")
@@ -48,6 +54,10 @@ class FakeVoyage(FakeServer):
                 else:
                     return self.error_reply(400, f"unsupported segment type {segment['type']}")
             texts.append(" ".join(words))
-        usage = {"text_tokens": text_tokens, "image_pixels": pixels, "video_pixels": 0,
-                 "total_tokens": text_tokens + pixels // 560}
+        usage = {
+            "text_tokens": text_tokens,
+            "image_pixels": pixels,
+            "video_pixels": 0,
+            "total_tokens": text_tokens + pixels // 560,
+        }
         return self._answer(body, texts, usage)

@@ -31,8 +31,28 @@ REPEATS = int(os.environ.get("EVALS_REPRO_PERF_REPEATS", "3"))
 TOP_K = 100
 GOAL = 1.15
 
-SYLLABLES = ["ka", "ro", "mi", "te", "lun", "sar", "ve", "dor", "pi", "an", "el", "tor", "us", "qua", "ni",
-             "ber", "gal", "fen", "os", "tri"]
+SYLLABLES = [
+    "ka",
+    "ro",
+    "mi",
+    "te",
+    "lun",
+    "sar",
+    "ve",
+    "dor",
+    "pi",
+    "an",
+    "el",
+    "tor",
+    "us",
+    "qua",
+    "ni",
+    "ber",
+    "gal",
+    "fen",
+    "os",
+    "tri",
+]
 SUFFIXES = ["", "", "", "s", "ing", "ed", "ation", "er", "ly", "ness"]  # so the stemmer merges forms
 
 
@@ -50,14 +70,15 @@ def synthetic_corpus(n_docs: int, n_queries: int, seed: int = 0, vocab_size: int
     lengths = np.clip(rng.lognormal(5.0, 0.7, n_docs).astype(np.int64), 5, 3000)
     flat = np.array(vocabulary, dtype=object)[np.searchsorted(cdf, rng.random(int(lengths.sum())) * cdf[-1])].tolist()
     bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-    docs = [" ".join(flat[bounds[i]:bounds[i + 1]]) for i in range(n_docs)]
+    docs = [" ".join(flat[bounds[i] : bounds[i + 1]]) for i in range(n_docs)]
     # Queries favour mid-frequency words (flatter distribution), 3-11 words each.
-    query_cdf = np.cumsum(weights ** 0.6 / (weights ** 0.6).sum())
+    query_cdf = np.cumsum(weights**0.6 / (weights**0.6).sum())
     query_lengths = rng.integers(3, 12, n_queries)
     query_words = np.array(vocabulary, dtype=object)[
-        np.searchsorted(query_cdf, rng.random(int(query_lengths.sum())) * query_cdf[-1])].tolist()
+        np.searchsorted(query_cdf, rng.random(int(query_lengths.sum())) * query_cdf[-1])
+    ].tolist()
     query_bounds = np.concatenate([[0], np.cumsum(query_lengths)]).tolist()
-    queries = [" ".join(query_words[query_bounds[i]:query_bounds[i + 1]]) for i in range(n_queries)]
+    queries = [" ".join(query_words[query_bounds[i] : query_bounds[i + 1]]) for i in range(n_queries)]
     return docs, queries
 
 
@@ -87,8 +108,10 @@ def test_bm25_harness_versus_raw_bm25s(tmp_path):
     started = time.perf_counter()
     docs, queries = synthetic_corpus(N_DOCS, N_QUERIES)
     subset = _subset(docs, queries)
-    print(f"\ncorpus: {N_DOCS} docs, {sum(len(d.split()) for d in docs) / N_DOCS:.0f} words/doc on average,"
-          f" {N_QUERIES} queries, generated in {time.perf_counter() - started:.1f}s")
+    print(
+        f"\ncorpus: {N_DOCS} docs, {sum(len(d.split()) for d in docs) / N_DOCS:.0f} words/doc on average,"
+        f" {N_QUERIES} queries, generated in {time.perf_counter() - started:.1f}s"
+    )
     # Warm numba (compilation is per process) on both sides.
     small_docs, small_queries = synthetic_corpus(2000, 20, seed=1)
     harness(_subset(small_docs, small_queries), tmp_path / "warm")
@@ -108,11 +131,12 @@ def test_bm25_harness_versus_raw_bm25s(tmp_path):
         ratios.append(times["harness"] / times["raw"])
         harness_times.append(times["harness"])
         raw_times.append(times["raw"])
-        print(f"pair {repeat + 1}: harness {times['harness']:.2f}s, bm25s {times['raw']:.2f}s,"
-              f" ratio {ratios[-1]:.3f}")
+        print(f"pair {repeat + 1}: harness {times['harness']:.2f}s, bm25s {times['raw']:.2f}s, ratio {ratios[-1]:.3f}")
     median = statistics.median(ratios)
-    print(f"median: harness {statistics.median(harness_times):.2f}s, bm25s {statistics.median(raw_times):.2f}s,"
-          f" harness/bm25s {median:.3f} (goal <= {GOAL})")
+    print(
+        f"median: harness {statistics.median(harness_times):.2f}s, bm25s {statistics.median(raw_times):.2f}s,"
+        f" harness/bm25s {median:.3f} (goal <= {GOAL})"
+    )
 
     # Same scores as bm25s for the documents both return (ids may differ only within ties).
     first = subset.queries[0].id

@@ -85,8 +85,10 @@ def blas_description() -> str:
     try:
         from threadpoolctl import threadpool_info
 
-        pools = [f"{p['internal_api']} {p.get('version')} {p.get('architecture')} threads={p['num_threads']}"
-                 for p in threadpool_info()]
+        pools = [
+            f"{p['internal_api']} {p.get('version')} {p.get('architecture')} threads={p['num_threads']}"
+            for p in threadpool_info()
+        ]
         return f"{'; '.join(pools)}; env {env}"
     except ImportError:
         pass
@@ -131,7 +133,7 @@ def test_exact_index_vs_faiss_flat_ip():
     tracemalloc.stop()
     for round_ in range(ROUNDS):
         index, build_s, build_mem = _measure(lambda: ExactIndex(corpus, ids))
-        (mine, _), search_s, search_mem = _measure(lambda: index.search(queries, K))
+        (mine, _), search_s, search_mem = _measure(lambda ix=index: ix.search(queries, K))
         times["exact"].append(build_s + search_s)
         times["exact_search"].append(search_s)
         peak["exact"] = max(peak["exact"], build_mem, search_mem)
@@ -142,27 +144,35 @@ def test_exact_index_vs_faiss_flat_ip():
             return flat
 
         flat, add_s, add_mem = _measure(faiss_add)
-        (_, theirs), fsearch_s, fsearch_mem = _measure(lambda: flat.search(queries, K))
+        (_, theirs), fsearch_s, fsearch_mem = _measure(lambda fl=flat: fl.search(queries, K))
         # faiss's copy stays resident during search: count it with the search buffers.
         peak["faiss"] = max(peak["faiss"], add_mem, add_mem + fsearch_mem)
         times["faiss_search"].append(fsearch_s)
         times["faiss_total"].append(add_s + fsearch_s)
         del flat, index
-        print(f"round {round_}: ExactIndex build+search {build_s + search_s:.2f}s (build {build_s:.2f}s) "
-              f"+{max(build_mem, search_mem) >> 20} MiB; faiss search {fsearch_s:.2f}s add {add_s:.2f}s "
-              f"+{(add_mem + fsearch_mem) >> 20} MiB; ratio {(build_s + search_s) / fsearch_s:.2f}")
+        print(
+            f"round {round_}: ExactIndex build+search {build_s + search_s:.2f}s (build {build_s:.2f}s) "
+            f"+{max(build_mem, search_mem) >> 20} MiB; faiss search {fsearch_s:.2f}s add {add_s:.2f}s "
+            f"+{(add_mem + fsearch_mem) >> 20} MiB; ratio {(build_s + search_s) / fsearch_s:.2f}"
+        )
     best = {name: min(values) for name, values in times.items()}
     median = {name: statistics.median(values) for name, values in times.items()}
     overlap = np.mean([len(set(a) & set(b)) / K for a, b in zip(mine, theirs)])
     print(f"cold start (fresh interpreter: import + kernels + first small search): {cold:.2f}s")
-    print(f"warm, best of {ROUNDS}: ExactIndex build+search {best['exact']:.2f}s; faiss search "
-          f"{best['faiss_search']:.2f}s, add+search {best['faiss_total']:.2f}s; median: ExactIndex "
-          f"{median['exact']:.2f}s, faiss search {median['faiss_search']:.2f}s")
-    print(f"time ratio ExactIndex / faiss search = {best['exact'] / best['faiss_search']:.2f} best, "
-          f"{median['exact'] / median['faiss_search']:.2f} median, "
-          f"{statistics.median(a / b for a, b in zip(times['exact'], times['faiss_search'])):.2f} median per round; "
-          f"/ faiss add+search = {best['exact'] / best['faiss_total']:.2f} best (goal <= 1.0); "
-          f"search only / faiss search = {best['exact_search'] / best['faiss_search']:.2f} best")
-    print(f"peak memory / corpus bytes: ExactIndex {(corpus_bytes + peak['exact']) / corpus_bytes:.3f}, "
-          f"faiss {(corpus_bytes + peak['faiss']) / corpus_bytes:.3f} (goal <= 1.1)")
+    print(
+        f"warm, best of {ROUNDS}: ExactIndex build+search {best['exact']:.2f}s; faiss search "
+        f"{best['faiss_search']:.2f}s, add+search {best['faiss_total']:.2f}s; median: ExactIndex "
+        f"{median['exact']:.2f}s, faiss search {median['faiss_search']:.2f}s"
+    )
+    print(
+        f"time ratio ExactIndex / faiss search = {best['exact'] / best['faiss_search']:.2f} best, "
+        f"{median['exact'] / median['faiss_search']:.2f} median, "
+        f"{statistics.median(a / b for a, b in zip(times['exact'], times['faiss_search'])):.2f} median per round; "
+        f"/ faiss add+search = {best['exact'] / best['faiss_total']:.2f} best (goal <= 1.0); "
+        f"search only / faiss search = {best['exact_search'] / best['faiss_search']:.2f} best"
+    )
+    print(
+        f"peak memory / corpus bytes: ExactIndex {(corpus_bytes + peak['exact']) / corpus_bytes:.3f}, "
+        f"faiss {(corpus_bytes + peak['faiss']) / corpus_bytes:.3f} (goal <= 1.1)"
+    )
     assert overlap > 0.999

@@ -13,8 +13,14 @@ import pytest
 
 from evals_repro import metrics as M
 
-PYTREC_SPECS = {"ndcg_cut.1,3,5,10,20,100", "map", "map_cut.10,100", "recall.1,5,10,20,50,100", "P.1,5,10",
-                "recip_rank"}
+PYTREC_SPECS = {
+    "ndcg_cut.1,3,5,10,20,100",
+    "map",
+    "map_cut.10,100",
+    "recall.1,5,10,20,50,100",
+    "P.1,5,10",
+    "recip_rank",
+}
 
 
 def synthetic(n_queries: int, depth: int, seed: int = 0):
@@ -41,5 +47,4 @@ def test_evaluate_overhead_against_pytrec_eval(n_queries, depth):
     qrels, run = synthetic(n_queries, depth)
     ours = best_cpu_seconds(lambda: M.evaluate(qrels, run, M.DEFAULT_MEASURES))
     raw = best_cpu_seconds(lambda: pytrec_eval.RelevanceEvaluator(qrels, PYTREC_SPECS).evaluate(run))
-    print(f"\nmetrics.evaluate {n_queries}x{depth}: {ours:.3f}s, raw pytrec_eval: {raw:.3f}s, "
-          f"ratio {ours / raw:.2f}")
+    print(f"\nmetrics.evaluate {n_queries}x{depth}: {ours:.3f}s, raw pytrec_eval: {raw:.3f}s, ratio {ours / raw:.2f}")

@@ -66,8 +66,13 @@ def run(monkeypatch, throttled: bool, items: int) -> dict:
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
         ctx = MethodContext(benchmark="perf", options={"max_attempts": 30, "workers": 4, "timeout": 30})
         embedder = build_embedder("voyage-4", ctx)
-        embedder.settings = replace(embedder.settings, window=WINDOW, max_batch_items=BATCH,
-                                    tokens_per_minute=BUDGET if throttled else 0, requests_per_minute=0)
+        embedder.settings = replace(
+            embedder.settings,
+            window=WINDOW,
+            max_batch_items=BATCH,
+            tokens_per_minute=BUDGET if throttled else 0,
+            requests_per_minute=0,
+        )
         start = time.monotonic()
         matrix = embedder.embed([EmbedItem(text=t) for t in texts(items)], "document")
         elapsed = time.monotonic() - start
@@ -97,9 +102,11 @@ def test_voyage_throughput_under_budget(monkeypatch):
     throttled = run(monkeypatch, throttled=True, items=ITEMS)
     peer = run(monkeypatch, throttled=False, items=ITEMS)
     for label, figures in (("throttled", throttled), ("no throttle (peer)", peer)):
-        print(f"\n{label}: {figures['requests']} requests, {figures['rejected_429']} answered 429 "
-              f"({figures['rate_429']:.2%}), {figures['tokens']:,} tokens in {figures['elapsed']:.1f} s; "
-              f"steady throughput {figures['steady_fraction']:.1%} of budget, overall {figures['overall_fraction']:.1%}")
+        print(
+            f"\n{label}: {figures['requests']} requests, {figures['rejected_429']} answered 429 "
+            f"({figures['rate_429']:.2%}), {figures['tokens']:,} tokens in {figures['elapsed']:.1f} s; "
+            f"steady throughput {figures['steady_fraction']:.1%} of budget, overall {figures['overall_fraction']:.1%}"
+        )
     print(f"429 rate ratio (throttled / peer): {throttled['rate_429'] / max(peer['rate_429'], 1e-9):.3f}")
     assert throttled["steady_fraction"] >= 0.90
     assert throttled["rate_429"] <= 0.01

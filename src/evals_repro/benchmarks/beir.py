@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..data import Page, Query, Qrels, Subset
+from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .registry import benchmarks_dir
@@ -90,12 +90,16 @@ def read_qrels_tsv(path: Path) -> Qrels:
         if not row:
             continue
         if len(row) != 3:
-            raise DataError(f"{path}:{number}: expected 3 tab-separated columns, got {len(row)}",
-                            "rows are `query-id<TAB>corpus-id<TAB>score`")
+            raise DataError(
+                f"{path}:{number}: expected 3 tab-separated columns, got {len(row)}",
+                "rows are `query-id<TAB>corpus-id<TAB>score`",
+            )
         try:
             score = int(row[2])
         except ValueError:
-            raise DataError(f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores") from None
+            raise DataError(
+                f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores"
+            ) from None
         qrels.setdefault(row[0], {})[row[1]] = score
     if not qrels:
         raise DataError(f"{path}: no judgments after the header", "add `query-id corpus-id score` rows")

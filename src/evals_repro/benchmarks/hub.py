@@ -32,12 +32,16 @@ def pinned_source(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -
     source = decl.subset_source(name)
     repo = source.get("repo")
     if not repo:
-        raise DataError(f"benchmark {decl.name}: subset {name} declares no repo in {decl.origin}",
-                        'add repo = "owner/name" to the subset or the [source] table')
+        raise DataError(
+            f"benchmark {decl.name}: subset {name} declares no repo in {decl.origin}",
+            'add repo = "owner/name" to the subset or the [source] table',
+        )
     revision = options.revision or source.get("revision")
     if not revision:
-        raise DataError(f"benchmark {decl.name}: subset {name} declares no revision in {decl.origin}",
-                        "pin a full commit sha with revision = \"...\" (or pass --revision)")
+        raise DataError(
+            f"benchmark {decl.name}: subset {name} declares no revision in {decl.origin}",
+            'pin a full commit sha with revision = "..." (or pass --revision)',
+        )
     return source, str(repo).format(subset=name), str(revision)
 
 
@@ -79,11 +83,14 @@ def resolve_revision(repo: str, revision: str) -> str:
     try:
         info = HfApi().dataset_info(repo, revision=revision, timeout=PROBE_TIMEOUT_SECONDS)
     except RevisionNotFoundError:
-        raise DataError(f"revision {revision} does not exist in dataset {repo} on {endpoint()}",
-                        "pass a commit sha or branch of that repo with --revision, or fix the declaration") from None
+        raise DataError(
+            f"revision {revision} does not exist in dataset {repo} on {endpoint()}",
+            "pass a commit sha or branch of that repo with --revision, or fix the declaration",
+        ) from None
     except RepositoryNotFoundError:
-        raise DataError(f"dataset {repo} does not exist on {endpoint()} (or needs a login)",
-                        "fix repo in the benchmark declaration") from None
+        raise DataError(
+            f"dataset {repo} does not exist on {endpoint()} (or needs a login)", "fix repo in the benchmark declaration"
+        ) from None
     except Exception as exc:
         if _is_network_error(exc):
             raise unreachable(repo, revision, type(exc).__name__) from None
@@ -120,24 +127,30 @@ def load_config(repo: str, config: str, split: str, revision: str, *, images: tu
             dataset = datasets.load_dataset(repo, config, split=split, revision=commit)
         except ValueError as exc:
             if "BuilderConfig" in str(exc) or "split" in str(exc).lower():
-                raise DataError(f"{repo}@{commit}: {exc}",
-                                "the repo's layout does not match its loader; check the declaration") from None
+                raise DataError(
+                    f"{repo}@{commit}: {exc}", "the repo's layout does not match its loader; check the declaration"
+                ) from None
             raise
         except Exception as exc:
             if _is_network_error(exc):
                 raise unreachable(repo, commit, type(exc).__name__) from exc
             if isinstance(exc, FileNotFoundError):
-                raise DataError(f"{repo}@{commit} config {config}: {exc}",
-                                "check repo and revision in the declaration") from None
+                raise DataError(
+                    f"{repo}@{commit} config {config}: {exc}", "check repo and revision in the declaration"
+                ) from None
             raise
     loaded = _loaded_commit(dataset)
     if loaded is not None and loaded != commit:
-        raise ConfigurationError(f"{repo} config {config}: datasets returned commit {loaded} instead of {commit}",
-                                 "remove that repo's folder from the datasets cache and load again")
+        raise ConfigurationError(
+            f"{repo} config {config}: datasets returned commit {loaded} instead of {commit}",
+            "remove that repo's folder from the datasets cache and load again",
+        )
     for column in images:
         if column not in dataset.column_names:
-            raise DataError(f"{repo}@{commit} config {config} has no '{column}' column",
-                            f"columns: {', '.join(dataset.column_names)}")
+            raise DataError(
+                f"{repo}@{commit} config {config} has no '{column}' column",
+                f"columns: {', '.join(dataset.column_names)}",
+            )
         dataset = dataset.cast_column(column, datasets.Image(decode=False))
     return dataset, commit
 
@@ -155,8 +168,7 @@ def _load_cached(repo: str, config: str, split: str, revision: str):
             f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
             "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
         )
-    builder = Cache(dataset_name=repo.split("/")[-1], repo_id=repo, config_name=config, version="0.0.0",
-                    hash=revision)
+    builder = Cache(dataset_name=repo.split("/")[-1], repo_id=repo, config_name=config, version="0.0.0", hash=revision)
     if not Path(builder.cache_dir).is_dir():
         raise _not_cached(repo, config, revision)
     try:
@@ -175,8 +187,10 @@ def _not_cached(repo: str, config: str, commit: str) -> ConfigurationError:
 def require_columns(dataset, where: str, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
-        raise DataError(f"{where}: missing column(s) {', '.join(missing)}",
-                        f"found {', '.join(dataset.column_names)}; the declared loader does not match this layout")
+        raise DataError(
+            f"{where}: missing column(s) {', '.join(missing)}",
+            f"found {', '.join(dataset.column_names)}; the declared loader does not match this layout",
+        )
 
 
 def image_bytes(value, where: str) -> bytes:

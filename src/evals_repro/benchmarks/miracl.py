@@ -33,8 +33,11 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     require_columns(queries_ds, f"{where} queries-{code}", ("_id", "text"))
     rows = queries_ds.select_columns(["_id", "text"]).to_dict()
     all_queries = [(str(qid), str(text or "")) for qid, text in zip(rows["_id"], rows["text"])]
-    queries = [Query(qid, text, language, {"relevant_pages": relevant_pages(qrels, qid)})
-               for qid, text in all_queries if qid in qrels]
+    queries = [
+        Query(qid, text, language, {"relevant_pages": relevant_pages(qrels, qid)})
+        for qid, text in all_queries
+        if qid in qrels
+    ]
     known = {qid for qid, _ in all_queries}
     unknown = [qid for qid in qrels if qid not in known]
     qrels = {qid: docs for qid, docs in qrels.items() if qid in known}
@@ -47,8 +50,10 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         images_ds, _ = load_config(repo, f"images-{code}", split, commit, images=("image",))
         require_columns(images_ds, f"{where} images-{code}", ("file_name", "image"))
         table = images_ds.select_columns(["file_name", "image"]).to_dict()
-        images = {str(name_): image_bytes(cell, f"{where} images-{code} {name_}")
-                  for name_, cell in zip(table["file_name"], table["image"])}
+        images = {
+            str(name_): image_bytes(cell, f"{where} images-{code} {name_}")
+            for name_, cell in zip(table["file_name"], table["image"])
+        }
     pages = []
     for index, pid in enumerate(corpus["_id"]):
         image_id = str(corpus["image_id"][index])
@@ -56,11 +61,20 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         if options.content == "images":
             image = images.get(image_id)
             if image is None:
-                raise DataError(f"{where} corpus-{code}: page {pid} names image {image_id}, absent from images-{code}",
-                                "pick another revision or report the broken page upstream")
+                raise DataError(
+                    f"{where} corpus-{code}: page {pid} names image {image_id}, absent from images-{code}",
+                    "pick another revision or report the broken page upstream",
+                )
         title = corpus["title"][index]
-        pages.append(Page(str(pid), str(corpus["text"][index] or ""), image=image,
-                          title=str(title) if title else None, metadata={"image_id": image_id}))
+        pages.append(
+            Page(
+                str(pid),
+                str(corpus["text"][index] or ""),
+                image=image,
+                title=str(title) if title else None,
+                metadata={"image_id": image_id},
+            )
+        )
 
     return Subset(
         benchmark=decl.name,
@@ -69,9 +83,15 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={"kind": decl.loader, "repo": repo, "revision": commit, "split": split,
-                "configs": [f"{part}-{code}" for part in ("corpus", "queries", "qrels")]
-                + ([f"images-{code}"] if images else []),
-                "origin": where, "queries_without_positive": len(all_queries) - len(queries),
-                "qrels_of_unknown_queries": len(unknown)},
+        source={
+            "kind": decl.loader,
+            "repo": repo,
+            "revision": commit,
+            "split": split,
+            "configs": [f"{part}-{code}" for part in ("corpus", "queries", "qrels")]
+            + ([f"images-{code}"] if images else []),
+            "origin": where,
+            "queries_without_positive": len(all_queries) - len(queries),
+            "qrels_of_unknown_queries": len(unknown),
+        },
     )

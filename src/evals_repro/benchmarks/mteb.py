@@ -52,8 +52,10 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     where = f"{repo}@{commit} {corpus_language}-corpus"
     has_text = "text" in corpus_ds.column_names
     if options.content == "markdown" and not has_text:
-        raise UsageError(f"benchmark {decl.name}: {where} has page images but no page text",
-                         "use --content images (or a repo with a corpus text column)")
+        raise UsageError(
+            f"benchmark {decl.name}: {where} has page images but no page text",
+            "use --content images (or a repo with a corpus text column)",
+        )
     columns = ["id", *(["text"] if has_text else []), *images]
     require_columns(corpus_ds, where, tuple(columns))
     corpus = corpus_ds.select_columns(columns).to_dict()
@@ -72,8 +74,13 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={"kind": decl.loader, "repo": repo, "revision": commit, "split": split,
-                "configs": [f"{corpus_language}-corpus"]
-                + [f"{lang}-{part}" for lang in decl.query_languages for part in ("queries", "qrels")],
-                "origin": f"{repo}@{commit}"},
+        source={
+            "kind": decl.loader,
+            "repo": repo,
+            "revision": commit,
+            "split": split,
+            "configs": [f"{corpus_language}-corpus"]
+            + [f"{lang}-{part}" for lang in decl.query_languages for part in ("queries", "qrels")],
+            "origin": f"{repo}@{commit}",
+        },
     )

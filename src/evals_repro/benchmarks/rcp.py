@@ -37,8 +37,11 @@ def release_for(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> 
     if revision in releases:
         revision = releases[revision]
     snapshot = source.get("snapshot") or os.environ.get("EVALS_REPRO_RCP_SNAPSHOT")
-    return Release(repo=source.get("repo", REPO), revision=revision,
-                   snapshot=Path(str(snapshot)).expanduser() if snapshot else None)
+    return Release(
+        repo=source.get("repo", REPO),
+        revision=revision,
+        snapshot=Path(str(snapshot)).expanduser() if snapshot else None,
+    )
 
 
 def _image_bytes(cell) -> bytes | None:
@@ -50,7 +53,9 @@ def _image_bytes(cell) -> bytes | None:
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     domain, language = split_subset(name)
     if options.content not in CONTENTS:
-        raise UsageError(f"benchmark {decl.name}: unknown --content {options.content}", f"choose from {choices(CONTENTS)}")
+        raise UsageError(
+            f"benchmark {decl.name}: unknown --content {options.content}", f"choose from {choices(CONTENTS)}"
+        )
     view = _view(decl, options)
     release = release_for(decl, name, options)
     text_column = "text" if options.content == "markdown" else None
@@ -61,23 +66,33 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     images = corpus.get("image") if options.content == "images" else None
     texts = corpus.get("text") or [""] * len(corpus["id"])
     pages = [
-        Page(id=str(pid), text=str(text or ""), image=_image_bytes(images[i]) if images else None,
-             metadata={"domain": domain})
+        Page(
+            id=str(pid),
+            text=str(text or ""),
+            image=_image_bytes(images[i]) if images else None,
+            metadata={"domain": domain},
+        )
         for i, (pid, text) in enumerate(zip(corpus["id"], texts))
     ]
     if images is not None:
         missing = [p.id for p in pages if p.image is None]
         if missing:
-            raise DataError(f"{release.label}/{name}/corpus.parquet: {len(missing)} pages without image bytes, "
-                            f"first {missing[0]}", "use --content markdown (the OCR text view)")
+            raise DataError(
+                f"{release.label}/{name}/corpus.parquet: {len(missing)} pages without image bytes, first {missing[0]}",
+                "use --content markdown (the OCR text view)",
+            )
     languages = queries_raw.get("language") or [language] * len(queries_raw["id"])
-    queries = [Query(id=str(qid), text=str(text), language=str(lang or language), metadata={"domain": domain})
-               for qid, text, lang in zip(queries_raw["id"], queries_raw["text"], languages)]
+    queries = [
+        Query(id=str(qid), text=str(text), language=str(lang or language), metadata={"domain": domain})
+        for qid, text, lang in zip(queries_raw["id"], queries_raw["text"], languages)
+    ]
     known = {q.id for q in queries}
     unknown = sorted(q for q in pools if q not in known)
     if unknown:
-        raise DataError(f"{release.label}/{name}/top_ranked.parquet: {len(unknown)} pools of unknown queries, "
-                        f"first {unknown[0]}", "pick another revision of the release")
+        raise DataError(
+            f"{release.label}/{name}/top_ranked.parquet: {len(unknown)} pools of unknown queries, first {unknown[0]}",
+            "pick another revision of the release",
+        )
     return Subset(
         benchmark=decl.name,
         name=name,

@@ -44,6 +44,7 @@ def list_benchmarks() -> list[BenchmarkDeclaration]:
 
 def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:
     """A BEIR-layout folder given as --benchmark PATH: one subset, or one per child folder."""
+
     def is_beir(folder: Path) -> bool:
         return (folder / "corpus.jsonl").exists() or (folder / "queries.jsonl").exists()
 

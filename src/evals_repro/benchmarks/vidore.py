@@ -75,6 +75,12 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={"kind": decl.loader, "repo": repo, "revision": commit, "split": split,
-                "configs": ["corpus", "queries", "qrels"], "origin": where},
+        source={
+            "kind": decl.loader,
+            "repo": repo,
+            "revision": commit,
+            "split": split,
+            "configs": ["corpus", "queries", "qrels"],
+            "origin": where,
+        },
     )

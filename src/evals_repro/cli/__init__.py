@@ -25,6 +25,8 @@ VERBOSE = {"on": False}
 def given_options(**values) -> dict:
     """The provider/method options the user actually set (None = keep the library default)."""
     return {key: value for key, value in values.items() if value is not None}
+
+
 GROUPS = ("rerank-study", "rcp")  # commands with subcommands
 
 
@@ -58,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # typer/click usage errors
             words = [a for a in args if not a.startswith("-")][:2]
             command = " ".join(words[:2] if words and words[0] in GROUPS else words[:1])
-            print(f"error: {exc.format_message()} (see `evals-repro {command} --help`)".replace("  ", " "),
-                  file=sys.stderr)
+            print(
+                f"error: {exc.format_message()} (see `evals-repro {command} --help`)".replace("  ", " "),
+                file=sys.stderr,
+            )
             return int(exc.exit_code) or 2
         if verbose:
             raise

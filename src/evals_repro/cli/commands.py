@@ -1,8 +1,10 @@
 """Subcommand registry: each line imports a module that adds commands to `app`."""
 
-from . import benchmarks  # noqa: F401
-from . import evaluate  # noqa: F401
-from . import rcp  # noqa: F401
-from . import run  # noqa: F401
-from . import stores  # noqa: F401
-from . import study  # noqa: F401
+from . import (
+    benchmarks,  # noqa: F401
+    evaluate,  # noqa: F401
+    rcp,  # noqa: F401
+    run,  # noqa: F401
+    stores,  # noqa: F401
+    study,  # noqa: F401
+)

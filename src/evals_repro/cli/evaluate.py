@@ -15,16 +15,17 @@ def evaluate_command(
     qrels: Path = typer.Option(..., "--qrels", help="TREC qrels: `qid 0 docid relevance`."),
     run: Path = typer.Option(..., "--run", help="TREC run: `qid Q0 docid rank score tag`."),
     measure: Optional[list[str]] = typer.Option(
-        None, "--measure", "-m", help="Measure(s), repeatable or comma-separated (default: the standard set)."),
+        None, "--measure", "-m", help="Measure(s), repeatable or comma-separated (default: the standard set)."
+    ),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
     trec_names: bool = typer.Option(False, "--trec-names", help="Print trec_eval's measure names (ndcg_cut_10...)."),
     gains: Optional[Path] = typer.Option(
-        None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."),
+        None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."
+    ),
     tie_rule: str = typer.Option("group-mean", "--tie-rule", help="Ties for ndcg_float: group-mean or doc-id."),
 ) -> None:
     """Score a run like `trec_eval -c`: judged queries missing from the run score 0 and count in the mean."""
     from .. import metrics as M
-
     from ..metrics.ndcg_float import check_tie_rule, read_trec_gains
 
     check_tie_rule(tie_rule)
@@ -37,7 +38,10 @@ def evaluate_command(
     per_query_scores = M.evaluate(judgments, ranking, measures, gains=float_gains, options={"tie_rule": tie_rule})
     missing = [qid for qid in per_query_scores if not ranking.get(qid)]
     if missing:
-        typer.echo(f"warning: {len(missing)} of {len(per_query_scores)} judged queries have no results in {run} "
-                   f"and score 0 (first: {', '.join(missing[:5])})", err=True)
+        typer.echo(
+            f"warning: {len(missing)} of {len(per_query_scores)} judged queries have no results in {run} "
+            f"and score 0 (first: {', '.join(missing[:5])})",
+            err=True,
+        )
     for line in M.trec_eval_lines(per_query_scores, measures, per_query_lines=per_query, trec_names=trec_names):
         typer.echo(line)

@@ -9,8 +9,9 @@ import typer
 
 from . import app
 
-rcp_app = typer.Typer(help="The rcp-ndcg ViDoRe v3 release: replay its tables, rebuild its pools.",
-                      no_args_is_help=True)
+rcp_app = typer.Typer(
+    help="The rcp-ndcg ViDoRe v3 release: replay its tables, rebuild its pools.", no_args_is_help=True
+)
 app.add_typer(rcp_app, name="rcp")
 
 _REVISION = typer.Option(None, "--revision", help="Release tag (v1, v2, v2-nvidia-...), or a full commit sha.")
@@ -34,16 +35,18 @@ def replay_command(
     revision: Optional[str] = _REVISION,
     snapshot: Optional[Path] = _SNAPSHOT,
     domains: Optional[str] = typer.Option(None, "--domains", help="Comma-separated domains (default: all 8)."),
-    languages: Optional[str] = typer.Option(None, "--languages",
-                                            help="Comma-separated query languages of the mean view (default: all 6)."),
+    languages: Optional[str] = typer.Option(
+        None, "--languages", help="Comma-separated query languages of the mean view (default: all 6)."
+    ),
 ) -> None:
     """Print the card's reranker tables (native and 6-language views, both tie rules) from provenance-runs."""
     from ..rcp.release import DOMAINS, LANGUAGES, Release
     from ..rcp.replay import format_tables, replay
 
     release = Release(revision=revision, snapshot=snapshot)
-    result = replay(release, domains=_names(domains, DOMAINS, "domain"),
-                    languages=_names(languages, LANGUAGES, "language"))
+    result = replay(
+        release, domains=_names(domains, DOMAINS, "domain"), languages=_names(languages, LANGUAGES, "language")
+    )
     typer.echo(format_tables(result), nl=False)
 
 
@@ -51,7 +54,9 @@ def replay_command(
 def pool_command(
     revision: Optional[str] = _REVISION,
     snapshot: Optional[Path] = _SNAPSHOT,
-    subsets: Optional[str] = typer.Option(None, "--subsets", help="Comma-separated {domain}__{language} (default: all 48)."),
+    subsets: Optional[str] = typer.Option(
+        None, "--subsets", help="Comma-separated {domain}__{language} (default: all 48)."
+    ),
 ) -> None:
     """Rebuild the judged pools (RRF of embed_v4, bm25, octen; k=60; top 150; ground-truth injection)."""
     from ..errors import DataError
@@ -63,5 +68,6 @@ def pool_command(
     typer.echo(format_report(checks, str(release.revision)), nl=False)
     failed = [c for c in checks if not c.ok]
     if failed:
-        raise DataError(f"pools not reproduced in {len(failed)} of {len(checks)} subsets",
-                        "see the lines above; check the revision")
+        raise DataError(
+            f"pools not reproduced in {len(failed)} of {len(checks)} subsets", "see the lines above; check the revision"
+        )

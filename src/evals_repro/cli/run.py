@@ -14,7 +14,9 @@ TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's)
 
 @app.command("run")
 def run_command(
-    method: str = typer.Argument(..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."),
+    method: str = typer.Argument(
+        ..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."
+    ),
     benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b", help="A declared benchmark or a BEIR folder."),
     subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Subsets to run (default: all)."),
     setting: str = typer.Option("monolingual", help="monolingual | crosslingual"),
@@ -53,22 +55,55 @@ def run_command(
 
     if rerank:
         method = f"{method}+{rerank}@{rerank_depth}"
-    options = {"workers": workers, "rerank_top_k": rerank_top_k, **given_options(
-        timeout=timeout, max_attempts=max_attempts, store_prefix=store_prefix,
-        voyage_tpm=voyage_tpm, voyage_rpm=voyage_rpm, voyage_interval=voyage_interval,
-        cohere_tpm=cohere_tpm, cohere_rpm=cohere_rpm, cohere_interval=cohere_interval,
-        gemini_tpm=gemini_tpm, gemini_rpm=gemini_rpm, gemini_interval=gemini_interval,
-        mixedbread_tpm=mixedbread_tpm, mixedbread_rpm=mixedbread_rpm, mixedbread_interval=mixedbread_interval)}
+    options = {
+        "workers": workers,
+        "rerank_top_k": rerank_top_k,
+        **given_options(
+            timeout=timeout,
+            max_attempts=max_attempts,
+            store_prefix=store_prefix,
+            voyage_tpm=voyage_tpm,
+            voyage_rpm=voyage_rpm,
+            voyage_interval=voyage_interval,
+            cohere_tpm=cohere_tpm,
+            cohere_rpm=cohere_rpm,
+            cohere_interval=cohere_interval,
+            gemini_tpm=gemini_tpm,
+            gemini_rpm=gemini_rpm,
+            gemini_interval=gemini_interval,
+            mixedbread_tpm=mixedbread_tpm,
+            mixedbread_rpm=mixedbread_rpm,
+            mixedbread_interval=mixedbread_interval,
+        ),
+    }
     request = RunRequest(
-        method=method, benchmark=benchmark, subsets=subsets or None, setting=setting, top_k=top_k,
-        results_dir=results_dir, cache_dir=cache_dir, resume=resume, content=content, revision=revision,
-        measures=measure or None, language=language, tie_rule=tie_rule, options=options,
+        method=method,
+        benchmark=benchmark,
+        subsets=subsets or None,
+        setting=setting,
+        top_k=top_k,
+        results_dir=results_dir,
+        cache_dir=cache_dir,
+        resume=resume,
+        content=content,
+        revision=revision,
+        measures=measure or None,
+        language=language,
+        tie_rule=tie_rule,
+        options=options,
     )
-    summary = run_benchmark(request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True))
+    summary = run_benchmark(
+        request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
+    )
     written = sum(o.status == "written" for o in summary.outcomes)
     skipped = len(summary.outcomes) - written
-    console.print(f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
-                  f"spent: {summary.usage.summary()}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
+        f"spent: {summary.usage.summary()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("report")
@@ -80,8 +115,11 @@ def report_command(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
     decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
     by: Optional[str] = typer.Option(
-        None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."),
-    tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."),
+        None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."
+    ),
+    tie_rule: str = typer.Option(
+        "group-mean", "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 

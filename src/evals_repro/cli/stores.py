@@ -13,8 +13,9 @@ from . import app
 def mixedbread_upload_command(
     content: str = typer.Argument(..., help="What to upload per page: markdown or images."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Declared benchmark name or BEIR folder."),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s",
-                                                help="Subsets to upload, repeated or comma-separated (default: all)."),
+    subsets: Optional[list[str]] = typer.Option(
+        None, "--subsets", "-s", help="Subsets to upload, repeated or comma-separated (default: all)."
+    ),
     parsing: str = typer.Option("fast", "--parsing", help="Mixedbread parsing strategy: fast or high_quality."),
     workers: int = typer.Option(4, "--workers", help="Pages uploaded in parallel."),
     store_prefix: str = typer.Option("", "--store-prefix", help="Store name prefix (default: <benchmark>-eval)."),
@@ -29,8 +30,9 @@ def mixedbread_upload_command(
 
         raise UsageError(f"unknown content '{content}'", f"choose from {choices(CONTENTS)}")
     requested = [name.strip() for item in subsets or [] for name in item.split(",") if name.strip()] or None
-    summaries = upload_benchmark(benchmark, content, requested, parsing=parsing, workers=workers,
-                                 store_prefix=store_prefix or None)
+    summaries = upload_benchmark(
+        benchmark, content, requested, parsing=parsing, workers=workers, store_prefix=store_prefix or None
+    )
     failed = 0
     for summary in summaries:
         typer.echo(summary.line())

@@ -9,13 +9,18 @@ import typer
 
 from . import app, given_options
 
-study_app = typer.Typer(help="Compare rerankers on frozen candidates: quality and serial latency.",
-                        no_args_is_help=True)
+study_app = typer.Typer(
+    help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
+)
 app.add_typer(study_app, name="rerank-study")
 
 STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The study directory.")
-MODELS = typer.Option(None, "--models", help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
-                      "or reranker:model; several may follow one --models.")
+MODELS = typer.Option(
+    None,
+    "--models",
+    help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
+    "or reranker:model; several may follow one --models.",
+)
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -51,8 +56,17 @@ def prepare_command(
     from ..study.prepare import PrepareRequest, prepare
 
     options = {"store_prefix": store_prefix} if store_prefix else {}
-    prepare(PrepareRequest(benchmarks=benchmark, subsets=subsets or None, study_dir=study_dir,
-                           first_stage=first_stage, cache_dir=cache_dir, options=options), echo=_echo)
+    prepare(
+        PrepareRequest(
+            benchmarks=benchmark,
+            subsets=subsets or None,
+            study_dir=study_dir,
+            first_stage=first_stage,
+            cache_dir=cache_dir,
+            options=options,
+        ),
+        echo=_echo,
+    )
 
 
 @study_app.command("quality", context_settings=EXTRA_MODELS)
@@ -62,18 +76,25 @@ def quality_command(
     study_dir: Path = STUDY_DIR,
     quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
-    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3)."),
+    voyage_interval: Optional[float] = typer.Option(
+        None, "--voyage-interval", help="Seconds between Voyage calls (3)."
+    ),
     timeout: Optional[float] = typer.Option(None, help="Request timeout in seconds."),
     cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
     from ..study.quality import QualityRequest, run_quality
 
-    counts = run_quality(QualityRequest(study_dir=study_dir, models=_models(models, ctx.args), workers=quality_workers,
-                                        cache_dir=cache_dir,
-                                        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval,
-                                                              timeout=timeout)),
-                         echo=_echo)
+    counts = run_quality(
+        QualityRequest(
+            study_dir=study_dir,
+            models=_models(models, ctx.args),
+            workers=quality_workers,
+            cache_dir=cache_dir,
+            options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+        ),
+        echo=_echo,
+    )
     if counts["failed"]:
         raise typer.Exit(1)
 
@@ -95,19 +116,27 @@ def latency_command(
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..study.latency import LatencyRequest, run_latency
 
-    counts = run_latency(LatencyRequest(study_dir=study_dir, models=_models(models, ctx.args), samples=samples,
-                                        repeats=repeats, seed=seed, host_location=host_location,
-                                        cache_dir=cache_dir,
-                                        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval,
-                                                              timeout=timeout)),
-                         echo=_echo)
+    counts = run_latency(
+        LatencyRequest(
+            study_dir=study_dir,
+            models=_models(models, ctx.args),
+            samples=samples,
+            repeats=repeats,
+            seed=seed,
+            host_location=host_location,
+            cache_dir=cache_dir,
+            options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+        ),
+        echo=_echo,
+    )
     if counts["failed"]:
         raise typer.Exit(1)
 
 
 @study_app.command("report")
-def report_command(study_dir: Path = STUDY_DIR,
-                   resamples: int = typer.Option(2000, help="Bootstrap resamples.")) -> None:
+def report_command(
+    study_dir: Path = STUDY_DIR, resamples: int = typer.Option(2000, help="Bootstrap resamples.")
+) -> None:
     """Write report.md, quality.csv and latency-summary.json, and print report.md."""
     from ..study.report import write_report
 

@@ -28,8 +28,16 @@ class ApiEmbedder(ABC):
     provider: str = ""
     supports_images = False
 
-    def __init__(self, name: str, model: str, ctx: MethodContext, *, dimension: int | None = None,
-                 max_batch_items: int | None = None, max_batch_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        ctx: MethodContext,
+        *,
+        dimension: int | None = None,
+        max_batch_items: int | None = None,
+        max_batch_tokens: int | None = None,
+    ) -> None:
         self.name = name
         self.model = model
         self.dimension = dimension
@@ -74,8 +82,10 @@ class ApiEmbedder(ABC):
     def check_items(self, items: list[EmbedItem]) -> None:
         for position, item in enumerate(items):
             if item.image is not None and not self.supports_images:
-                raise UsageError(f"{self.name} embeds text only (item {position} is an image)",
-                                 "use --content markdown or an image-capable method")
+                raise UsageError(
+                    f"{self.name} embeds text only (item {position} is an image)",
+                    "use --content markdown or an image-capable method",
+                )
             if item.image is None and item.text is None:
                 raise UsageError(f"{self.name}: item {position} has neither text nor image", "check the subset")
 
@@ -84,9 +94,15 @@ class ApiEmbedder(ABC):
             rows, reported = self.request(items, input_type)
             return self._checked(rows, len(items)), reported
 
-        matrix, _ = call_with_retries(self.batch_settings(items), send, usage=self.usage, tokens=tokens,
-                                      items=len(items), what=f"{self.model} embed",
-                                      reported_tokens=lambda result: result[1])
+        matrix, _ = call_with_retries(
+            self.batch_settings(items),
+            send,
+            usage=self.usage,
+            tokens=tokens,
+            items=len(items),
+            what=f"{self.model} embed",
+            reported_tokens=lambda result: result[1],
+        )
         return matrix
 
     def _checked(self, rows, expected: int) -> np.ndarray:
@@ -94,18 +110,25 @@ class ApiEmbedder(ABC):
         try:
             matrix = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise ProviderError(f"{self.provider} {self.model}: malformed embeddings ({exc})",
-                                "the provider or proxy answered something unexpected") from None
+            raise ProviderError(
+                f"{self.provider} {self.model}: malformed embeddings ({exc})",
+                "the provider or proxy answered something unexpected",
+            ) from None
         if matrix.ndim != 2 or matrix.shape[0] != expected or matrix.shape[1] == 0:
             raise ProviderError(
                 f"{self.provider} {self.model}: asked for {expected} embeddings, got shape {matrix.shape}",
-                "the provider or proxy answered something unexpected; nothing was saved")
+                "the provider or proxy answered something unexpected; nothing was saved",
+            )
         if self.dimension and matrix.shape[1] != self.dimension:
-            raise ProviderError(f"{self.provider} {self.model}: asked for dimension {self.dimension}, "
-                                f"got {matrix.shape[1]}", "check the model and --dimension")
+            raise ProviderError(
+                f"{self.provider} {self.model}: asked for dimension {self.dimension}, got {matrix.shape[1]}",
+                "check the model and --dimension",
+            )
         if not np.isfinite(matrix).all():
-            raise ProviderError(f"{self.provider} {self.model}: embeddings contain NaN or infinity",
-                                "the provider answered garbage; retry later")
+            raise ProviderError(
+                f"{self.provider} {self.model}: embeddings contain NaN or infinity",
+                "the provider answered garbage; retry later",
+            )
         return matrix
 
     def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
@@ -119,10 +142,14 @@ class ApiEmbedder(ABC):
         plan_costs = [self.plan_cost(item, input_type) for item in items]
         plan = plan_batches(plan_costs, *self.batch_limits(items))
         parts: list[np.ndarray | None] = [None] * len(plan)
-        with progress_bar(f"{self.name} {input_type}s", total=len(items)) as bar, \
-                ThreadPoolExecutor(max_workers=min(self.workers, len(plan))) as pool:
-            futures = {pool.submit(self._one_batch, [items[i] for i in batch], input_type,
-                                   sum(costs[i] for i in batch)): index for index, batch in enumerate(plan)}
+        with (
+            progress_bar(f"{self.name} {input_type}s", total=len(items)) as bar,
+            ThreadPoolExecutor(max_workers=min(self.workers, len(plan))) as pool,
+        ):
+            futures = {
+                pool.submit(self._one_batch, [items[i] for i in batch], input_type, sum(costs[i] for i in batch)): index
+                for index, batch in enumerate(plan)
+            }
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -135,10 +162,11 @@ class ApiEmbedder(ABC):
                     bar.advance(len(plan[futures[future]]))
         widths = {part.shape[1] for part in parts}
         if len(widths) != 1:
-            raise ProviderError(f"{self.provider} {self.model}: batches came back with dimensions {sorted(widths)}",
-                                "the provider changed the model mid-run; rerun")
+            raise ProviderError(
+                f"{self.provider} {self.model}: batches came back with dimensions {sorted(widths)}",
+                "the provider changed the model mid-run; rerun",
+            )
         return normalise(np.vstack(parts))
 
     def describe(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "dimension": self.dimension}
-

@@ -36,7 +36,7 @@ from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
 from ..progress import console
 from ..usage import Usage
-from .base import EmbedItem, Embedder, InputType
+from .base import Embedder, EmbedItem, InputType
 
 FORMAT = 1
 _MAGIC = b"evals-repro-embeddings\n"
@@ -75,8 +75,13 @@ def chunk_bounds(digests: list[bytes], average: int, max_chunk: int) -> Iterator
 
 def encode(matrix: np.ndarray) -> bytes:
     data = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
-    header = {"format": FORMAT, "rows": int(matrix.shape[0]), "dimension": int(matrix.shape[1]),
-              "dtype": "float32", "checksum": hashlib.blake2b(data, digest_size=16).hexdigest()}
+    header = {
+        "format": FORMAT,
+        "rows": int(matrix.shape[0]),
+        "dimension": int(matrix.shape[1]),
+        "dtype": "float32",
+        "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(),
+    }
     return _MAGIC + json.dumps(header).encode() + b"\n" + data
 
 
@@ -113,8 +118,15 @@ class EmbeddingCache:
     splits further by its own limits), and each chunk is written as soon as its call returns.
     """
 
-    def __init__(self, root: Path, embedder: Embedder, usage: Usage | None = None,
-                 call_size: int = 256, average_chunk: int = 32, max_chunk: int = 128):
+    def __init__(
+        self,
+        root: Path,
+        embedder: Embedder,
+        usage: Usage | None = None,
+        call_size: int = 256,
+        average_chunk: int = 32,
+        max_chunk: int = 128,
+    ):
         self.root = Path(root)
         self.embedder = embedder
         self.usage = usage if usage is not None else Usage()
@@ -123,21 +135,27 @@ class EmbeddingCache:
         self.max_chunk = max_chunk
 
     @classmethod
-    def for_method(cls, cache_dir: Path, benchmark: str, method: str, embedder: Embedder,
-                   usage: Usage | None = None, **kwargs: Any) -> "EmbeddingCache":
+    def for_method(
+        cls, cache_dir: Path, benchmark: str, method: str, embedder: Embedder, usage: Usage | None = None, **kwargs: Any
+    ) -> EmbeddingCache:
         root = Path(cache_dir) / "embeddings" / _safe(benchmark) / _safe(method)
         return cls(root, embedder, usage, **kwargs)
 
     def _warn(self, path: Path, problem: str) -> None:
-        console.print(f"warning: embedding cache file {path} is damaged ({problem}); embedding it again",
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"warning: embedding cache file {path} is damaged ({problem}); embedding it again",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         self.usage.add("cache_damaged")
 
     def _chunk_path(self, key: str) -> Path:
         return self.root / "chunks" / key[:2] / f"{key}.emb"
 
-    def embed(self, items: list[EmbedItem], input_type: InputType,
-              on_progress: Callable[[int], None] | None = None) -> np.ndarray:
+    def embed(
+        self, items: list[EmbedItem], input_type: InputType, on_progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
         """One unit row per item, in order: from the cache where possible, else embedded and cached."""
         settings = settings_digest(self.embedder, input_type)
         digests = [item_digest(item) for item in items]
@@ -162,9 +180,17 @@ class EmbeddingCache:
         if pending:
             self._embed_chunks(items, pending, input_type, rows, on_progress)
         matrix = rows.matrix
-        atomic_write_json(manifest_path, {"format": FORMAT, "embedder": self.embedder.describe(),
-                                          "input_type": input_type, "items": len(items),
-                                          "dimension": int(matrix.shape[1]), "chunks": keys})
+        atomic_write_json(
+            manifest_path,
+            {
+                "format": FORMAT,
+                "embedder": self.embedder.describe(),
+                "input_type": input_type,
+                "items": len(items),
+                "dimension": int(matrix.shape[1]),
+                "chunks": keys,
+            },
+        )
         return matrix
 
     def _check_manifest(self, path: Path, count: int, keys: list[str]) -> None:
@@ -190,14 +216,22 @@ class EmbeddingCache:
         self.usage.add("cache_hits", count)
         return vectors
 
-    def _embed_chunks(self, items: list[EmbedItem], chunks: list[tuple[int, int, str]], input_type: InputType,
-                      rows: "_Rows", on_progress: Callable[[int], None] | None) -> None:
+    def _embed_chunks(
+        self,
+        items: list[EmbedItem],
+        chunks: list[tuple[int, int, str]],
+        input_type: InputType,
+        rows: _Rows,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
         batch = [item for start, stop, _ in chunks for item in items[start:stop]]
         vectors = np.asarray(self.embedder.embed(batch, input_type), dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
-            raise ProviderError(f"embedder {self.embedder.name} returned shape {vectors.shape} "
-                                f"(or non-finite values) for {len(batch)} items",
-                                "the embedder broke its contract; no vector was cached from this call")
+            raise ProviderError(
+                f"embedder {self.embedder.name} returned shape {vectors.shape} "
+                f"(or non-finite values) for {len(batch)} items",
+                "the embedder broke its contract; no vector was cached from this call",
+            )
         self.usage.add("cache_misses", len(batch))
         self.usage.add("embedded_items", len(batch))
         offset = 0
@@ -222,9 +256,11 @@ class _Rows:
         if self._matrix is None:
             self._matrix = np.empty((self.count, vectors.shape[1]), dtype=np.float32)
         elif vectors.shape[1] != self._matrix.shape[1]:
-            raise ProviderError(f"embedder {self.embedder} returned dimension {vectors.shape[1]}, "
-                                f"earlier vectors have {self._matrix.shape[1]}",
-                                "clear this method's embedding cache if the model settings changed")
+            raise ProviderError(
+                f"embedder {self.embedder} returned dimension {vectors.shape[1]}, "
+                f"earlier vectors have {self._matrix.shape[1]}",
+                "clear this method's embedding cache if the model settings changed",
+            )
         self._matrix[start : start + len(vectors)] = vectors
 
     @property

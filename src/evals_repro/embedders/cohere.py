@@ -32,8 +32,10 @@ class CohereEmbedder(ApiEmbedder):
         try:
             image_ipm = int(ctx.options.get("cohere_image_ipm") or DEFAULT_IMAGE_IPM)
         except (TypeError, ValueError):
-            raise UsageError(f"option cohere_image_ipm={ctx.options.get('cohere_image_ipm')!r} is not a number",
-                             "give a whole number of images per minute") from None
+            raise UsageError(
+                f"option cohere_image_ipm={ctx.options.get('cohere_image_ipm')!r} is not a number",
+                "give a whole number of images per minute",
+            ) from None
         self.image_settings = replace(self.settings, items_per_minute=image_ipm)
 
     def make_client(self, settings):
@@ -60,9 +62,14 @@ class CohereEmbedder(ApiEmbedder):
         if self.dimension:
             kwargs["output_dimension"] = self.dimension
         if any(item.image is not None for item in items):
-            inputs = [{"content": content_parts(item.text, item.image,
-                                                lambda uri: {"type": "image_url", "image_url": {"url": uri}})}
-                      for item in items]
+            inputs = [
+                {
+                    "content": content_parts(
+                        item.text, item.image, lambda uri: {"type": "image_url", "image_url": {"url": uri}}
+                    )
+                }
+                for item in items
+            ]
             response = self.client.embed(inputs=inputs, **kwargs)
         else:
             response = self.client.embed(texts=[item.text or "" for item in items], **kwargs)

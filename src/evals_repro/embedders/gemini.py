@@ -14,7 +14,10 @@ from ..retrieval.base import MethodContext
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 
-MODELS = {"gemini-embedding-2": ("gemini-embedding-2", True), "gemini-embedding-2-noprompt": ("gemini-embedding-2", False)}
+MODELS = {
+    "gemini-embedding-2": ("gemini-embedding-2", True),
+    "gemini-embedding-2-noprompt": ("gemini-embedding-2", False),
+}
 QUERY_PROMPT = "task: search result | query: {text}"
 DOCUMENT_PROMPT = "title: {title} | text: {text}"
 MAX_REQUESTS_PER_BATCH = 100

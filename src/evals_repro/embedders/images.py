@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
-
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import DataError
 

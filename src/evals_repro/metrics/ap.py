@@ -4,8 +4,12 @@ each relevant document within the top k, divided by the number of relevant docum
 from .base import register
 from .pytrec import cutoff_family
 
-FAMILY = register(cutoff_family(
-    "map", "map",
-    spec=lambda k: f"map_cut.{k}", key=lambda k: f"map_cut_{k}",
-    uncut=("map", "map"),
-))
+FAMILY = register(
+    cutoff_family(
+        "map",
+        "map",
+        spec=lambda k: f"map_cut.{k}",
+        key=lambda k: f"map_cut_{k}",
+        uncut=("map", "map"),
+    )
+)

@@ -42,7 +42,7 @@ class Measure:
 
     name: str
     trec_name: str
-    compute: Callable[[list["Measure"], EvalData], PerQuery] = field(compare=False, repr=False)
+    compute: Callable[[list[Measure], EvalData], PerQuery] = field(compare=False, repr=False)
     cutoff: int | None = None
 
     def __str__(self) -> str:

@@ -35,8 +35,9 @@ def evaluate(
         resolved.setdefault(measure.name, measure)
     qids = scored_queries(qrels)
     if not qids:
-        raise DataError("qrels: no query has a relevant document (relevance > 0)",
-                        "check the qrels file and its relevance column")
+        raise DataError(
+            "qrels: no query has a relevant document (relevance > 0)", "check the qrels file and its relevance column"
+        )
     prepared = {qid: as_float32(qid, run.get(qid) or {}) for qid in qids}
     data = EvalData(qrels=qrels, run=prepared, qids=qids, gains=gains, options=dict(options or {}))
     by_backend: dict[Any, list[Measure]] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..errors import DataError, UsageError, choices
 
@@ -57,7 +57,9 @@ def idcg_at_k(gains: Mapping[str, float], k: int) -> float:
     return sum(g * d for g, d in zip(ideal, _discounts(len(ideal))))
 
 
-def dcg_at_k(scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE) -> float:
+def dcg_at_k(
+    scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE
+) -> float:
     check_tie_rule(tie_rule)
     if not scores:
         return 0.0
@@ -117,8 +119,7 @@ def ndcg_float_per_query(
     check_tie_rule(tie_rule)
     selected = sorted(gains) if qids is None else list(dict.fromkeys(qids))
     return {
-        qid: ndcg_float_at_k(run.get(qid) or {}, gains.get(qid) or {}, k, tie_rule, query_id=qid)
-        for qid in selected
+        qid: ndcg_float_at_k(run.get(qid) or {}, gains.get(qid) or {}, k, tie_rule, query_id=qid) for qid in selected
     }
 
 
@@ -146,8 +147,10 @@ def _compute(measures: list, data) -> dict[str, dict[str, float]]:
         raise UsageError("ndcg_float_at_k needs float gains", "pass --gains FILE (TREC qrels layout, float 4th column)")
     tie_rule = check_tie_rule(data.options.get("tie_rule", DEFAULT_TIE_RULE))
     return {
-        qid: {m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)
-              for m in measures}
+        qid: {
+            m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)
+            for m in measures
+        }
         for qid in data.qids
     }
 

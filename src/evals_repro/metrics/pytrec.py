@@ -69,8 +69,15 @@ def cutoff_family(
         if match is None:
             return None
         k = int(match.group(1))
-        return TrecMeasure(f"{prefix}_at_{k}", trec_name(k), compute, cutoff=k,
-                           spec=spec(k), key=key(k), depth=k if cut_depth else None)
+        return TrecMeasure(
+            f"{prefix}_at_{k}",
+            trec_name(k),
+            compute,
+            cutoff=k,
+            spec=spec(k),
+            key=key(k),
+            depth=k if cut_depth else None,
+        )
 
     forms = (f"{prefix}_at_{{k}}",) + ((prefix,) if uncut is not None else ())
     return Family(name, forms, parse)

@@ -28,8 +28,9 @@ def as_float32(qid: str, scores: Mapping[str, float]) -> dict[str, float]:
     if not math.isfinite(sum(values)):
         for doc, value in scores.items():
             if math.isnan(value):
-                raise DataError(f"run: query {qid} document {doc} has a NaN score",
-                                "every retrieved document needs a numeric score")
+                raise DataError(
+                    f"run: query {qid} document {doc} has a NaN score", "every retrieved document needs a numeric score"
+                )
     return dict(zip(scores, array("f", values).tolist()))
 
 

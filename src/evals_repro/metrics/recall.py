@@ -3,7 +3,11 @@
 from .base import register
 from .pytrec import cutoff_family
 
-FAMILY = register(cutoff_family(
-    "recall", "recall",
-    spec=lambda k: f"recall.{k}", key=lambda k: f"recall_{k}",
-))
+FAMILY = register(
+    cutoff_family(
+        "recall",
+        "recall",
+        spec=lambda k: f"recall.{k}",
+        key=lambda k: f"recall_{k}",
+    )
+)

@@ -8,10 +8,14 @@ variant; `recip_rank_cut_{k}` is printed for it so a diff never pairs it with un
 from .base import register
 from .pytrec import cutoff_family
 
-FAMILY = register(cutoff_family(
-    "rr", "mrr",
-    spec=lambda k: "recip_rank", key=lambda k: "recip_rank",
-    trec_name=lambda k: f"recip_rank_cut_{k}",
-    uncut=("recip_rank", "recip_rank"),
-    cut_depth=True,
-))
+FAMILY = register(
+    cutoff_family(
+        "rr",
+        "mrr",
+        spec=lambda k: "recip_rank",
+        key=lambda k: "recip_rank",
+        trec_name=lambda k: f"recip_rank_cut_{k}",
+        uncut=("recip_rank", "recip_rank"),
+        cut_depth=True,
+    )
+)

@@ -55,8 +55,9 @@ def _parse(text: str, convert: Callable[[str], float], where: str, what: str, hi
 
 def _duplicate(path, number: int, qid: str, docid: str, n_columns: int, kind: str, layout: str) -> DataError:
     """The error for a repeated (qid, docid); the first occurrence is found by re-reading the file."""
-    first = next(n for n, fields in iter_columns(path, n_columns, kind, layout)
-                 if fields[0] == qid and fields[2] == docid)
+    first = next(
+        n for n, fields in iter_columns(path, n_columns, kind, layout) if fields[0] == qid and fields[2] == docid
+    )
     verb = "listed" if kind == "run" else "judged"
     return DataError(
         f"{path}:{number}: document {docid} is {verb} twice for query {qid} (first at line {first})",
@@ -71,7 +72,9 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
         where = f"{path}:{number}"
         score = _parse(score_text, float, where, "score", f"the fifth column is the score; lines are {RUN_LAYOUT}")
         if math.isnan(score):
-            raise DataError(f"{where}: score is NaN", f"every retrieved document needs a numeric score; lines are {RUN_LAYOUT}")
+            raise DataError(
+                f"{where}: score is NaN", f"every retrieved document needs a numeric score; lines are {RUN_LAYOUT}"
+            )
         docs = run.setdefault(qid, {})
         if docid in docs:
             raise _duplicate(path, number, qid, docid, 6, "run", RUN_LAYOUT)
@@ -84,7 +87,9 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     for number, (qid, _iteration, docid, rel_text) in iter_columns(path, 4, "qrels", QRELS_LAYOUT):
         where = f"{path}:{number}"
-        rel = _parse(rel_text, int, where, "relevance", f"the fourth column is an integer grade; lines are {QRELS_LAYOUT}")
+        rel = _parse(
+            rel_text, int, where, "relevance", f"the fourth column is an integer grade; lines are {QRELS_LAYOUT}"
+        )
         docs = qrels.setdefault(qid, {})
         if docid in docs:
             raise _duplicate(path, number, qid, docid, 4, "qrels", QRELS_LAYOUT)

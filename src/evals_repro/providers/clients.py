@@ -18,16 +18,20 @@ def voyage_client(settings: ProviderSettings, api_key: str | None = None):
     import voyageai
 
     kwargs = {"base_url": settings.base_url} if settings.base_url else {}
-    return voyageai.Client(api_key=api_key or require_key(KEY_ENV["voyage"]), max_retries=1,
-                           timeout=settings.timeout, **kwargs)
+    return voyageai.Client(
+        api_key=api_key or require_key(KEY_ENV["voyage"]), max_retries=1, timeout=settings.timeout, **kwargs
+    )
 
 
 def cohere_client(settings: ProviderSettings, api_key: str | None = None):
     import cohere
 
-    return cohere.ClientV2(api_key=api_key or require_key(KEY_ENV["cohere"]),
-                           base_url=settings.base_url or COHERE_DEFAULT_BASE_URL,
-                           timeout=settings.timeout, max_retries=0)
+    return cohere.ClientV2(
+        api_key=api_key or require_key(KEY_ENV["cohere"]),
+        base_url=settings.base_url or COHERE_DEFAULT_BASE_URL,
+        timeout=settings.timeout,
+        max_retries=0,
+    )
 
 
 def gemini_client(settings: ProviderSettings, api_key: str | None = None):
@@ -37,13 +41,13 @@ def gemini_client(settings: ProviderSettings, api_key: str | None = None):
     options = {"timeout": max(1, int(round(settings.timeout * 1000)))}
     if settings.base_url:
         options["base_url"] = settings.base_url
-    return genai.Client(api_key=api_key or require_key(KEY_ENV["gemini"]),
-                        http_options=types.HttpOptions(**options))
+    return genai.Client(api_key=api_key or require_key(KEY_ENV["gemini"]), http_options=types.HttpOptions(**options))
 
 
 def mixedbread_client(settings: ProviderSettings, api_key: str | None = None):
     from mixedbread import Mixedbread
 
     kwargs = {"base_url": settings.base_url} if settings.base_url else {}
-    return Mixedbread(api_key=api_key or require_key(KEY_ENV["mixedbread"]), max_retries=0,
-                      timeout=settings.timeout, **kwargs)
+    return Mixedbread(
+        api_key=api_key or require_key(KEY_ENV["mixedbread"]), max_retries=0, timeout=settings.timeout, **kwargs
+    )

@@ -109,7 +109,11 @@ def _transport(exc: BaseException) -> Failure | None:
     except ImportError:
         pass
     if isinstance(exc, tuple(stacks)):
-        kind = "timed out" if "timeout" in type(exc).__name__.lower() or isinstance(exc, TimeoutError) else "connection failed"
+        kind = (
+            "timed out"
+            if "timeout" in type(exc).__name__.lower() or isinstance(exc, TimeoutError)
+            else "connection failed"
+        )
         return Failure(True, None, None, _one_line(f"{kind} ({type(exc).__name__}: {exc})"))
     return None
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import ProviderError
 from ..usage import Usage
@@ -48,11 +49,19 @@ def _exhausted(settings: ProviderSettings, what: str, failure: Failure, attempts
     )
 
 
-def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage: Usage, tokens: int = 0,
-                      items: int = 1, what: str = "embed",
-                      reported_tokens: Callable[[T], int | None] | None = None,
-                      throttle: Throttle | None = None, sleep: Callable[[float], None] = time.sleep,
-                      rng: random.Random | None = None) -> T:
+def call_with_retries(
+    settings: ProviderSettings,
+    fn: Callable[[], T],
+    *,
+    usage: Usage,
+    tokens: int = 0,
+    items: int = 1,
+    what: str = "embed",
+    reported_tokens: Callable[[T], int | None] | None = None,
+    throttle: Throttle | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+) -> T:
     """Call `fn` under the provider's throttle until it succeeds, fails for good, or attempts run out.
 
     `tokens`/`items` are the estimated cost the throttle books; `reported_tokens(result)` returns the
@@ -102,5 +111,3 @@ def call_with_retries(settings: ProviderSettings, fn: Callable[[], T], *, usage:
         usage.add(f"{p}_tokens", counted if counted is not None else tokens)
         return result
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-

@@ -42,8 +42,14 @@ class ProviderSettings:
     @property
     def key(self) -> tuple:
         """What makes two settings share one throttle."""
-        return (self.provider, self.tokens_per_minute, self.requests_per_minute, self.items_per_minute,
-                self.min_interval, self.window)
+        return (
+            self.provider,
+            self.tokens_per_minute,
+            self.requests_per_minute,
+            self.items_per_minute,
+            self.min_interval,
+            self.window,
+        )
 
 
 BASE_URL_ENV = {

@@ -17,11 +17,10 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .settings import ProviderSettings
-
 
 SCALE_ALPHA = 0.2
 SCALE_MIN, SCALE_MAX = 0.2, 5.0
@@ -39,9 +38,16 @@ class Ticket:
 
 
 class Throttle:
-    def __init__(self, tokens_per_window: int = 0, requests_per_window: int = 0, items_per_window: int = 0,
-                 min_interval: float = 0.0, window: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        tokens_per_window: int = 0,
+        requests_per_window: int = 0,
+        items_per_window: int = 0,
+        min_interval: float = 0.0,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.tokens_per_window = tokens_per_window
         self.requests_per_window = requests_per_window
         self.items_per_window = items_per_window
@@ -56,9 +62,15 @@ class Throttle:
         self.scale = 1.0  # learned reported/estimated token ratio
 
     @classmethod
-    def from_settings(cls, settings: ProviderSettings, **kwargs) -> "Throttle":
-        return cls(settings.tokens_per_minute, settings.requests_per_minute, settings.items_per_minute,
-                   settings.min_interval, settings.window, **kwargs)
+    def from_settings(cls, settings: ProviderSettings, **kwargs) -> Throttle:
+        return cls(
+            settings.tokens_per_minute,
+            settings.requests_per_minute,
+            settings.items_per_minute,
+            settings.min_interval,
+            settings.window,
+            **kwargs,
+        )
 
     def _expire(self, now: float) -> None:
         # Tickets are re-stamped on release, so the deque is not sorted: drop every expired one.
@@ -70,9 +82,11 @@ class Throttle:
         self._expire(now)
         waits = [self._paused_until - now, self._last_start + self.min_interval - now]
         if self._tickets:
-            budgets = ((self.tokens_per_window, tokens, lambda t: t.tokens),
-                       (self.requests_per_window, 1, lambda t: 1),
-                       (self.items_per_window, items, lambda t: t.items))
+            budgets = (
+                (self.tokens_per_window, tokens, lambda t: t.tokens),
+                (self.requests_per_window, 1, lambda t: 1),
+                (self.items_per_window, items, lambda t: t.items),
+            )
             for budget, need, weight in budgets:
                 if budget <= 0:
                     continue

@@ -8,8 +8,8 @@ the pool that is not qrel-positive (positives taken by grade descending, then pa
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..errors import DataError
 from ..progress import progress_bar
@@ -57,14 +57,21 @@ def inject_ground_truth(fused: list[str], positives: dict[str, int]) -> tuple[li
     return pool, injected
 
 
-def check_subset_pools(release: Release, subset: str, k: int = DEFAULT_RRF_K, depth: int = POOL_DEPTH,
-                       order: Iterable[str] = FIRST_STAGE_ORDER) -> PoolCheck:
+def check_subset_pools(
+    release: Release,
+    subset: str,
+    k: int = DEFAULT_RRF_K,
+    depth: int = POOL_DEPTH,
+    order: Iterable[str] = FIRST_STAGE_ORDER,
+) -> PoolCheck:
     order = list(order)
     stages = read_first_stage(release, subset)
     missing = [name for name in [*order, "rrf_fused"] if name not in stages]
     if missing:
-        raise DataError(f"{release.label}/provenance/first_stage/{subset}.parquet: no rows for retriever(s) "
-                        f"{', '.join(missing)}", f"expected {', '.join([*order, 'rrf_fused'])}")
+        raise DataError(
+            f"{release.label}/provenance/first_stage/{subset}.parquet: no rows for retriever(s) {', '.join(missing)}",
+            f"expected {', '.join([*order, 'rrf_fused'])}",
+        )
     judged = read_qrels(release, subset)
     published = read_pools(release, subset)
     check = PoolCheck(subset)
@@ -90,7 +97,9 @@ def check_subset_pools(release: Release, subset: str, k: int = DEFAULT_RRF_K, de
     return check
 
 
-def check_pools(release: Release, subsets: Iterable[str], k: int = DEFAULT_RRF_K, depth: int = POOL_DEPTH) -> list[PoolCheck]:
+def check_pools(
+    release: Release, subsets: Iterable[str], k: int = DEFAULT_RRF_K, depth: int = POOL_DEPTH
+) -> list[PoolCheck]:
     subsets = list(subsets)
     checks = []
     with progress_bar("rebuilding pools", len(subsets)) as bar:
@@ -101,18 +110,27 @@ def check_pools(release: Release, subsets: Iterable[str], k: int = DEFAULT_RRF_K
 
 
 def format_report(checks: list[PoolCheck], revision: str) -> str:
-    lines = [f"Pools rebuilt from provenance-first-stage at revision {revision} "
-             f"(RRF k={DEFAULT_RRF_K}, {', '.join(FIRST_STAGE_ORDER)}, top {POOL_DEPTH}).", "",
-             "| Subset | Queries | RRF reproduced | Max score diff | Queries injected | Pages injected | Pool = top_ranked |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Pools rebuilt from provenance-first-stage at revision {revision} "
+        f"(RRF k={DEFAULT_RRF_K}, {', '.join(FIRST_STAGE_ORDER)}, top {POOL_DEPTH}).",
+        "",
+        "| Subset | Queries | RRF reproduced | Max score diff | Queries injected | Pages injected | Pool = top_ranked |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for c in checks:
-        lines.append(f"| {c.subset} | {c.queries} | {c.fused_reproduced} | {c.max_score_diff:.1e} | "
-                     f"{c.queries_injected} | {c.pages_injected} | {c.pool_matches} |")
+        lines.append(
+            f"| {c.subset} | {c.queries} | {c.fused_reproduced} | {c.max_score_diff:.1e} | "
+            f"{c.queries_injected} | {c.pages_injected} | {c.pool_matches} |"
+        )
     for c in checks:
         if c.fused_mismatch:
-            lines.append(f"{c.subset}: rrf_fused not reproduced for {len(c.fused_mismatch)} queries, "
-                         f"first {', '.join(c.fused_mismatch[:5])}")
+            lines.append(
+                f"{c.subset}: rrf_fused not reproduced for {len(c.fused_mismatch)} queries, "
+                f"first {', '.join(c.fused_mismatch[:5])}"
+            )
         if c.pool_mismatch:
-            lines.append(f"{c.subset}: rebuilt pool differs from top_ranked for {len(c.pool_mismatch)} queries, "
-                         f"first {', '.join(c.pool_mismatch[:5])}")
+            lines.append(
+                f"{c.subset}: rebuilt pool differs from top_ranked for {len(c.pool_mismatch)} queries, "
+                f"first {', '.join(c.pool_mismatch[:5])}"
+            )
     return "\n".join(lines) + "\n"

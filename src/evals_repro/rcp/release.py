@@ -89,8 +89,10 @@ class Release:
         if self.snapshot is not None:
             path = Path(self.snapshot) / relpath
             if not path.is_file():
-                raise DataError(f"{path}: file not found in the snapshot of {self.repo}",
-                                "the snapshot must keep the release's layout (e.g. hr__english/qrels.parquet)")
+                raise DataError(
+                    f"{path}: file not found in the snapshot of {self.repo}",
+                    "the snapshot must keep the release's layout (e.g. hr__english/qrels.parquet)",
+                )
             return path
         return _download(self.repo, relpath, self.revision)
 
@@ -102,8 +104,9 @@ class Release:
         try:
             table = pq.read_table(path)
         except Exception as exc:  # pyarrow raises several types for damaged files
-            raise DataError(f"{self.label}/{relpath}: not a readable parquet file ({exc})",
-                            "delete the cached file and rerun") from None
+            raise DataError(
+                f"{self.label}/{relpath}: not a readable parquet file ({exc})", "delete the cached file and rerun"
+            ) from None
         missing = [c for c in columns if c not in table.column_names]
         if missing:
             raise DataError(
@@ -125,8 +128,10 @@ def _download(repo: str, relpath: str, revision: str) -> Path:
 
     if hub.offline():
         if not _SHA.fullmatch(revision):
-            raise ConfigurationError(f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got '{revision}'",
-                                     f"use a release tag ({choices(RELEASES)}) or unset HF_HUB_OFFLINE")
+            raise ConfigurationError(
+                f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got '{revision}'",
+                f"use a release tag ({choices(RELEASES)}) or unset HF_HUB_OFFLINE",
+            )
         commit = revision
     else:
         commit = hub.resolve_revision(repo, revision)
@@ -181,9 +186,15 @@ def parse_item_params(path: Path) -> list[tuple[float, float]]:
         params = [(float(g), float(b)) for g, b in params]
     except (TypeError, ValueError):
         params = []
-    if not params or any(not (math.isfinite(g) and math.isfinite(b)) for g, b in params) or sum(g for g, _ in params) <= 0:
-        raise DataError(f"{path}: no usable item parameters",
-                        "expected gamma/beta (discrimination/difficulty) per criterion, gammas summing > 0")
+    if (
+        not params
+        or any(not (math.isfinite(g) and math.isfinite(b)) for g, b in params)
+        or sum(g for g, _ in params) <= 0
+    ):
+        raise DataError(
+            f"{path}: no usable item parameters",
+            "expected gamma/beta (discrimination/difficulty) per criterion, gammas summing > 0",
+        )
     return params
 
 

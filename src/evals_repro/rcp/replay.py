@@ -8,8 +8,8 @@ rules. Two views: native-language (each question once, in the language it was wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
 from ..progress import progress_bar
@@ -67,8 +67,9 @@ class Replay:
         return None if any(c is None for c in cells) else sum(cells) / len(cells)
 
 
-def score_query(scores: dict[str, float], pool: list[str] | None, gains: dict[str, float],
-                grades: dict[str, int], tie_rule: str) -> tuple[float, float]:
+def score_query(
+    scores: dict[str, float], pool: list[str] | None, gains: dict[str, float], grades: dict[str, int], tie_rule: str
+) -> tuple[float, float]:
     """(RCP-nDCG@10, qrel-nDCG@10) of one query's stored scores, restricted to its pool."""
     if pool is not None:
         scores = {doc: scores[doc] for doc in pool if doc in scores}
@@ -77,8 +78,12 @@ def score_query(scores: dict[str, float], pool: list[str] | None, gains: dict[st
     return rcp, qrel
 
 
-def replay(release: Release, domains: Iterable[str] = DOMAINS, languages: Iterable[str] = LANGUAGES,
-           tie_rules: Iterable[str] = TIE_RULES) -> Replay:
+def replay(
+    release: Release,
+    domains: Iterable[str] = DOMAINS,
+    languages: Iterable[str] = LANGUAGES,
+    tie_rules: Iterable[str] = TIE_RULES,
+) -> Replay:
     domains, languages, tie_rules = list(domains), list(languages), list(tie_rules)
     result = Replay(revision=str(release.revision), domains=domains, languages=languages)
     with progress_bar("replaying provenance-runs", len(domains) * len(languages)) as bar:
@@ -94,8 +99,10 @@ def replay(release: Release, domains: Iterable[str] = DOMAINS, languages: Iterab
                     if not scored:
                         continue
                     for rule in tie_rules:
-                        pairs = [score_query(run[q], pools.get(q), judged.gains[q], judged.qrels.get(q, {}), rule)
-                                 for q in scored]
+                        pairs = [
+                            score_query(run[q], pools.get(q), judged.gains[q], judged.qrels.get(q, {}), rule)
+                            for q in scored
+                        ]
                         result.means[(model, domain, language, rule)] = {
                             "rcp_ndcg_at_10": sum(p[0] for p in pairs) / len(pairs),
                             "qrel_ndcg_at_10": sum(p[1] for p in pairs) / len(pairs),
@@ -121,8 +128,13 @@ def format_tables(result: Replay, tie_rules: Iterable[str] = ("doc-id", "group-m
     for view in VIEWS:
         for rule in tie_rules:
             for metric in METRICS:
-                lines += ["", f"**{_METRIC_TITLES[metric]} (%), {_VIEW_TITLES[view].format(n=len(result.languages))}, {_RULE_TITLES[rule]}**", "",
-                          header, rule_line]
+                lines += [
+                    "",
+                    f"**{_METRIC_TITLES[metric]} (%), {_VIEW_TITLES[view].format(n=len(result.languages))}, {_RULE_TITLES[rule]}**",
+                    "",
+                    header,
+                    rule_line,
+                ]
                 for model in result.models:
                     cells = [pct(result.cell(view, model, d, rule, metric)) for d in result.domains]
                     cells.append(pct(result.row_mean(view, model, rule, metric)))

@@ -38,8 +38,10 @@ def read_qrels(release: Release, subset: str) -> JudgedQrels:
             qrels.setdefault(qid, {})[doc] = int(score)
         if not _is_missing(gain):
             if not (math.isfinite(gain) and gain >= 0):
-                raise DataError(f"{release.label}/{relpath}: row {row} has gain {gain!r}",
-                                "gains must be finite and >= 0; pick another revision")
+                raise DataError(
+                    f"{release.label}/{relpath}: row {row} has gain {gain!r}",
+                    "gains must be finite and >= 0; pick another revision",
+                )
             gains.setdefault(qid, {})[doc] = float(gain)
         if not _is_missing(theta):
             thetas.setdefault(qid, {})[doc] = float(theta)
@@ -56,7 +58,9 @@ def read_runs(release: Release, domain: str) -> dict[str, dict[str, dict[str, fl
     cols = release.table(f"provenance/runs/{domain}.parquet", ("model", "query-id", "corpus-id", "score"))
     judge = cols.get("is_judge") or [False] * len(cols["model"])
     runs: dict[str, dict[str, dict[str, float]]] = {}
-    for model, is_judge, qid, doc, score in zip(cols["model"], judge, cols["query-id"], cols["corpus-id"], cols["score"]):
+    for model, is_judge, qid, doc, score in zip(
+        cols["model"], judge, cols["query-id"], cols["corpus-id"], cols["score"]
+    ):
         if is_judge or _is_missing(score):
             continue
         runs.setdefault(str(model), {}).setdefault(str(qid), {})[str(doc)] = float(score)
@@ -79,7 +83,9 @@ def read_first_stage(release: Release, subset: str) -> dict[str, dict[str, list[
             items.sort()
             ranks = [r for r, _, _ in items]
             if ranks != list(range(1, len(items) + 1)):
-                raise DataError(f"{release.label}/{relpath}: ranks of {retriever} for query {qid} are not 1..n",
-                                "pick another revision of the release")
+                raise DataError(
+                    f"{release.label}/{relpath}: ranks of {retriever} for query {qid} are not 1..n",
+                    "pick another revision of the release",
+                )
             out[retriever][qid] = [(doc, score) for _, doc, score in items]
     return out

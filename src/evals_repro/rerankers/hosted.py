@@ -14,7 +14,8 @@ mxbai-rerank-large-v2 8,192 (its context). `rerank-3` is taken to share rerank-2
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ProviderError, UsageError, choices
 from ..retrieval.base import MethodContext
@@ -35,8 +36,10 @@ def _pick_model(reranker: str, model: str | None, known: tuple[str, ...]) -> str
     if model is None:
         return known[0]
     if model not in known:
-        raise UsageError(f"unknown model '{model}' for reranker {reranker}",
-                         f"choose from {choices(known)} (write +{reranker}:{known[0]}@50)")
+        raise UsageError(
+            f"unknown model '{model}' for reranker {reranker}",
+            f"choose from {choices(known)} (write +{reranker}:{known[0]}@50)",
+        )
     return model
 
 
@@ -91,30 +94,45 @@ class HostedReranker(ABC):
             batch = [documents[i] for i in positions]
             for index, score in self._call(query, batch, sum(costs[i] for i in positions)):
                 if not 0 <= index < len(batch):
-                    raise ProviderError(f"{self.provider} rerank returned index {index} for {len(batch)} documents",
-                                        "the provider answered out of range; rerun, and report it if it persists")
+                    raise ProviderError(
+                        f"{self.provider} rerank returned index {index} for {len(batch)} documents",
+                        "the provider answered out of range; rerun, and report it if it persists",
+                    )
                 scores[positions[index]] = float(score)
         missing = [i for i, score in enumerate(scores) if score is None]
         if missing:
-            raise ProviderError(f"{self.provider} rerank returned no score for {len(missing)} of "
-                                f"{len(documents)} documents", "rerun; the request asked for every document")
+            raise ProviderError(
+                f"{self.provider} rerank returned no score for {len(missing)} of {len(documents)} documents",
+                "rerun; the request asked for every document",
+            )
         return scores  # type: ignore[return-value]
 
     def _call(self, query: str, documents: list[str], tokens: int) -> list[tuple[int, float]]:
         from ..providers.retry import call_with_retries
 
-        pairs, _ = call_with_retries(self.settings, lambda: self._request(query, documents), usage=self.ctx.usage,
-                                     # one search per call: the item budget (Cohere's inputs per minute)
-                                     # is an embedding limit, not a rerank one
-                                     tokens=tokens, items=1, what=f"rerank {self.model}",
-                                     reported_tokens=lambda answer: answer[1])
+        pairs, _ = call_with_retries(
+            self.settings,
+            lambda: self._request(query, documents),
+            usage=self.ctx.usage,
+            # one search per call: the item budget (Cohere's inputs per minute)
+            # is an embedding limit, not a rerank one
+            tokens=tokens,
+            items=1,
+            what=f"rerank {self.model}",
+            reported_tokens=lambda answer: answer[1],
+        )
         return pairs
 
     def describe(self) -> dict[str, Any]:
-        return {"reranker": self.name, "provider": self.provider, "model": self.model,
-                "context_tokens": self.context_tokens, "max_documents_per_request": self.max_items,
-                "max_request_tokens": self.max_tokens or None,
-                "truncation": "counted in usage as rerank_documents_truncated (estimated tokens over context)"}
+        return {
+            "reranker": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "context_tokens": self.context_tokens,
+            "max_documents_per_request": self.max_items,
+            "max_request_tokens": self.max_tokens or None,
+            "truncation": "counted in usage as rerank_documents_truncated (estimated tokens over context)",
+        }
 
 
 class CohereReranker(HostedReranker):
@@ -127,8 +145,13 @@ class CohereReranker(HostedReranker):
         return cohere_client(self.settings)
 
     def _request(self, query: str, documents: list[str]) -> tuple[list[tuple[int, float]], int | None]:
-        response = self.client.rerank(model=self.model, query=query, documents=documents, top_n=len(documents),
-                                      max_tokens_per_doc=COHERE_MAX_TOKENS_PER_DOC)
+        response = self.client.rerank(
+            model=self.model,
+            query=query,
+            documents=documents,
+            top_n=len(documents),
+            max_tokens_per_doc=COHERE_MAX_TOKENS_PER_DOC,
+        )
         billed = response.meta.billed_units if response.meta else None
         if billed is not None and billed.search_units:
             self.ctx.usage.add("cohere_search_units", billed.search_units)
@@ -144,8 +167,9 @@ class VoyageReranker(HostedReranker):
     max_items = VOYAGE_MAX_DOCUMENTS
     max_tokens = VOYAGE_AGGREGATE_TOKENS
 
-    def __init__(self, name: str, model: str, ctx: MethodContext, client: Any = None,
-                 max_request_tokens: int | None = None) -> None:
+    def __init__(
+        self, name: str, model: str, ctx: MethodContext, client: Any = None, max_request_tokens: int | None = None
+    ) -> None:
         super().__init__(name, model, ctx, client)
         if max_request_tokens:
             self.max_tokens = int(max_request_tokens)
@@ -170,8 +194,9 @@ class MixedbreadReranker(HostedReranker):
         return mixedbread_client(self.settings)
 
     def _request(self, query: str, documents: list[str]) -> tuple[list[tuple[int, float]], int | None]:
-        response = self.client.rerank(model=self.model, query=query, input=documents, top_k=len(documents),
-                                      return_input=False)
+        response = self.client.rerank(
+            model=self.model, query=query, input=documents, top_k=len(documents), return_input=False
+        )
         tokens = response.usage.total_tokens if response.usage else None
         return [(item.index, item.score) for item in response.data], tokens
 

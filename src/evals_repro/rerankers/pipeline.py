@@ -37,8 +37,9 @@ def merge_reranked(candidates: list[tuple[str, float]], depth: int, scores: list
 class RerankedRetriever:
     """`<first stage>+<reranker>@<depth>`: the Retriever protocol around a first stage and a Reranker."""
 
-    def __init__(self, first: Any, reranker: Reranker, depth: int, name: str | None = None,
-                 workers: int | None = None) -> None:
+    def __init__(
+        self, first: Any, reranker: Reranker, depth: int, name: str | None = None, workers: int | None = None
+    ) -> None:
         self.first = first
         self.reranker = reranker
         self.depth = int(depth)

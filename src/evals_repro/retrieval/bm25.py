@@ -147,14 +147,18 @@ class BM25Retriever:
         if top_k < 1:
             raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
         index = self.index(subset)
-        self._last = {"subset": subset.name, "stemmer": index.analyzer.stemmer or "none",
-                      "cache_hit": index.cache_hit, "index_key": index.key}
+        self._last = {
+            "subset": subset.name,
+            "stemmer": index.analyzer.stemmer or "none",
+            "cache_hit": index.cache_hit,
+            "index_key": index.key,
+        }
         terms = index.analyzer.query_terms([q.text for q in queries], index.retriever.vocab_dict)
         run: Run = {q.id: {} for q in queries}
         active = [i for i, ids in enumerate(terms) if ids]
         with progress_bar(f"BM25 retrieval {subset.name}", len(active)) as bar:
             for start in range(0, len(active), QUERY_BATCH):
-                batch = active[start:start + QUERY_BATCH]
+                batch = active[start : start + QUERY_BATCH]
                 for i, ranking in zip(batch, self._search(index, [terms[i] for i in batch], top_k)):
                     run[queries[i].id] = ranking
                 bar.advance(len(batch))
@@ -176,8 +180,7 @@ class BM25Retriever:
                     deeper.append(i)
                     continue
                 keep = row_scores > 0
-                candidates = dict(zip((index.page_ids[d] for d in docs[row][keep].tolist()),
-                                      row_scores[keep].tolist()))
+                candidates = dict(zip((index.page_ids[d] for d in docs[row][keep].tolist()), row_scores[keep].tolist()))
                 results[i] = dict(ranked(candidates, top_k))
             pending = deeper
             fetch = min(n_docs, fetch * 2)
@@ -185,9 +188,14 @@ class BM25Retriever:
 
     def _retrieve(self, index: _LoadedIndex, terms: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
         selection = "numba" if self.backend == "numba" else "numpy"
-        docs, scores = index.retriever.retrieve(terms, k=k, show_progress=False, n_threads=-1,
-                                                backend_selection=selection,
-                                                chunksize=None if selection == "numba" else 50)
+        docs, scores = index.retriever.retrieve(
+            terms,
+            k=k,
+            show_progress=False,
+            n_threads=-1,
+            backend_selection=selection,
+            chunksize=None if selection == "numba" else 50,
+        )
         return docs, scores
 
     def describe(self) -> dict[str, Any]:
@@ -208,6 +216,8 @@ class BM25Retriever:
 
 def build(name: str, ctx: MethodContext) -> BM25Retriever:
     if ctx.content == "images":
-        raise UsageError(f"method '{name}' indexes page text and cannot take --content images",
-                         "use --content markdown, or an image-capable method")
+        raise UsageError(
+            f"method '{name}' indexes page text and cannot take --content images",
+            "use --content markdown, or an image-capable method",
+        )
     return BM25Retriever(name, ctx.cache_dir)

@@ -95,8 +95,9 @@ def save_index(target: Path, retriever, page_ids: list[str], settings: dict[str,
     try:
         retriever.save(staging, show_progress=False)
         atomic_write_json(staging / PAGE_IDS, page_ids)
-        files = {path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)}
-                 for path in sorted(staging.iterdir())}
+        files = {
+            path.name: {"bytes": path.stat().st_size, "sha256": _sha256(path)} for path in sorted(staging.iterdir())
+        }
         _fsync_dir_files(staging)
         atomic_write_json(staging / MANIFEST, {"format": INDEX_FORMAT, "settings": settings, "files": files})
         if target.exists():

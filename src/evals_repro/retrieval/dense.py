@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..data import Page, Query, Run, Subset
-from ..embedders.base import EmbedItem, Embedder
+from ..embedders.base import Embedder, EmbedItem
 from ..embedders.cache import EmbeddingCache
 from ..errors import DataError, UsageError
 from ..progress import progress_bar
@@ -47,18 +47,25 @@ class DenseRetriever:
         if ctx.content not in ("markdown", "images"):
             raise UsageError(f"unknown --content '{ctx.content}'", "choose from markdown, images")
         if ctx.content == "images" and not embedder.supports_images:
-            raise UsageError(f"method '{name}' embeds text only and cannot take --content images",
-                             "use --content markdown, or an image-capable method")
+            raise UsageError(
+                f"method '{name}' embeds text only and cannot take --content images",
+                "use --content markdown, or an image-capable method",
+            )
         self.name = name
         self.embedder = embedder
         self.ctx = ctx
         call_size = getattr(embedder, "batch_size", None) or DEFAULT_CALL_SIZE
-        self.cache = EmbeddingCache.for_method(ctx.cache_dir, ctx.benchmark, name, embedder, ctx.usage,
-                                               call_size=call_size)
+        self.cache = EmbeddingCache.for_method(
+            ctx.cache_dir, ctx.benchmark, name, embedder, ctx.usage, call_size=call_size
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "content": self.ctx.content, "index": "exact cosine (float64 rescored)",
-                "embedder": self.embedder.describe()}
+        return {
+            "method": self.name,
+            "content": self.ctx.content,
+            "index": "exact cosine (float64 rescored)",
+            "embedder": self.embedder.describe(),
+        }
 
     def embed_pages(self, subset: Subset):
         title_field = getattr(self.embedder, "title_field", False)

@@ -47,6 +47,8 @@ def _spans(n: int, parts: int) -> list[tuple[int, int]]:
 def _band_capacity(k: int) -> int:
     """Room per query for float32 near-ties of the k-th score (overflowing it only costs time)."""
     return max(64, k)
+
+
 # BLAS runs far slower on narrow tiles (1.5 s vs 2.8 s at 1000 x 4096 vs 1000 x 1700, d=1024).
 _MIN_CORPUS_BLOCK = 4096
 _MIN_BUDGET = 8 << 20
@@ -60,22 +62,28 @@ class ExactIndex:
 
     def __init__(self, embeddings: np.ndarray, ids: Sequence[str], memory_budget: int | None = None):
         if embeddings.ndim != 2:
-            raise UsageError(f"ExactIndex needs a 2-d matrix, got shape {embeddings.shape}",
-                             "pass one embedding row per document")
+            raise UsageError(
+                f"ExactIndex needs a 2-d matrix, got shape {embeddings.shape}", "pass one embedding row per document"
+            )
         if len(ids) != embeddings.shape[0]:
-            raise UsageError(f"ExactIndex got {embeddings.shape[0]} rows but {len(ids)} ids",
-                             "pass one id per embedding row")
+            raise UsageError(
+                f"ExactIndex got {embeddings.shape[0]} rows but {len(ids)} ids", "pass one id per embedding row"
+            )
         # No copy when the caller already holds C-contiguous float32 (the normal case).
         self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         self.ids = list(ids)
-        self.memory_budget = memory_budget if memory_budget is not None else max(_MIN_BUDGET, self.embeddings.nbytes // 16)
+        self.memory_budget = (
+            memory_budget if memory_budget is not None else max(_MIN_BUDGET, self.embeddings.nbytes // 16)
+        )
         from . import exact_kernels
 
         with ThreadPoolExecutor(_THREADS) as pool:
             # The largest row norm (1.0 for unit rows, kept for the float32 error bound) is read
             # by threads outside the GIL while this one sorts the ids.
-            norms = [pool.submit(exact_kernels.max_square_norm, self.embeddings, start, stop)
-                     for start, stop in _spans(len(self), _THREADS)]
+            norms = [
+                pool.submit(exact_kernels.max_square_norm, self.embeddings, start, stop)
+                for start, stop in _spans(len(self), _THREADS)
+            ]
             # id_rank[i] = position of ids[i] in ascending string order: the tie-breaker.
             order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
             self.id_rank = np.empty(len(self.ids), dtype=np.int64)
@@ -94,7 +102,9 @@ class ExactIndex:
         as possible up to the whole corpus but at least _MIN_CORPUS_BLOCK when it can be."""
         per_query_heap = k * _HEAP_BYTES_PER_ENTRY + _band_capacity(k) * _BAND_BYTES_PER_ENTRY
         wide = min(len(self), _MIN_CORPUS_BLOCK)
-        query_block = max(1, min(n_queries, _MAX_QUERY_BLOCK, budget // (wide * _TILE_BYTES_PER_ELEMENT + per_query_heap)))
+        query_block = max(
+            1, min(n_queries, _MAX_QUERY_BLOCK, budget // (wide * _TILE_BYTES_PER_ELEMENT + per_query_heap))
+        )
         room = budget - query_block * per_query_heap
         corpus_block = max(1, min(len(self), room // (query_block * _TILE_BYTES_PER_ELEMENT)))
         return query_block, corpus_block
@@ -110,8 +120,10 @@ class ExactIndex:
             raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dimension:
-            raise UsageError(f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
-                             "embed queries with the same model and dimension as the corpus")
+            raise UsageError(
+                f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
+                "embed queries with the same model and dimension as the corpus",
+            )
         m, k = queries.shape[0], min(top_k, len(self))
         indices = np.empty((m, k), dtype=np.int64)
         scores = np.empty((m, k), dtype=np.float64)
@@ -123,8 +135,10 @@ class ExactIndex:
             return indices, scores
         budget = self.memory_budget // len(groups)
         with _blas_controller().limit(limits=1, user_api="blas"), ThreadPoolExecutor(len(groups)) as pool:
-            runs = [pool.submit(self._search_group, queries[q0:q1], k, indices[q0:q1], scores[q0:q1], budget)
-                    for q0, q1 in groups]
+            runs = [
+                pool.submit(self._search_group, queries[q0:q1], k, indices[q0:q1], scores[q0:q1], budget)
+                for q0, q1 in groups
+            ]
             for run in runs:
                 run.result()
         return indices, scores
@@ -136,9 +150,14 @@ class ExactIndex:
         query_block, corpus_block = self._blocks(len(queries), k, budget)
         tile = np.empty(query_block * corpus_block, dtype=np.float32)
         band = _band_capacity(k)
-        state = (np.empty((query_block, k), dtype=np.float64), np.empty((query_block, k), dtype=np.int64),
-                 np.empty((query_block, k), dtype=np.int64), np.empty((query_block, band), dtype=np.float32),
-                 np.empty((query_block, band), dtype=np.int64), np.zeros((query_block, 3), dtype=np.int64))
+        state = (
+            np.empty((query_block, k), dtype=np.float64),
+            np.empty((query_block, k), dtype=np.int64),
+            np.empty((query_block, k), dtype=np.int64),
+            np.empty((query_block, band), dtype=np.float32),
+            np.empty((query_block, band), dtype=np.int64),
+            np.zeros((query_block, 3), dtype=np.int64),
+        )
         for q0 in range(0, len(queries), query_block):
             block = queries[q0 : q0 + query_block]
             qb = block.shape[0]
@@ -149,11 +168,14 @@ class ExactIndex:
                 scored = tile[: qb * (c1 - c0)].reshape(qb, c1 - c0)
                 np.matmul(block, self.embeddings[c0:c1].T, out=scored)
                 exact_kernels.scan_tile(scored, c0, block, self.embeddings, self.id_rank, error, state, 0, qb)
-            exact_kernels.finish(block, self.embeddings, self.id_rank, error, state,
-                                 indices[q0 : q0 + qb], scores[q0 : q0 + qb], 0, qb)
+            exact_kernels.finish(
+                block, self.embeddings, self.id_rank, error, state, indices[q0 : q0 + qb], scores[q0 : q0 + qb], 0, qb
+            )
 
     def search_ids(self, queries: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
         """Like `search`, with document ids and Python floats, best first."""
         indices, scores = self.search(queries, top_k)
-        return [[(self.ids[i], float(s)) for i, s in zip(row_i, row_s)]
-                for row_i, row_s in zip(indices.tolist(), scores.tolist())]
+        return [
+            [(self.ids[i], float(s)) for i, s in zip(row_i, row_s)]
+            for row_i, row_s in zip(indices.tolist(), scores.tolist())
+        ]

@@ -220,11 +220,35 @@ def scan_tile(tile, c0, block, corpus, id_rank, error, state, r0, r1):
         size, band_size, exact = sizes[r, 0], sizes[r, 1], sizes[r, 2]
         start = 0
         if not exact:
-            size, band_size, start = _scan_approximate(tile[r], c0, id_rank, 2.0 * error[r], values, ranks, cols, size,
-                                                       band_values_all[r], band_cols_all[r], band_size, k)
+            size, band_size, start = _scan_approximate(
+                tile[r],
+                c0,
+                id_rank,
+                2.0 * error[r],
+                values,
+                ranks,
+                cols,
+                size,
+                band_values_all[r],
+                band_cols_all[r],
+                band_size,
+                k,
+            )
             if start < tile.shape[1]:
-                size = _to_exact(block[r], corpus, id_rank, 2.0 * error[r], values, ranks, cols, size,
-                                 band_values_all[r], band_cols_all[r], band_size, k)
+                size = _to_exact(
+                    block[r],
+                    corpus,
+                    id_rank,
+                    2.0 * error[r],
+                    values,
+                    ranks,
+                    cols,
+                    size,
+                    band_values_all[r],
+                    band_cols_all[r],
+                    band_size,
+                    k,
+                )
                 band_size, exact = 0, 1
         if exact:
             size = _scan_exact(tile[r], start, c0, block[r], corpus, id_rank, error[r], values, ranks, cols, size, k)
@@ -240,8 +264,20 @@ def finish(block, corpus, id_rank, error, state, out_cols, out_values, r0, r1):
         values, ranks, cols = values_all[r], ranks_all[r], cols_all[r]
         size = sizes[r, 0]
         if not sizes[r, 2]:
-            size = _to_exact(block[r], corpus, id_rank, 2.0 * error[r], values, ranks, cols, size,
-                             band_values_all[r], band_cols_all[r], sizes[r, 1], values.shape[0])
+            size = _to_exact(
+                block[r],
+                corpus,
+                id_rank,
+                2.0 * error[r],
+                values,
+                ranks,
+                cols,
+                size,
+                band_values_all[r],
+                band_cols_all[r],
+                sizes[r, 1],
+                values.shape[0],
+            )
         while size > 0:
             size -= 1
             out_cols[r, size], out_values[r, size] = cols[0], values[0]

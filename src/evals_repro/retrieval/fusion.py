@@ -8,7 +8,8 @@ input rankings is part of the result.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..data import Query, Run, Subset, ranked
 from ..errors import UsageError
@@ -16,7 +17,9 @@ from ..errors import UsageError
 DEFAULT_RRF_K = 60
 
 
-def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = DEFAULT_RRF_K, top: int | None = None) -> list[tuple[str, float]]:
+def rrf_fuse(
+    rankings: Sequence[Sequence[str]], k: int = DEFAULT_RRF_K, top: int | None = None
+) -> list[tuple[str, float]]:
     """Fuse ranked id lists (best first) into [(id, score)], best first, at most `top` long."""
     if k < 0:
         raise UsageError(f"rrf k={k} must be >= 0", "the usual value is 60")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 from ..data import Query, Run
 from ..progress import progress_bar
 
 
-def run_queries(description: str, queries: list[Query], workers: int,
-                score: Callable[[Query], dict[str, float]]) -> Run:
+def run_queries(
+    description: str, queries: list[Query], workers: int, score: Callable[[Query], dict[str, float]]
+) -> Run:
     """`score(query)` for every query, `workers` at a time; the first failure stops the queued rest."""
     run: Run = {}
     with progress_bar(description, len(queries)) as bar:

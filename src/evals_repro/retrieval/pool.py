@@ -26,12 +26,16 @@ class PoolRetriever:
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         if subset.pools is None:
-            raise DataError(f"subset {subset.benchmark}/{subset.name} has no candidate pools",
-                            "use the reranking view of an rcp benchmark (e.g. vidore-v3-rcp)")
+            raise DataError(
+                f"subset {subset.benchmark}/{subset.name} has no candidate pools",
+                "use the reranking view of an rcp benchmark (e.g. vidore-v3-rcp)",
+            )
         missing = [q.id for q in queries if q.id not in subset.pools]
         if missing:
-            raise DataError(f"subset {subset.name}: {len(missing)} queries have no pool, first {missing[0]}",
-                            "check the benchmark's top_ranked data")
+            raise DataError(
+                f"subset {subset.name}: {len(missing)} queries have no pool, first {missing[0]}",
+                "check the benchmark's top_ranked data",
+            )
         return {q.id: {doc: -float(i) for i, doc in enumerate(subset.pools[q.id][:top_k])} for q in queries}
 
     def describe(self) -> dict[str, Any]:

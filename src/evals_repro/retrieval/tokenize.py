@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -30,28 +30,49 @@ WORD_PATTERN = r"(?u)\b\w\w+\b"
 # no stemmer for the language (tokens are then only lower-cased). Covers ViDoRe (full names) and
 # MIRACL-VISION (ISO codes).
 STEMMERS: dict[str, str | None] = {
-    "english": "english", "en": "english",
-    "french": "french", "fr": "french",
-    "german": "german", "de": "german",
-    "spanish": "spanish", "es": "spanish",
-    "italian": "italian", "it": "italian",
-    "portuguese": "portuguese", "pt": "portuguese",
-    "arabic": "arabic", "ar": "arabic",
-    "persian": "persian", "fa": "persian",
-    "finnish": "finnish", "fi": "finnish",
-    "hindi": "hindi", "hi": "hindi",
-    "indonesian": "indonesian", "id": "indonesian",
-    "russian": "russian", "ru": "russian",
-    "dutch": "dutch", "nl": "dutch",
+    "english": "english",
+    "en": "english",
+    "french": "french",
+    "fr": "french",
+    "german": "german",
+    "de": "german",
+    "spanish": "spanish",
+    "es": "spanish",
+    "italian": "italian",
+    "it": "italian",
+    "portuguese": "portuguese",
+    "pt": "portuguese",
+    "arabic": "arabic",
+    "ar": "arabic",
+    "persian": "persian",
+    "fa": "persian",
+    "finnish": "finnish",
+    "fi": "finnish",
+    "hindi": "hindi",
+    "hi": "hindi",
+    "indonesian": "indonesian",
+    "id": "indonesian",
+    "russian": "russian",
+    "ru": "russian",
+    "dutch": "dutch",
+    "nl": "dutch",
     # Snowball has no stemmer for these: lower-cased words only.
-    "bengali": None, "bn": None,
-    "japanese": None, "ja": None,
-    "korean": None, "ko": None,
-    "swahili": None, "sw": None,
-    "telugu": None, "te": None,
-    "thai": None, "th": None,
-    "yoruba": None, "yo": None,
-    "chinese": None, "zh": None,
+    "bengali": None,
+    "bn": None,
+    "japanese": None,
+    "ja": None,
+    "korean": None,
+    "ko": None,
+    "swahili": None,
+    "sw": None,
+    "telugu": None,
+    "te": None,
+    "thai": None,
+    "th": None,
+    "yoruba": None,
+    "yo": None,
+    "chinese": None,
+    "zh": None,
 }
 
 
@@ -102,8 +123,9 @@ class Analyzer:
     def words(self, text: str) -> list[str]:
         return self._split(text.lower())
 
-    def tokenize_corpus(self, texts: Sequence[str], on_chunk: Callable[[int], None] | None = None,
-                        chunk_size: int = 4096) -> TokenizedCorpus:
+    def tokenize_corpus(
+        self, texts: Sequence[str], on_chunk: Callable[[int], None] | None = None, chunk_size: int = 4096
+    ) -> TokenizedCorpus:
         """Number word types while splitting, stem each type once, then map tokens to stems in NumPy."""
         word_ids = _numbering()
         lookup = word_ids.__getitem__
@@ -111,7 +133,7 @@ class Analyzer:
         chunks: list[np.ndarray] = []
         for start in range(0, len(texts), chunk_size):
             flat: list[int] = []
-            for offset, text in enumerate(texts[start:start + chunk_size]):
+            for offset, text in enumerate(texts[start : start + chunk_size]):
                 words = self._split(text.lower())
                 lengths[start + offset] = len(words)
                 flat.extend(map(lookup, words))

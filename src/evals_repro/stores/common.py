@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..data import Page
 from ..errors import UsageError, choices
@@ -86,8 +87,9 @@ def page_payload(page: Page, content: str) -> Payload | None:
     try:
         extension, mime = _image_type(page.image)
     except ValueError:
-        from PIL import Image  # unusual formats are re-encoded once, losslessly
         import io
+
+        from PIL import Image  # unusual formats are re-encoded once, losslessly
 
         buffer = io.BytesIO()
         Image.open(io.BytesIO(page.image)).save(buffer, format="PNG")
@@ -146,7 +148,7 @@ def list_store_files(client: Any, call: Call, store_id: str) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
         if cursor:
             kwargs["after"] = cursor
-        page = call(lambda: client.stores.files.list(store_id, **kwargs), "store file listing")
+        page = call(lambda kw=kwargs: client.stores.files.list(store_id, **kw), "store file listing")
         for item in page.data:
             page_id = external_id_of(item)
             if page_id is not None:

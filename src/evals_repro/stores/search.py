@@ -11,10 +11,18 @@ from typing import Any
 
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
-from ..retrieval.parallel import run_queries
 from ..retrieval.base import MethodContext
-from .common import (default_prefix, external_id_of, find_store, has_content, list_store_files, retrying,
-                     store_name, upload_command)
+from ..retrieval.parallel import run_queries
+from .common import (
+    default_prefix,
+    external_id_of,
+    find_store,
+    has_content,
+    list_store_files,
+    retrying,
+    store_name,
+    upload_command,
+)
 
 RERANK_MODEL = "mixedbread-ai/mxbai-rerank-large-v2"
 DEFAULT_RERANK_TOP_K = 10
@@ -64,8 +72,9 @@ class StoreRetriever:
         fix = upload_command(self.ctx.benchmark, subset.name, self.content, self.prefix)
         store = find_store(self.client, self.call, name)
         if store is None:
-            raise ConfigurationError(f"store {name} for {self.ctx.benchmark}/{subset.name} does not exist",
-                                     f"upload it first: {fix}")
+            raise ConfigurationError(
+                f"store {name} for {self.ctx.benchmark}/{subset.name} does not exist", f"upload it first: {fix}"
+            )
         if getattr(store, "status", None) == "expired":
             raise ConfigurationError(f"store {name} has expired", f"upload it again: {fix} --store-prefix <new>")
         files = list_store_files(self.client, self.call, store.id)
@@ -74,12 +83,15 @@ class StoreRetriever:
         if failed:
             raise ConfigurationError(
                 f"store {name}: {len(failed)} pages failed processing (first: {', '.join(failed[:3])})",
-                f"rerun the upload to retry them: {fix}")
+                f"rerun the upload to retry them: {fix}",
+            )
         missing = [pid for pid in expected if pid not in files or files[pid].status != "completed"]
         if missing:
             raise ConfigurationError(
                 f"store {name} is incomplete: {len(expected) - len(missing)} of {len(expected)} pages ready "
-                f"(first missing: {', '.join(missing[:3])})", f"finish the upload: {fix}")
+                f"(first missing: {', '.join(missing[:3])})",
+                f"finish the upload: {fix}",
+            )
         self.stores[subset.name] = name
         return store, {item.id: pid for pid, item in files.items()}
 
@@ -87,8 +99,11 @@ class StoreRetriever:
         options: dict[str, Any] = {"return_metadata": True, "rerank": False}
         if self.rerank:
             with_titles = any(page.title for page in subset.pages)
-            options["rerank"] = {"model": RERANK_MODEL, "top_k": self.rerank_top_k,
-                                 "with_metadata": ["title"] if with_titles else False}
+            options["rerank"] = {
+                "model": RERANK_MODEL,
+                "top_k": self.rerank_top_k,
+                "with_metadata": ["title"] if with_titles else False,
+            }
         return options
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
@@ -97,20 +112,29 @@ class StoreRetriever:
         known = {page.id for page in subset.pages}
 
         def search(query: Query) -> dict[str, float]:
-            answer = self.call(lambda: self.client.stores.search(
-                store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options),
-                "store search")
+            answer = self.call(
+                lambda: self.client.stores.search(
+                    store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options
+                ),
+                "store search",
+            )
             scores = best_chunk_per_page(list(answer.data), file_pages)
             return {pid: score for pid, score in scores.items() if pid in known}
 
         return run_queries(f"search {store.name}", queries, self.workers, search)
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "provider": "mixedbread", "content": self.content,
-                "store_prefix": self.prefix, "stores": dict(self.stores),
-                "chunks_per_query": "top_k", "page_score": "best chunk",
-                "rerank": {"model": RERANK_MODEL, "top_k": self.rerank_top_k} if self.rerank else None,
-                "meaningful_depth": self.meaningful_depth}
+        return {
+            "method": self.name,
+            "provider": "mixedbread",
+            "content": self.content,
+            "store_prefix": self.prefix,
+            "stores": dict(self.stores),
+            "chunks_per_query": "top_k",
+            "page_score": "best chunk",
+            "rerank": {"model": RERANK_MODEL, "top_k": self.rerank_top_k} if self.rerank else None,
+            "meaningful_depth": self.meaningful_depth,
+        }
 
 
 def build(name: str, ctx: MethodContext) -> StoreRetriever:

@@ -10,16 +10,27 @@ Pages are uploaded first, then their processing is polled through the paginated 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..data import Page, Subset
 from ..errors import ConfigurationError, ProviderError, UsageError, choices
 from ..progress import progress_bar
 from ..usage import Usage
-from .common import (PARSING, TERMINAL, Call, Payload, find_store, list_store_files, page_metadata, page_payload,
-                     retrying, store_name)
+from .common import (
+    PARSING,
+    TERMINAL,
+    Call,
+    Payload,
+    find_store,
+    list_store_files,
+    page_metadata,
+    page_payload,
+    retrying,
+    store_name,
+)
 
 POLL_TIMEOUT = 900.0  # seconds one page may stay in processing before it is reported
 POLL_INTERVAL = 5.0  # seconds between listings of the store while pages process
@@ -72,17 +83,28 @@ class StoreUploader:
         name = store_name(self.prefix, subset.name, self.content)
         store = find_store(self.client, self.call, name)
         if store is None:
-            metadata = {"benchmark": self.benchmark, "subset": subset.name, "content": self.content,
-                        "parsing": self.parsing}
-            return self.call(lambda: self.client.stores.create(
-                name=name, description=f"evals-repro {self.benchmark}/{subset.name} ({self.content})",
-                metadata=metadata), f"store creation {name}")
+            metadata = {
+                "benchmark": self.benchmark,
+                "subset": subset.name,
+                "content": self.content,
+                "parsing": self.parsing,
+            }
+            return self.call(
+                lambda: self.client.stores.create(
+                    name=name,
+                    description=f"evals-repro {self.benchmark}/{subset.name} ({self.content})",
+                    metadata=metadata,
+                ),
+                f"store creation {name}",
+            )
         if getattr(store, "status", None) == "expired":
             raise ConfigurationError(f"store {name} has expired", "delete it or upload under another --store-prefix")
         recorded = (store.metadata or {}).get("parsing") if isinstance(store.metadata, dict) else None
         if recorded and recorded != self.parsing:
-            raise UsageError(f"store {name} was uploaded with --parsing {recorded}, not {self.parsing}",
-                             f"rerun with --parsing {recorded}, or choose another --store-prefix")
+            raise UsageError(
+                f"store {name} was uploaded with --parsing {recorded}, not {self.parsing}",
+                f"rerun with --parsing {recorded}, or choose another --store-prefix",
+            )
         return store
 
     def run(self, subset: Subset) -> UploadSummary:
@@ -110,9 +132,16 @@ class StoreUploader:
         self._wait_all(store, waiting, summary)
         return summary
 
-    def _upload_all(self, store: Any, work: list[tuple[Page, Payload]], existing: dict[str, Any],
-                    waiting: dict[str, str], summary: UploadSummary) -> None:
+    def _upload_all(
+        self,
+        store: Any,
+        work: list[tuple[Page, Payload]],
+        existing: dict[str, Any],
+        waiting: dict[str, str],
+        summary: UploadSummary,
+    ) -> None:
         """Upload and attach every page, `workers` at a time; processing is awaited afterwards, for all at once."""
+
         def one(item: tuple[Page, Payload]) -> tuple[str, str | None, str | None]:
             page, payload = item
             try:
@@ -154,25 +183,45 @@ class StoreUploader:
                 bar.describe(f"processing {store.name}: {summary.counts()}")
                 if waiting and self.clock() >= deadline:
                     for page_id in waiting:
-                        summary.failed[page_id] = (f"still processing after {self.poll_timeout:g}s; "
-                                                   "rerun the upload to keep waiting")
+                        summary.failed[page_id] = (
+                            f"still processing after {self.poll_timeout:g}s; rerun the upload to keep waiting"
+                        )
                     return
                 if waiting:
                     self.sleep(self.poll_interval)
 
     def _upload(self, store_id: str, page: Page, payload: Payload, overwrite: bool) -> str:
-        upload = self.call(lambda: self.client.files.create(file=(payload.filename, payload.data, payload.mime_type)),
-                           f"file upload {page.id}")
-        attached = self.call(lambda: self.client.stores.files.create(
-            store_id, file_id=upload.id, external_id=page.id, metadata=page_metadata(page, payload),
-            config={"parsing_strategy": self.parsing}, overwrite=overwrite), f"store file {page.id}")
+        upload = self.call(
+            lambda: self.client.files.create(file=(payload.filename, payload.data, payload.mime_type)),
+            f"file upload {page.id}",
+        )
+        attached = self.call(
+            lambda: self.client.stores.files.create(
+                store_id,
+                file_id=upload.id,
+                external_id=page.id,
+                metadata=page_metadata(page, payload),
+                config={"parsing_strategy": self.parsing},
+                overwrite=overwrite,
+            ),
+            f"store file {page.id}",
+        )
         self.usage.add("mixedbread_bytes_uploaded", len(payload.data))
         return attached.id
 
 
-def upload_benchmark(benchmark: str, content: str, subsets: list[str] | None = None, *, parsing: str = "fast",
-                     workers: int = 4, store_prefix: str | None = None, options: dict[str, Any] | None = None,
-                     usage: Usage | None = None, client: Any = None) -> list[UploadSummary]:
+def upload_benchmark(
+    benchmark: str,
+    content: str,
+    subsets: list[str] | None = None,
+    *,
+    parsing: str = "fast",
+    workers: int = 4,
+    store_prefix: str | None = None,
+    options: dict[str, Any] | None = None,
+    usage: Usage | None = None,
+    client: Any = None,
+) -> list[UploadSummary]:
     """Upload every requested subset of a benchmark; the CLI prints the summaries."""
     from ..benchmarks.declaration import LoadOptions
     from ..benchmarks.registry import get_benchmark, load_subset, resolve_subsets
@@ -185,8 +234,16 @@ def upload_benchmark(benchmark: str, content: str, subsets: list[str] | None = N
     settings = provider_settings("mixedbread", options or {})
     client = client if client is not None else mixedbread_client(settings)
     usage = usage if usage is not None else Usage()
-    uploader = StoreUploader(client, settings, usage, decl.name, content, store_prefix or default_prefix(decl.name),
-                             parsing=parsing, workers=workers)
+    uploader = StoreUploader(
+        client,
+        settings,
+        usage,
+        decl.name,
+        content,
+        store_prefix or default_prefix(decl.name),
+        parsing=parsing,
+        workers=workers,
+    )
     summaries = []
     for name in names:
         subset = load_subset(decl, name, LoadOptions(content=content))

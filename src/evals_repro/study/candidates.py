@@ -35,16 +35,39 @@ class Candidate:
     candidate_digest: str
 
     @classmethod
-    def make(cls, benchmark: str, subset: str, query_id: str, query: str, ids: list[str],
-             scores: list[float], texts: dict[str, str], qrels: dict[str, int]) -> "Candidate":
-        return cls(benchmark, subset, query_id, query, ids, scores, qrels,
-                   request_digest=digest([query, [texts[i] for i in ids]]),
-                   candidate_digest=digest([ids, scores]))
+    def make(
+        cls,
+        benchmark: str,
+        subset: str,
+        query_id: str,
+        query: str,
+        ids: list[str],
+        scores: list[float],
+        texts: dict[str, str],
+        qrels: dict[str, int],
+    ) -> Candidate:
+        return cls(
+            benchmark,
+            subset,
+            query_id,
+            query,
+            ids,
+            scores,
+            qrels,
+            request_digest=digest([query, [texts[i] for i in ids]]),
+            candidate_digest=digest([ids, scores]),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"query_id": self.query_id, "query": self.query, "ids": self.ids, "scores": self.scores,
-                "qrels": self.qrels, "request_digest": self.request_digest,
-                "candidate_digest": self.candidate_digest}
+        return {
+            "query_id": self.query_id,
+            "query": self.query,
+            "ids": self.ids,
+            "scores": self.scores,
+            "qrels": self.qrels,
+            "request_digest": self.request_digest,
+            "candidate_digest": self.candidate_digest,
+        }
 
 
 def candidates_path(study_dir: Path, benchmark: str, subset: str) -> Path:
@@ -69,8 +92,17 @@ def write_candidates(path: Path, records: list[Candidate], texts: dict[str, str]
 
 def read_candidates(path: Path, benchmark: str, subset: str) -> list[Candidate]:
     return [
-        Candidate(benchmark, subset, r["query_id"], r["query"], r["ids"], r["scores"], r["qrels"],
-                  r["request_digest"], r["candidate_digest"])
+        Candidate(
+            benchmark,
+            subset,
+            r["query_id"],
+            r["query"],
+            r["ids"],
+            r["scores"],
+            r["qrels"],
+            r["request_digest"],
+            r["candidate_digest"],
+        )
         for r in read_jsonl(path)
     ]
 

@@ -10,9 +10,10 @@ and throttle waits. Calls that needed a retry are kept but flagged and left out 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, atomic_write_json, read_jsonl
@@ -56,8 +57,9 @@ def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[s
         import json
 
         plan = json.loads(path.read_text(encoding="utf-8"))
-        require_same(study_dir, "the latency plan (--samples/--repeats/--seed)",
-                     {k: plan[k] for k in settings}, settings)
+        require_same(
+            study_dir, "the latency plan (--samples/--repeats/--seed)", {k: plan[k] for k in settings}, settings
+        )
         return plan
     plan = make_plan(items, request.samples, request.repeats, request.seed)
     atomic_write_json(path, plan)
@@ -67,8 +69,9 @@ def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[s
 def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, str, str, int, StudyModel]]:
     """Every (benchmark, subset, query, repeat, model) call, in the plan's deterministic order."""
     seed = plan["seed"]
-    queries = [(b, s, q) for b, subsets in sorted(plan["queries"].items())
-               for s, ids in sorted(subsets.items()) for q in ids]
+    queries = [
+        (b, s, q) for b, subsets in sorted(plan["queries"].items()) for s, ids in sorted(subsets.items()) for q in ids
+    ]
     calls = []
     for repeat in range(plan["repeats"]):
         for bench, subset, qid in shuffled(queries, seed, "queries", str(repeat)):
@@ -79,9 +82,13 @@ def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, 
 
 def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
     before = usage.as_dict()
-    record: dict[str, Any] = {"model": model.name, "model_id": model.model or "",
-                              "benchmark": candidate.benchmark, "subset": candidate.subset,
-                              "query_id": candidate.query_id}
+    record: dict[str, Any] = {
+        "model": model.name,
+        "model_id": model.model or "",
+        "benchmark": candidate.benchmark,
+        "subset": candidate.subset,
+        "query_id": candidate.query_id,
+    }
     started = time.perf_counter_ns()
     try:
         reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
@@ -117,8 +124,17 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
     return counts
 
 
-def _run(study_dir: Path, plan, models, items, request: LatencyRequest, options, invocation: int,
-         location: str | None, echo: Callable[[str], None]) -> dict[str, int]:
+def _run(
+    study_dir: Path,
+    plan,
+    models,
+    items,
+    request: LatencyRequest,
+    options,
+    invocation: int,
+    location: str | None,
+    echo: Callable[[str], None],
+) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     # Warm up on a query outside the plan where the subset has one, so that no timed query has
     # been seen by the provider before its first measured call (the repeat check relies on it).
@@ -126,18 +142,23 @@ def _run(study_dir: Path, plan, models, items, request: LatencyRequest, options,
     warmup_query: dict[tuple[str, str], tuple[Candidate, dict]] = {}
     for (bench, subset, qid), item in sorted(lookup.items()):
         current = warmup_query.get((bench, subset))
-        if current is None or ((bench, subset, current[0].query_id) in planned
-                               and (bench, subset, qid) not in planned):
+        if current is None or ((bench, subset, current[0].query_id) in planned and (bench, subset, qid) not in planned):
             warmup_query[(bench, subset)] = item
-    done = {(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
-            for r in read_jsonl(study_dir / LATENCY) if r.get("status") == "ok"}
+    done = {
+        (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
+        for r in read_jsonl(study_dir / LATENCY)
+        if r.get("status") == "ok"
+    }
     calls = [c for c in schedule(plan, models) if (c[4].name, c[0], c[1], c[2], c[3]) not in done]
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
-    with JsonlAppender(study_dir / LATENCY) as out, JsonlAppender(study_dir / WARMUP) as warm, \
-            progress_bar("latency", len(calls)) as bar:
+    with (
+        JsonlAppender(study_dir / LATENCY) as out,
+        JsonlAppender(study_dir / WARMUP) as warm,
+        progress_bar("latency", len(calls)) as bar,
+    ):
         for bench, subset, qid, repeat, model in calls:
             candidate, texts = lookup[(bench, subset, qid)]
             reranker, usage = rerankers[model.name]

@@ -12,8 +12,8 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..errors import UsageError
 
@@ -42,10 +42,14 @@ class StudyLock:
         except (OSError, ValueError):
             return None
 
-    def acquire(self) -> "StudyLock":
+    def acquire(self) -> StudyLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
-              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": self.command,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -55,8 +59,14 @@ class StudyLock:
                     self.stale_note = f"took over a stale lock from pid {holder.get('pid')} ({holder.get('command')})"
                     self.path.unlink(missing_ok=True)
                     continue
-                who = (f"pid {holder.get('pid')} on {holder.get('host')} running `{holder.get('command')}` "
-                       f"since {holder.get('started')}") if holder else "an unreadable lock file"
+                who = (
+                    (
+                        f"pid {holder.get('pid')} on {holder.get('host')} running `{holder.get('command')}` "
+                        f"since {holder.get('started')}"
+                    )
+                    if holder
+                    else "an unreadable lock file"
+                )
                 raise UsageError(
                     f"study directory {self.path.parent} is in use by {who}",
                     f"wait for it to finish, or remove {self.path} if that process is gone",
@@ -71,7 +81,7 @@ class StudyLock:
         if holder and holder.get("pid") == os.getpid():
             self.path.unlink(missing_ok=True)
 
-    def __enter__(self) -> "StudyLock":
+    def __enter__(self) -> StudyLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

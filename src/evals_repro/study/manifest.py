@@ -13,8 +13,9 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import UsageError
 from ..io import atomic_write_json

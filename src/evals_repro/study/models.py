@@ -69,9 +69,15 @@ def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
 
 def call_costs(before: dict[str, float], after: dict[str, float], provider: str) -> dict[str, float]:
     """Attempts, retries, 429s and waits of one call, from the worker's usage counters."""
+
     def delta(key: str) -> float:
         return after.get(f"{provider}_{key}", 0) - before.get(f"{provider}_{key}", 0)
 
-    return {"attempts": int(delta("attempts")), "retries": int(delta("retries")),
-            "rate_limited": int(delta("rate_limited")), "wait_seconds": round(delta("wait_seconds"), 6),
-            "tokens": delta("tokens"), "call_ms": round(delta("call_seconds") * 1000, 3)}
+    return {
+        "attempts": int(delta("attempts")),
+        "retries": int(delta("retries")),
+        "rate_limited": int(delta("rate_limited")),
+        "wait_seconds": round(delta("wait_seconds"), 6),
+        "tokens": delta("tokens"),
+        "call_ms": round(delta("call_seconds") * 1000, 3),
+    }

@@ -7,9 +7,10 @@ everything else uses BM25, whose index is cached by corpus and implementation fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..benchmarks import LoadOptions, get_benchmark, list_benchmarks, load_subset
 from ..benchmarks.declaration import BenchmarkDeclaration
@@ -22,8 +23,7 @@ from ..progress import progress_bar
 from ..retrieval.base import MethodContext
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
-from .manifest import (PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same,
-                       save_manifest)
+from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
 
 TOP_K = 100
 DEFAULT_FIRST_STAGE = "bm25"
@@ -62,7 +62,9 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
     study_dir = Path(request.study_dir)
     decls = study_benchmarks(request.benchmarks)
     if request.subsets and len(decls) != 1:
-        raise UsageError("--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}")
+        raise UsageError(
+            "--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}"
+        )
     with study_writer(study_dir, echo) as command:
         manifest = load_manifest(study_dir) or {}
         protocol = {"version": PROTOCOL_VERSION, "top_k": TOP_K, "query_languages": "native"}
@@ -83,8 +85,15 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
     return manifest
 
 
-def _prepare_subset(study_dir: Path, manifest: dict, decl: BenchmarkDeclaration, name: str, first: str,
-                    retriever, echo: Callable[[str], None]) -> None:
+def _prepare_subset(
+    study_dir: Path,
+    manifest: dict,
+    decl: BenchmarkDeclaration,
+    name: str,
+    first: str,
+    retriever,
+    echo: Callable[[str], None],
+) -> None:
     key = f"{decl.name}/{name}"
     subset = load_subset(decl, name, LoadOptions())
     entry = {
@@ -98,13 +107,20 @@ def _prepare_subset(study_dir: Path, manifest: dict, decl: BenchmarkDeclaration,
     stored = manifest["datasets"].get(key)
     path = candidates_path(study_dir, decl.name, name)
     if stored is not None:
-        require_same(study_dir, f"dataset {key}", {k: stored.get(k) for k in ("data_digest", "first_stage")},
-                     {k: entry[k] for k in ("data_digest", "first_stage")})
+        require_same(
+            study_dir,
+            f"dataset {key}",
+            {k: stored.get(k) for k in ("data_digest", "first_stage")},
+            {k: entry[k] for k in ("data_digest", "first_stage")},
+        )
         if path.exists() and len(read_candidates(path, decl.name, name)) == len(stored.get("query_ids", [])):
             echo(f"{key}: candidates already frozen ({path}), kept")
             return
-    queries = [q for q in subset.queries_in([subset.native_language])
-               if any(s > 0 for s in subset.qrels.get(q.id, {}).values())]
+    queries = [
+        q
+        for q in subset.queries_in([subset.native_language])
+        if any(s > 0 for s in subset.qrels.get(q.id, {}).values())
+    ]
     with progress_bar(f"{key}: first stage ({first})", len(queries)) as bar:
         run = retriever.run(subset, queries, TOP_K)
         bar.advance(len(queries))
@@ -112,8 +128,18 @@ def _prepare_subset(study_dir: Path, manifest: dict, decl: BenchmarkDeclaration,
     records = []
     for query in sorted(queries, key=lambda q: q.id):
         top = ranked(run.get(query.id, {}), TOP_K)
-        records.append(Candidate.make(decl.name, name, query.id, query.text, [d for d, _ in top],
-                                      [float(s) for _, s in top], texts, dict(subset.qrels[query.id])))
+        records.append(
+            Candidate.make(
+                decl.name,
+                name,
+                query.id,
+                query.text,
+                [d for d, _ in top],
+                [float(s) for _, s in top],
+                texts,
+                dict(subset.qrels[query.id]),
+            )
+        )
     entry["candidates_digest"] = write_candidates(path, records, texts)
     entry["query_ids"] = [r.query_id for r in records]
     manifest["datasets"][key] = entry

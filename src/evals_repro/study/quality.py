@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, read_jsonl
@@ -51,7 +52,10 @@ def completed_requests(study_dir: Path) -> set[tuple[str, str, str]]:
 def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str, str]]]]:
     manifest = load_manifest(study_dir)
     if not manifest or not manifest.get("datasets"):
-        raise UsageError(f"{study_dir} holds no prepared study", f"run `evals-repro rerank-study prepare --study-dir {study_dir}` first")
+        raise UsageError(
+            f"{study_dir} holds no prepared study",
+            f"run `evals-repro rerank-study prepare --study-dir {study_dir}` first",
+        )
     items = []
     for entry in manifest["datasets"].values():
         path = candidates_path(study_dir, entry["benchmark"], entry["subset"])
@@ -70,11 +74,16 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
         manifest, items = load_prepared(study_dir)
         configs = manifest.setdefault("models", {})
         for model in models:
-            require_same(study_dir, f"model {model.name}'s configuration", configs.get(model.name),
-                         model_config(model, options))
+            require_same(
+                study_dir, f"model {model.name}'s configuration", configs.get(model.name), model_config(model, options)
+            )
             configs[model.name] = model_config(model, options)
-        require_same(study_dir, "the quality settings", manifest.get("quality_settings"),
-                     {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)})
+        require_same(
+            study_dir,
+            "the quality settings",
+            manifest.get("quality_settings"),
+            {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)},
+        )
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
         with recorded_session(study_dir, manifest, command) as outcome:
             counts = _score_all(study_dir, models, items, request, options, echo)
@@ -82,8 +91,14 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
     return counts
 
 
-def _score_all(study_dir: Path, models: list[StudyModel], items, request: QualityRequest,
-               options: dict[str, Any], echo: Callable[[str], None]) -> dict[str, int]:
+def _score_all(
+    study_dir: Path,
+    models: list[StudyModel],
+    items,
+    request: QualityRequest,
+    options: dict[str, Any],
+    echo: Callable[[str], None],
+) -> dict[str, int]:
     done = completed_requests(study_dir)
     todo: dict[str, list[tuple[StudyModel, Candidate, dict[str, str]]]] = {}
     reused = 0
@@ -107,9 +122,13 @@ def _score_all(study_dir: Path, models: list[StudyModel], items, request: Qualit
         before = usage.as_dict()
         started = time.perf_counter_ns()
         record: dict[str, Any] = {
-            "model": model.name, "model_id": model.model or "", "benchmark": candidate.benchmark,
-            "subset": candidate.subset, "query_id": candidate.query_id,
-            "request_digest": candidate.request_digest, "candidate_digest": candidate.candidate_digest,
+            "model": model.name,
+            "model_id": model.model or "",
+            "benchmark": candidate.benchmark,
+            "subset": candidate.subset,
+            "query_id": candidate.query_id,
+            "request_digest": candidate.request_digest,
+            "candidate_digest": candidate.candidate_digest,
         }
         try:
             scores = reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
@@ -131,8 +150,10 @@ def _score_all(study_dir: Path, models: list[StudyModel], items, request: Qualit
                 counts["sent"] += 1
                 if record["status"] != "ok":
                     counts["failed"] += 1
-                    echo(f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
-                         f"{record['query_id']} failed: {record['error']}")
+                    echo(
+                        f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
+                        f"{record['query_id']} failed: {record['error']}"
+                    )
                 bar.advance()
         finally:
             for pool in pools.values():

@@ -41,7 +41,8 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
     for record in read_jsonl(Path(study_dir) / QUALITY):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
-                record["request_digest"]] = record["scores"]
+                record["request_digest"]
+            ] = record["scores"]
     models = sorted(manifest.get("models", {}))
     table: dict[str, Any] = {}
     for (bench, subset), candidates in sorted(by_subset.items()):
@@ -58,15 +59,20 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
                 scores[name] = M.mean(M.evaluate(qrels, runs[name], STUDY_MEASURES))
             else:
                 scores[name] = {m: None for m in STUDY_MEASURES}
-        table.setdefault(bench, {})[subset] = {"queries": len(candidates), "first_stage": entry["first_stage"],
-                                               "scores": scores}
+        table.setdefault(bench, {})[subset] = {
+            "queries": len(candidates),
+            "first_stage": entry["first_stage"],
+            "scores": scores,
+        }
     return {"models": models, "benchmarks": table}
 
 
 def benchmark_means(quality: dict[str, Any], measure: str) -> dict[str, dict[str, float | None]]:
     names = [BASELINE, *quality["models"]]
-    return {bench: {n: _mean([s["scores"][n][measure] for s in subsets.values()]) for n in names}
-            for bench, subsets in quality["benchmarks"].items()}
+    return {
+        bench: {n: _mean([s["scores"][n][measure] for s in subsets.values()]) for n in names}
+        for bench, subsets in quality["benchmarks"].items()
+    }
 
 
 def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
@@ -82,7 +88,7 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
     for r in records:  # the last ok record of a call wins (a rerun never duplicates, but be safe)
         seen[(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])] = r
     grouped: dict[str, dict[str, dict[tuple[str, str], list]]] = defaultdict(lambda: defaultdict(dict))
-    for (model, bench, subset, qid, repeat), r in sorted(seen.items()):
+    for (model, bench, subset, qid, _repeat), r in sorted(seen.items()):
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
@@ -107,11 +113,12 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
                 "repeat_check": repeat_diagnostic(clusters, resamples=resamples, seed=plan["seed"]),
             }
         suite = complete and len(locations) == 1 and None not in locations
-        entry["pooled"] = (bootstrap_summary(all_clusters, resamples=resamples, seed=plan["seed"]) if suite
-                           else None)
-        entry["pooled_note"] = ("complete suite from one host location" if suite else
-                                "no pooled figure: the suite is incomplete or lacks one declared host location "
-                                "(--host-location)")
+        entry["pooled"] = bootstrap_summary(all_clusters, resamples=resamples, seed=plan["seed"]) if suite else None
+        entry["pooled_note"] = (
+            "complete suite from one host location"
+            if suite
+            else "no pooled figure: the suite is incomplete or lacks one declared host location (--host-location)"
+        )
         entry["host_locations"] = sorted(str(x) for x in locations)
         per_model[model] = entry
     return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
@@ -137,9 +144,17 @@ def quality_csv(quality: dict[str, Any]) -> str:
     for bench, subsets in quality["benchmarks"].items():
         for subset, row in subsets.items():
             for measure in STUDY_MEASURES:
-                writer.writerow([bench, subset, row["queries"], measure, row["first_stage"],
-                                 _pct(row["scores"][BASELINE][measure]),
-                                 *(_pct(row["scores"][m][measure]) for m in models)])
+                writer.writerow(
+                    [
+                        bench,
+                        subset,
+                        row["queries"],
+                        measure,
+                        row["first_stage"],
+                        _pct(row["scores"][BASELINE][measure]),
+                        *(_pct(row["scores"][m][measure]) for m in models),
+                    ]
+                )
     return buffer.getvalue()
 
 
@@ -149,44 +164,63 @@ def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
     lines = ["# Reranking study", ""]
     means = {m: benchmark_means(quality, m) for m in STUDY_MEASURES}
     overall = {n: _mean([means["ndcg_at_10"][b][n] for b in quality["benchmarks"]]) for n in names}
-    lines += ["## Overall quality (nDCG@10 x100; benchmark groups weigh equally)", "",
-              "| model | " + " | ".join(quality["benchmarks"]) + " | overall |",
-              "|---|" + "---:|" * (len(quality["benchmarks"]) + 1)]
+    lines += [
+        "## Overall quality (nDCG@10 x100; benchmark groups weigh equally)",
+        "",
+        "| model | " + " | ".join(quality["benchmarks"]) + " | overall |",
+        "|---|" + "---:|" * (len(quality["benchmarks"]) + 1),
+    ]
     for n in names:
         cells = [_pct(means["ndcg_at_10"][b][n]) for b in quality["benchmarks"]]
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {_pct(overall[n])} |")
     for bench, subsets in quality["benchmarks"].items():
         lines += ["", f"## {bench}", ""]
         for measure in STUDY_MEASURES:
-            lines += [f"### {measure} (x100)", "", "| model | " + " | ".join(subsets) + " | mean |",
-                      "|---|" + "---:|" * (len(subsets) + 1)]
+            lines += [
+                f"### {measure} (x100)",
+                "",
+                "| model | " + " | ".join(subsets) + " | mean |",
+                "|---|" + "---:|" * (len(subsets) + 1),
+            ]
             for n in names:
                 cells = [_pct(row["scores"][n][measure]) for row in subsets.values()]
                 lines.append(f"| {n} | " + " | ".join(cells) + f" | {_pct(means[measure][bench][n])} |")
             lines.append("")
         first_stages = sorted({row["first_stage"] for row in subsets.values()})
-        lines.append(f"First stage: {', '.join(first_stages)}; queries: "
-                     + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items()))
+        lines.append(
+            f"First stage: {', '.join(first_stages)}; queries: "
+            + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items())
+        )
         if latency:
-            lines += ["", "### Latency (ms; 95% cluster-bootstrap intervals)", "",
-                      "| model | calls | mean | p50 | p90 | p95 | coverage | retried (excluded) |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|"]
+            lines += [
+                "",
+                "### Latency (ms; 95% cluster-bootstrap intervals)",
+                "",
+                "| model | calls | mean | p50 | p90 | p95 | coverage | retried (excluded) |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|",
+            ]
             for model, entry in latency["models"].items():
                 b = entry["benchmarks"].get(bench)
                 if not b:
                     continue
                 s, c = b["summary"], b["coverage"]
-                lines.append(f"| {model} | {_ms(s.get('n_calls'))} | {_ms(s.get('mean'))} | {_ms(s.get('p50'))} | "
-                             f"{_ms(s.get('p90'))} | {_ms(s.get('p95'))} | {c['recorded']}/{c['planned']} | "
-                             f"{c['retried_excluded']} |")
-            lines += ["", "### Repeat check (median repeat/first ratio; below 0.90 flags a repeat speed-up)", "",
-                      "| model | pairs | first-pass median | repeat median | ratio [95% CI] | verdict |",
-                      "|---|---:|---:|---:|---:|---|"]
+                lines.append(
+                    f"| {model} | {_ms(s.get('n_calls'))} | {_ms(s.get('mean'))} | {_ms(s.get('p50'))} | "
+                    f"{_ms(s.get('p90'))} | {_ms(s.get('p95'))} | {c['recorded']}/{c['planned']} | "
+                    f"{c['retried_excluded']} |"
+                )
+            lines += [
+                "",
+                "### Repeat check (median repeat/first ratio; below 0.90 flags a repeat speed-up)",
+                "",
+                "| model | pairs | first-pass median | repeat median | ratio [95% CI] | verdict |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
             for model, entry in latency["models"].items():
                 r = entry["benchmarks"].get(bench, {}).get("repeat_check")
                 if not r:
                     continue
-                ratio = (f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]" if "ratio" in r else "")
+                ratio = f"{r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]" if "ratio" in r else ""
                 first = "" if r["first_median"] is None else f"{r['first_median']:.1f}"
                 rep = "" if r["repeat_median"] is None else f"{r['repeat_median']:.1f}"
                 lines.append(f"| {model} | {r['pairs']} | {first} | {rep} | {ratio} | {r['verdict']} |")
@@ -202,8 +236,11 @@ def write_report(study_dir: Path, resamples: int = 2000) -> dict[str, Path]:
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
     latency = latency_summary(study_dir, resamples=resamples)
-    paths = {"report": study_dir / "report.md", "quality": study_dir / "quality.csv",
-             "latency": study_dir / "latency-summary.json"}
+    paths = {
+        "report": study_dir / "report.md",
+        "quality": study_dir / "quality.csv",
+        "latency": study_dir / "latency-summary.json",
+    }
     atomic_write_text(paths["report"], render_markdown(quality, latency))
     atomic_write_text(paths["quality"], quality_csv(quality))
     atomic_write_json(paths["latency"], latency)

@@ -40,8 +40,9 @@ def _strata(clusters: Sequence[Cluster]) -> list[list[Cluster]]:
     return [by_subset[name] for name in sorted(by_subset)]
 
 
-def bootstrap_summary(clusters: Sequence[Cluster], resamples: int = 2000, seed: int = 42,
-                      confidence: float = 0.95) -> dict[str, dict[str, float]]:
+def bootstrap_summary(
+    clusters: Sequence[Cluster], resamples: int = 2000, seed: int = 42, confidence: float = 0.95
+) -> dict[str, dict[str, float]]:
     """Point estimate and percentile interval of each statistic over all pooled latencies."""
     clusters = [c for c in clusters if c.latencies]
     if not clusters:
@@ -92,8 +93,9 @@ def repeat_pairs(clusters: Sequence[Cluster]) -> list[RepeatPair]:
     return pairs
 
 
-def repeat_diagnostic(clusters: Sequence[Cluster], resamples: int = 2000, seed: int = 42,
-                      confidence: float = 0.95) -> dict[str, object]:
+def repeat_diagnostic(
+    clusters: Sequence[Cluster], resamples: int = 2000, seed: int = 42, confidence: float = 0.95
+) -> dict[str, object]:
     """Paired, subset-stratified bootstrap of the median repeat/first ratio.
 
     Verdicts: `repeat speed-up` when the whole interval lies below 0.90 (later calls of a query
