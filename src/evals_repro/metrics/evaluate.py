@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import DataError
 from .base import EvalData, Measure, PerQuery, get_measure
+from .protocol import ScoringProtocol
 from .ranking import as_float32
 
 
@@ -18,10 +19,11 @@ def scored_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
 def evaluate(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
-    measures: Iterable[str | Measure],
+    measures: Iterable[str | Measure] | ScoringProtocol | None = None,
     *,
     gains: Mapping[str, Mapping[str, float]] | None = None,
     options: Mapping[str, Any] | None = None,
+    protocol: ScoringProtocol | None = None,
 ) -> PerQuery:
     """`{qid: {measure name: value}}` for every query that has a positive qrel.
 
@@ -29,8 +31,13 @@ def evaluate(
     (trec_eval `-c`); run queries without qrels are ignored. Scores are compared as float32
     and ties broken by doc id descending, as trec_eval does.
     """
+    if isinstance(measures, ScoringProtocol):
+        protocol, measures = measures, None
+    if protocol is None:
+        protocol = ScoringProtocol.from_options(None, options)
+    options = {**dict(options or {}), "tie_rule": protocol.tie_rule}
     resolved: dict[str, Measure] = {}
-    for item in measures:
+    for item in protocol.measures if measures is None else measures:
         measure = get_measure(item)
         resolved.setdefault(measure.name, measure)
     qids = scored_queries(qrels)
