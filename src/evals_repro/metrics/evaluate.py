@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import DataError
 from .base import EvalData, Measure, PerQuery, get_measure
 from .protocol import ScoringProtocol
-from .ranking import as_float32
+from .ranking import check_scores
 
 
 def scored_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
@@ -24,6 +24,7 @@ def evaluate(
     gains: Mapping[str, Mapping[str, float]] | None = None,
     options: Mapping[str, Any] | None = None,
     protocol: ScoringProtocol | None = None,
+    subtopics: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
 ) -> PerQuery:
     """`{qid: {measure name: value}}` for every query that has a positive qrel.
 
@@ -45,8 +46,12 @@ def evaluate(
         raise DataError(
             "qrels: no query has a relevant document (relevance > 0)", "check the qrels file and its relevance column"
         )
-    prepared = {qid: as_float32(qid, run.get(qid) or {}) for qid in qids}
-    data = EvalData(qrels=qrels, run=prepared, qids=qids, gains=gains, options=dict(options or {}))
+    prepared = {qid: run.get(qid) or {} for qid in qids}
+    for qid in qids:
+        check_scores(qid, prepared[qid])
+    data = EvalData(
+        qrels=qrels, run=prepared, qids=qids, gains=gains, options=options, protocol=protocol, subtopics=subtopics
+    )
     by_backend: dict[Any, list[Measure]] = {}
     for measure in resolved.values():
         by_backend.setdefault(measure.compute, []).append(measure)
