@@ -36,7 +36,8 @@ def trec_order(names: Sequence[str]) -> list[str]:
         m = get_measure(name)
         if not isinstance(m, TrecMeasure) or m.rr_cut is not None:
             return (len(ORDER), 0.0, index)
-        param = float(m.param) if m.cutoff is not None or m.base in ("iprec_at_recall", "Rprec_mult") else 0.0
+        numeric = m.cutoff is not None or m.base in ("iprec_at_recall", "Rprec_mult")
+        param = float(m.param or 0) if numeric else 0.0
         return (ORDER[m.base], param, index)
 
     return [name for _, name in sorted(enumerate(names), key=key)]

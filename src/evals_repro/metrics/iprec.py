@@ -55,7 +55,9 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
     protocol = data.protocol
     v10 = protocol.score_precision == "float64"
     level = protocol.relevance_level
-    points = sorted({float(m.param) for m in measures if isinstance(m, TrecMeasure) and m.base == "iprec_at_recall"})
+    points = sorted(
+        {float(m.param or 0) for m in measures if isinstance(m, TrecMeasure) and m.base == "iprec_at_recall"}
+    )
     averages = {
         m.name: sorted(float(p) for p in (m.param.split(",") if m.param else RECALL_POINTS))
         for m in measures
@@ -71,6 +73,9 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
                 if isinstance(m, TrecMeasure) and m.base == "iprec_at_recall":
                     row[m.name] = by_point[float(m.param or 0)]
         for name, avg_points in averages.items():
-            row[name] = sum(interpolated(r.rels, r.num_rel, avg_points, level, v10)) / len(avg_points)
+            total = 0.0
+            for value in reversed(interpolated(r.rels, r.num_rel, avg_points, level, v10)):
+                total += value  # trec_eval's order (highest point first), so the sum is bit-identical
+            row[name] = total / len(avg_points)
         results[qid] = row
     return results
