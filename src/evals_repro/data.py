@@ -48,6 +48,11 @@ class Query:
     # rerankers read text and instruction together.
     instruction: str | None = None
 
+    @property
+    def reranker_text(self) -> str:
+        """What a reranker reads: the query, then its instruction (mteb's `text + " " + instruction`)."""
+        return f"{self.text} {self.instruction}" if self.instruction else self.text
+
 
 @dataclass
 class Subset:
