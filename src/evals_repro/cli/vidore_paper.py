@@ -150,3 +150,63 @@ def answer_report_command(
     typer.echo(text)
     if output is not None:
         atomic_write_text(output, text)
+
+
+@grounding_app.command("predict")
+def predict_command(
+    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
+    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Domains (default: all)."),
+    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
+    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
+    box_scale: float = typer.Option(1000.0, "--box-scale", help="Grid of the model's boxes (0 = page pixels)."),
+    temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
+    max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
+    out_dir: Path = OUT_DIR,
+    run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default: the generator)."),
+    workers: int = typer.Option(4, help="Concurrent calls."),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
+    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm"),
+    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm"),
+    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval"),
+    openai_tpm: Optional[int] = typer.Option(None, "--openai-tpm", help="0 = no budget (a vLLM replica)."),
+    openai_rpm: Optional[int] = typer.Option(None, "--openai-rpm"),
+    openai_interval: Optional[float] = typer.Option(None, "--openai-interval"),
+    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+) -> None:
+    """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
+    from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
+    from ..vidore_paper.llm import GenerationSettings
+
+    options = _provider_options(
+        workers=workers,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        gemini_tpm=gemini_tpm,
+        gemini_rpm=gemini_rpm,
+        gemini_interval=gemini_interval,
+        openai_tpm=openai_tpm,
+        openai_rpm=openai_rpm,
+        openai_interval=openai_interval,
+    )
+    result = run_grounding(
+        GroundingRequest(
+            benchmark=benchmark,
+            subsets=subsets or None,
+            language=language,
+            revision=revision,
+            generator=generator,
+            generation=GenerationSettings(temperature, max_output_tokens),
+            box_scale=box_scale,
+            out_dir=out_dir,
+            run_name=run_name,
+            workers=workers,
+            cache_dir=cache_dir,
+            options=options,
+        ),
+        echo=_echo,
+    )
+    typer.echo(grounding_table(result))
+    if not result["complete"]:
+        raise typer.Exit(1)
