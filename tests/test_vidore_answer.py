@@ -27,6 +27,7 @@ from evals_repro.io import read_jsonl
 from evals_repro.vidore_paper import labels as L
 from evals_repro.vidore_paper.answer import AnswerRequest, run_answer
 from evals_repro.vidore_paper.contexts import Pipeline
+from evals_repro.vidore_paper.judge import parse_verdict
 from fakes.generators import FakeCall, FakeGeminiGenerate, FakeOpenAIChat
 
 QUIET = lambda _line: None  # noqa: E731
@@ -252,12 +253,23 @@ def test_bad_options_are_one_line(servers, tmp_path, capsys, monkeypatch):
             echo=QUIET,
         )
     assert "pick a new --run-name" in raised.value.hint
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    args = ["answer", "--retriever", "voyage-4-large", "--generator", "gemini:g", "--judge", "openai:j"]
+    assert main([*args, "--out-dir", str(tmp_path / "k")]) == 2  # a retriever's key is checked before any work
+    assert "missing API key: VOYAGE_API_KEY" in capsys.readouterr().err and not (tmp_path / "k").exists()
     monkeypatch.delenv("GEMINI_API_KEY")
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     assert (
         main(["answer", "--oracle", "--generator", "gemini:g", "--judge", "openai:j", "--out-dir", str(tmp_path)]) == 2
     )
     assert "missing API key: GEMINI_API_KEY" in capsys.readouterr().err
+
+
+def test_judge_verdicts_are_read_from_the_last_json_flag():
+    assert parse_verdict('{"reasoning": "same figure", "correct": true}') is True
+    assert parse_verdict('```json\n{"correct": false}\n```') is False
+    assert parse_verdict('first "correct": true, on reflection {"correct": FALSE}') is False
+    assert parse_verdict("Correct.") is None and parse_verdict("") is None
 
 
 def _spawn_and_kill(code: str, env: dict, watch: Path, lines: int) -> None:

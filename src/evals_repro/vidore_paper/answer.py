@@ -23,6 +23,7 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..errors import UsageError
 from ..io import atomic_write_json, atomic_write_text
+from ..providers.keys import require_key
 from ..usage import Usage
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
@@ -99,6 +100,8 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
 
     generators, judge = _validate(request)
     require_keys([*generators, judge])
+    for variable in request.pipeline.key_variables():
+        require_key(variable)
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
     names = resolve_subsets(decl, request.subsets)
@@ -349,6 +352,9 @@ def answer_table(results: list[dict[str, Any]]) -> str:
 
 def _summarise(result: dict[str, Any], answers, verdicts, run_dir: Path, echo: Callable[[str], None]) -> None:
     spent = result["spend"]
+    if result["retrieval_usage"]:
+        usage = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in result["retrieval_usage"].items())
+        echo(f"retrieval spent: {usage}")
     echo(spend_line("spent this session", spent["this_session"]))
     echo(spend_line("run total (generation + judge)", spent["total"]))
     if result["judge_unparsed"]:

@@ -66,6 +66,19 @@ class Pipeline:
             "top_k": None if self.oracle else self.top_k,
         }
 
+    def key_variables(self) -> list[str]:
+        """The API keys the retrieval streams need (first stages and rerankers), checked before any work."""
+        from ..methods import METHODS, RERANKERS, resolve
+
+        needed: list[str] = []
+        for _, method in [] if self.none or self.oracle else self.streams():
+            resolved = resolve(method)
+            entries = [METHODS.get(n) for n in resolved.fused or (resolved.first_stage,)]
+            if resolved.reranker:
+                entries.append(RERANKERS[resolved.reranker])
+            needed += [e.key_env for e in entries if e is not None and e.key_env and e.key_env not in needed]
+        return needed
+
     def validate(self) -> None:
         from ..methods import resolve
 
