@@ -160,8 +160,10 @@ def test_panel_labels_then_text_pipeline_accuracy_split_easy_hard(servers, tmp_p
     assert all(r["tokens_in"] > 0 and r["tokens_out"] > 7 and r["attempts"] == 1 for r in records)
 
 
-def test_labels_are_rebuilt_from_stored_verdicts(servers, tmp_path):
-    run_answer(panel(tmp_path), echo=QUIET)
+def test_labels_are_rebuilt_from_stored_verdicts(servers, tmp_path, capsys):
+    args = ["answer", "-s", "hr", "-s", "energy", "--no-context", "--models", "gemini:fake-pro", "openai:fake-oss"]
+    assert main([*args, "--judge", "openai:fake-judge", "--out-dir", str(tmp_path)]) == 0
+    assert "| no context: openai:fake-oss | 0.0 | 100.0 |" in capsys.readouterr().out
     stored = json.loads((tmp_path / "easy-hard/labels.json").read_text())
     (tmp_path / "easy-hard/labels.json").unlink()
     keys = list(stored["labels"])
