@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..data import Page
 from ..errors import UsageError
@@ -24,6 +24,9 @@ from ..io import atomic_write_json
 from ..usage import Usage
 from .annotations import PaperSubset
 from .render import Part, page_parts
+
+if TYPE_CHECKING:
+    from ..pipeline import PipelineSpec
 
 CONTEXTS = ("text", "images", "hybrid")
 KIND = {"text": "text", "images": "image"}
@@ -68,20 +71,12 @@ class Pipeline:
 
     def key_variables(self) -> list[str]:
         """The API keys the retrieval streams need (first stages and rerankers), checked before any work."""
-        from ..methods import METHODS, RERANKERS, resolve
-
         needed: list[str] = []
-        for _, method in [] if self.none or self.oracle else self.streams():
-            resolved = resolve(method)
-            entries = [METHODS.get(n) for n in resolved.fused or (resolved.first_stage,)]
-            if resolved.reranker:
-                entries.append(RERANKERS[resolved.reranker])
-            needed += [e.key_env for e in entries if e is not None and e.key_env and e.key_env not in needed]
+        for kind, method in [] if self.none or self.oracle else self.streams():
+            needed += [k for k in spec_of(method, kind).key_envs() if k not in needed]
         return needed
 
     def validate(self) -> None:
-        from ..methods import resolve
-
         if self.none:
             return
         if self.context not in CONTEXTS:
@@ -103,28 +98,27 @@ class Pipeline:
                 f"--context {self.context} needs --retriever (or --oracle)",
                 "e.g. --retriever bm25; --image-retriever/--text-retriever are for --context hybrid",
             )
-        for _, method in self.streams():
-            resolve(method)
+        for kind, method in self.streams():
+            spec_of(method, kind)
 
 
-def retrieval_content(method: str, kind: str) -> str:
-    """What a stream's method retrieves over: page images for the image stream when it can."""
-    from ..methods import METHODS, resolve
+def spec_of(method: str, kind: str) -> PipelineSpec:
+    """A stream's pipeline: the image stream retrieves over page images when all its first stages can."""
+    from ..pipeline import PipelineSpec, first_stage_entry
 
-    if kind != "image":
-        return "markdown"
-    resolved = resolve(method)
-    names = resolved.fused or (resolved.first_stage,)
-    return "images" if all("images" in METHODS[n].contents for n in names if n in METHODS) else "markdown"
+    spec = PipelineSpec.parse(method)
+    entries = [first_stage_entry(name) for name in spec.first_stage]
+    if kind == "image" and all(e is not None and "images" in e.contents for e in entries):
+        return PipelineSpec.parse(method, "images")
+    return spec
 
 
 def compute_contexts(
     paper: PaperSubset, pipeline: Pipeline, cache_dir: Path, options: dict[str, Any], usage: Usage
 ) -> dict[str, list[list[Any]]]:
     """query id -> [[page id, kind, stream, rank], ...] in the order the generator sees them."""
-    from .. import methods
-    from ..data import ranked
-    from ..retrieval.base import MethodContext
+    from ..context import MethodContext
+    from ..metrics.ranking import trec_ranked
 
     if pipeline.none:
         return {q.id: [] for q in paper.queries}
@@ -136,15 +130,15 @@ def compute_contexts(
         }
     out: dict[str, list[list[Any]]] = {q.id: [] for q in paper.queries}
     for kind, method in pipeline.streams():
-        content = retrieval_content(method, kind)
+        spec = spec_of(method, kind)
         ctx = MethodContext(
-            benchmark=paper.subset.benchmark, cache_dir=Path(cache_dir), content=content, options=dict(options)
+            benchmark=paper.subset.benchmark, cache_dir=Path(cache_dir), content=spec.content, options=dict(options)
         )
-        retriever = methods.build(methods.resolve(method), ctx)
+        retriever = spec.build(ctx)
         run = retriever.run(paper.subset, paper.queries, pipeline.top_k)
         usage.merge(ctx.usage)
         for query in paper.queries:
-            top = ranked(run.get(query.id, {}), pipeline.top_k)
+            top = trec_ranked(run.get(query.id, {}), pipeline.top_k)
             out[query.id].extend([page_id, kind, kind, rank] for rank, (page_id, _) in enumerate(top, 1))
     return out
 

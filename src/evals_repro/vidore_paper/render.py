@@ -1,8 +1,9 @@
-"""How a page becomes generator input here: `page_parts` is the one place (until the shared renderer lands).
+"""How a page becomes generator input: the shared renderer's styles (`evals_repro.rendering`), as parts.
 
 A context is a list of parts, text or image, that the generator clients translate to their wire
 formats. Every page is introduced by a short label so the model (and a grounded answer's
-`<bboxes image="N">`) can refer to it.
+`<bboxes image="N">`) can refer to it: a text page is rendered `plain` (what BM25 and rerankers read),
+an image page `image` (the page image, with its title as a text part when it has one).
 """
 
 from __future__ import annotations
@@ -34,12 +35,15 @@ def image_mime_type(data: bytes) -> str:
 
 
 def page_parts(page: Page, kind: str, label: str) -> list[Part]:
-    """One page as generator input: `kind` "text" gives its markdown, "image" its page image."""
+    """One page as generator input: `kind` "text" gives its text, "image" its page image."""
+    from ..rendering import PageStyle, render_page
+
     if kind == "text":
-        body = page.text.strip() or "(this page has no text)"
+        body = (render_page(page, PageStyle.PLAIN).text or "").strip() or "(this page has no text)"
         return [Part(text=f"{label}:\n{body}")]
     if kind == "image":
-        if page.image is None:
-            raise DataError(f"page {page.id} has no image", "load the subset with page images (content images)")
-        return [Part(text=f"{label}:"), Part(image=page.image, mime_type=image_mime_type(page.image))]
+        rendered = render_page(page, PageStyle.IMAGE)
+        assert rendered.image is not None
+        head = f"{label}: {rendered.text}" if rendered.text else f"{label}:"
+        return [Part(text=head), Part(image=rendered.image, mime_type=image_mime_type(rendered.image))]
     raise ValueError(f"unknown page kind {kind!r}")
