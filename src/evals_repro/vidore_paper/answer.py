@@ -120,12 +120,13 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
         "prompts": {answer_prompt.name: answer_prompt.digest, judge_prompt.name: judge_prompt.digest},
     }
     retrieval_usage = Usage()
+    prompts = (answer_prompt, judge_prompt)
     with run_directory(run_dir, config, echo) as (manifest, outcome):
         papers: list[PaperSubset] = []
-        contexts: dict[str, dict[str, list[list[Any]]]] = {}
+        done = _Done()
         content = "images" if request.pipeline.needs_images else "markdown"
         options = LoadOptions(content=content, revision=request.revision, cache_dir=Path(request.cache_dir))
-        for name in names:
+        for name in names:  # one domain at a time: its page images are dropped before the next loads
             paper = load_paper_subset(decl, name, options, request.language)
             identity = {
                 "revision": paper.subset.source.get("revision"),
@@ -133,7 +134,7 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
                 "data_digest": paper.subset.data_digest(),
             }
             record_dataset(run_dir, manifest, name, identity)
-            contexts[name], reused = frozen_contexts(
+            contexts, reused = frozen_contexts(
                 run_dir / "contexts" / f"{name}.json",
                 {**identity, "pipeline": request.pipeline.describe()},
                 lambda paper=paper: compute_contexts(
@@ -141,45 +142,9 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
                 ),
             )
             echo(f"{name}: {len(paper.queries)} {paper.language} queries, contexts {'reused' if reused else 'built'}")
+            _answer_domain(paper, contexts, generators, judge, prompts, request, run_dir, done, echo)
+            paper.subset.pages = []
             papers.append(paper)
-
-        answer_tasks: dict[tuple[str, str], CallTask] = {}
-        for paper in papers:
-            pages = paper.subset.page_by_id()
-            for query in paper.queries:
-                key = L.query_key(paper.name, query.id)
-                parts = context_parts(contexts[paper.name][query.id], pages)
-                system, user = answer_prompt.render({"question": query.text}, parts)
-                for spec in generators:
-                    fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "generator": spec.name}
-                    answer_tasks[(key, spec.name)] = CallTask(spec, request.generation, system, user, fields)
-        answers = execute(
-            run_dir / "answers.jsonl", list(answer_tasks.values()), request.options, request.workers, "answers", echo
-        )
-
-        judge_tasks: dict[tuple[str, str], CallTask] = {}
-        questions = {L.query_key(p.name, q.id): (p, q) for p in papers for q in p.queries}
-        for (key, model), task in answer_tasks.items():
-            answer = answers.records.get(task.digest)
-            if answer is None:
-                continue
-            paper, query = questions[key]
-            system, user = judge_request(judge_prompt, query.text, paper.answers.get(query.id, ""), answer["text"])
-            fields = {
-                "subset": paper.name,
-                "query_id": query.id,
-                "query_key": key,
-                "generator": model,
-                "answer_digest": task.digest,
-            }
-            judge_tasks[(key, model)] = CallTask(judge, request.judge_generation, system, user, fields, _verdict)
-        verdicts = execute(
-            run_dir / "verdicts.jsonl", list(judge_tasks.values()), request.options, request.workers, "judge", echo
-        )
-
-        rows = _rows(papers, generators, answer_tasks, judge_tasks, verdicts)
-        used = [answers.records[t.digest] for t in answer_tasks.values() if t.digest in answers.records]
-        judged = [verdicts.records[t.digest] for t in judge_tasks.values() if t.digest in verdicts.records]
         result: dict[str, Any] = {
             "kind": "answer-panel" if request.panel_mode else "answer",
             "benchmark": decl.name,
@@ -187,16 +152,17 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
             "config": config,
             "datasets": {p.name: manifest["datasets"][p.name] for p in papers},
             "spend": {
-                "generation": spend(used),
-                "judge": spend(judged),
-                "total": spend(used + judged),
-                "this_session": spend(answers.session + verdicts.session),
-                "reused_calls": answers.reused + verdicts.reused,
+                "generation": spend(done.used),
+                "judge": spend(done.judged),
+                "total": spend(done.used + done.judged),
+                "this_session": spend(done.session),
+                "reused_calls": done.reused,
             },
             "retrieval_usage": retrieval_usage.as_dict(),
             "versions": package_versions(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        rows = done.rows
         missing = sum(1 for r in rows if r["verdict"] == "missing")
         result["complete"] = missing == 0
         result["missing"] = missing
@@ -208,8 +174,75 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> d
         atomic_write_json(run_dir / "result.json", result)
         atomic_write_text(run_dir / "table.md", answer_table([result]))
         outcome["status"] = "completed" if result["complete"] else "incomplete"
-    _summarise(result, answers, verdicts, run_dir, echo)
+    _summarise(result, run_dir, echo)
     return result
+
+
+@dataclass
+class _Done:
+    """What the domains answered so far: per-query rows, the records used, this session's calls."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    used: list[dict[str, Any]] = field(default_factory=list)
+    judged: list[dict[str, Any]] = field(default_factory=list)
+    session: list[dict[str, Any]] = field(default_factory=list)
+    reused: int = 0
+
+
+def _answer_domain(
+    paper: PaperSubset,
+    contexts: dict[str, list[list[Any]]],
+    generators: list[ModelSpec],
+    judge: ModelSpec,
+    prompts,
+    request: AnswerRequest,
+    run_dir: Path,
+    done: _Done,
+    echo: Callable[[str], None],
+) -> None:
+    """One domain's two phases: every generator call, then the judge on every answer."""
+    answer_prompt, judge_prompt = prompts
+    pages = paper.subset.page_by_id()
+    answer_tasks: dict[tuple[str, str], CallTask] = {}
+    for query in paper.queries:
+        key = L.query_key(paper.name, query.id)
+        parts = context_parts(contexts[query.id], pages)
+        system, user = answer_prompt.render({"question": query.text}, parts)
+        for spec in generators:
+            fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "generator": spec.name}
+            answer_tasks[(key, spec.name)] = CallTask(spec, request.generation, system, user, fields)
+    answers = execute(
+        run_dir / "answers.jsonl",
+        list(answer_tasks.values()),
+        request.options,
+        request.workers,
+        f"answers {paper.name}",
+        echo,
+    )
+    judge_tasks: dict[tuple[str, str], CallTask] = {}
+    questions = {L.query_key(paper.name, q.id): q for q in paper.queries}
+    for (key, model), task in answer_tasks.items():
+        answer = answers.records.get(task.digest)
+        if answer is None:
+            continue
+        query = questions[key]
+        system, user = judge_request(judge_prompt, query.text, paper.answers.get(query.id, ""), answer["text"])
+        fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "generator": model}
+        fields["answer_digest"] = task.digest
+        judge_tasks[(key, model)] = CallTask(judge, request.judge_generation, system, user, fields, _verdict)
+    verdicts = execute(
+        run_dir / "verdicts.jsonl",
+        list(judge_tasks.values()),
+        request.options,
+        request.workers,
+        f"judge {paper.name}",
+        echo,
+    )
+    done.rows += _rows(paper, generators, judge_tasks, verdicts)
+    done.used += [answers.records[t.digest] for t in answer_tasks.values() if t.digest in answers.records]
+    done.judged += [verdicts.records[t.digest] for t in judge_tasks.values() if t.digest in verdicts.records]
+    done.session += answers.session + verdicts.session
+    done.reused += answers.reused + verdicts.reused
 
 
 def _verdict(record: dict[str, Any]) -> None:
@@ -219,30 +252,29 @@ def _verdict(record: dict[str, Any]) -> None:
 
 
 def _rows(
-    papers: list[PaperSubset],
+    paper: PaperSubset,
     generators: list[ModelSpec],
-    answer_tasks: dict[tuple[str, str], CallTask],
     judge_tasks: dict[tuple[str, str], CallTask],
     verdicts: CallOutcome,
 ) -> list[dict[str, Any]]:
+    """One row per query and generator: correct, incorrect, unparsed (counts as incorrect) or missing."""
     rows = []
-    for paper in papers:
-        for query in paper.queries:
-            key = L.query_key(paper.name, query.id)
-            for spec in generators:
-                task = judge_tasks.get((key, spec.name))
-                record = verdicts.records.get(task.digest) if task else None
-                verdict = record["verdict"] if record else "missing"
-                rows.append(
-                    {
-                        "key": key,
-                        "subset": paper.name,
-                        "query_id": query.id,
-                        "generator": spec.name,
-                        "verdict": verdict,
-                        "correct": verdict == "correct",
-                    }
-                )
+    for query in paper.queries:
+        key = L.query_key(paper.name, query.id)
+        for spec in generators:
+            task = judge_tasks.get((key, spec.name))
+            record = verdicts.records.get(task.digest) if task else None
+            verdict = record["verdict"] if record else "missing"
+            rows.append(
+                {
+                    "key": key,
+                    "subset": paper.name,
+                    "query_id": query.id,
+                    "generator": spec.name,
+                    "verdict": verdict,
+                    "correct": verdict == "correct",
+                }
+            )
     return rows
 
 
@@ -350,7 +382,7 @@ def answer_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _summarise(result: dict[str, Any], answers, verdicts, run_dir: Path, echo: Callable[[str], None]) -> None:
+def _summarise(result: dict[str, Any], run_dir: Path, echo: Callable[[str], None]) -> None:
     spent = result["spend"]
     if result["retrieval_usage"]:
         usage = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in result["retrieval_usage"].items())

@@ -119,99 +119,22 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] = print
         "box_scale": request.box_scale,
         "prompts": {prompt.name: prompt.digest},
     }
-    scale = f"{request.box_scale:g}"
     with run_directory(run_dir, config, echo) as (manifest, outcome):
         options = LoadOptions(content="images", revision=request.revision, cache_dir=Path(request.cache_dir))
         papers: list[PaperSubset] = []
-        tasks: dict[str, tuple[PaperSubset, str, list[str], CallTask]] = {}
-        unasked = 0
-        for name in names:
+        tally = _Tally()
+        for name in names:  # one domain at a time: its page images are dropped before the next loads
             paper = load_paper_subset(decl, name, options, request.language)
-            record_dataset(
-                run_dir,
-                manifest,
-                name,
-                {
-                    "revision": paper.subset.source.get("revision"),
-                    "language": paper.language,
-                    "data_digest": paper.subset.data_digest(),
-                },
-            )
+            identity = {
+                "revision": paper.subset.source.get("revision"),
+                "language": paper.language,
+                "data_digest": paper.subset.data_digest(),
+            }
+            record_dataset(run_dir, manifest, name, identity)
+            _ground_domain(paper, spec, prompt, request, run_dir, tally, echo)
+            paper.subset.pages = []
             papers.append(paper)
-            pages = paper.subset.page_by_id()
-            for query in paper.queries:
-                candidates = paper.relevant_pages(query.id)
-                if not any(zone_area(b) for p in candidates for b in paper.zones(query.id, p).values()):
-                    unasked += 1
-                    continue
-                parts = [
-                    part
-                    for n, page_id in enumerate(candidates, 1)
-                    for part in page_parts(pages[page_id], "image", f"Image {n}")
-                ]
-                values = {"question": query.text, "n_images": str(len(candidates)), "box_scale": scale}
-                system, user = prompt.render(values, parts)
-                key = L.query_key(paper.name, query.id)
-                fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "pages": candidates}
-
-                def finish(record: dict[str, Any], n=len(candidates)) -> None:
-                    parsed = parse_answer(record.get("text", ""), n, request.box_scale)
-                    record["answer_text"] = parsed.text
-                    record["parse"] = parsed.as_record()
-
-                tasks[key] = (
-                    paper,
-                    query.id,
-                    candidates,
-                    CallTask(spec, request.generation, system, user, fields, finish),
-                )
-        calls = execute(
-            run_dir / "grounding.jsonl",
-            [t for *_, t in tasks.values()],
-            request.options,
-            request.workers,
-            "grounding",
-            echo,
-        )
-        rows: list[dict[str, Any]] = []
-        pages_level = {"both": 0, "model_only": 0, "human_only": 0}
-        parse_counts: dict[str, int] = {}
-        outside = 0
-        for key, (paper, query_id, candidates, task) in tasks.items():
-            record = calls.records.get(task.digest)
-            if record is None:
-                rows.append({"key": key, "subset": paper.name, "status": "missing"})
-                continue
-            parsed = parse_answer(record.get("text", ""), len(candidates), request.box_scale)
-            parse_counts[parsed.status] = parse_counts.get(parsed.status, 0) + 1
-            pages = paper.subset.page_by_id()
-            model: dict[str, list[Box]] = {}
-            for image_number, boxes in parsed.boxes.items():
-                page_id = candidates[image_number - 1]
-                size = image_size(pages[page_id].image or b"")
-                model[page_id] = [to_pixels(b, size, request.box_scale) for b in boxes]
-            human = {p: paper.zones(query_id, p) for p in candidates}
-            for page_id, zones in human.items():
-                width, height = image_size(pages[page_id].image or b"")
-                outside += sum(1 for bs in zones.values() for b in bs if b.x2 > width or b.y2 > height)
-            score = score_query(model, human)
-            assert score is not None  # only queries with human boxes were asked
-            human_pages = {p for p, zones in human.items() if any(zone_area(b) for b in zones.values())}
-            model_pages = {p for p, boxes in model.items() if zone_area(boxes)}
-            pages_level["both"] += len(human_pages & model_pages)
-            pages_level["model_only"] += len(model_pages - human_pages)
-            pages_level["human_only"] += len(human_pages - model_pages)
-            rows.append(
-                {
-                    "key": key,
-                    "subset": paper.name,
-                    "status": parsed.status,
-                    "boxes": parsed.n_boxes,
-                    "issues": len(parsed.issues),
-                    **score,
-                }
-            )
-        used = [calls.records[t.digest] for *_, t in tasks.values() if t.digest in calls.records]
+        rows, used = tally.rows, tally.used
         missing = sum(1 for r in rows if r["status"] == "missing")
         result: dict[str, Any] = {
             "kind": "grounding",
@@ -220,12 +143,12 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] = print
             "config": config,
             "datasets": {p.name: manifest["datasets"][p.name] for p in papers},
             "scores": _scores(rows, [p.name for p in papers]),
-            "pages": _page_rates(pages_level),
-            "parse": {**{s: parse_counts.get(s, 0) for s in ("ok", "no_boxes", "malformed")}},
-            "queries_without_human_boxes": unasked,
-            "human_boxes_outside_image": outside,
+            "pages": _page_rates(tally.pages),
+            "parse": {status: tally.parse.get(status, 0) for status in ("ok", "no_boxes", "malformed")},
+            "queries_without_human_boxes": tally.unasked,
+            "human_boxes_outside_image": tally.outside,
             "published": PUBLISHED,
-            "spend": {"total": spend(used), "this_session": spend(calls.session), "reused_calls": calls.reused},
+            "spend": {"total": spend(used), "this_session": spend(tally.session), "reused_calls": tally.reused},
             "queries": [
                 [r["key"], r["status"], r.get("annotator"), _round(r.get("iou")), _round(r.get("f1"))] for r in rows
             ],
@@ -239,12 +162,98 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] = print
         outcome["status"] = "completed" if result["complete"] else "incomplete"
     echo(spend_line("spent this session", result["spend"]["this_session"]))
     echo(spend_line("run total", result["spend"]["total"]))
-    if outside:
-        echo(f"note: {outside} human box(es) reach past their page image (are boxes in page pixels?)")
+    if tally.outside:
+        echo(f"note: {tally.outside} human box(es) reach past their page image (are boxes in page pixels?)")
     if missing:
         echo(f"incomplete: {missing} grounding call(s) missing; rerun the same command to retry")
     echo(f"wrote {run_dir / 'result.json'} and {run_dir / 'table.md'}")
     return result
+
+
+@dataclass
+class _Tally:
+    """What the domains gave so far: per-query rows, page-level counts, parse outcomes, calls."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    used: list[dict[str, Any]] = field(default_factory=list)
+    session: list[dict[str, Any]] = field(default_factory=list)
+    pages: dict[str, int] = field(default_factory=lambda: {"both": 0, "model_only": 0, "human_only": 0})
+    parse: dict[str, int] = field(default_factory=dict)
+    unasked: int = 0
+    outside: int = 0
+    reused: int = 0
+
+
+def _ground_domain(
+    paper: PaperSubset,
+    spec,
+    prompt,
+    request: GroundingRequest,
+    run_dir: Path,
+    tally: _Tally,
+    echo: Callable[[str], None],
+) -> None:
+    """Ask for every query of one domain that annotators boxed, then score what came back."""
+    scale = f"{request.box_scale:g}"
+    pages = paper.subset.page_by_id()
+    tasks: dict[str, tuple[str, list[str], CallTask]] = {}
+    for query in paper.queries:
+        candidates = paper.relevant_pages(query.id)
+        if not any(zone_area(b) for p in candidates for b in paper.zones(query.id, p).values()):
+            tally.unasked += 1
+            continue
+        parts = [
+            part
+            for n, page_id in enumerate(candidates, 1)
+            for part in page_parts(pages[page_id], "image", f"Image {n}")
+        ]
+        values = {"question": query.text, "n_images": str(len(candidates)), "box_scale": scale}
+        system, user = prompt.render(values, parts)
+        key = L.query_key(paper.name, query.id)
+        fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "pages": candidates}
+
+        def finish(record: dict[str, Any], n=len(candidates)) -> None:
+            parsed = parse_answer(record.get("text", ""), n, request.box_scale)
+            record["answer_text"] = parsed.text
+            record["parse"] = parsed.as_record()
+
+        tasks[key] = (query.id, candidates, CallTask(spec, request.generation, system, user, fields, finish))
+    calls = execute(
+        run_dir / "grounding.jsonl",
+        [task for *_, task in tasks.values()],
+        request.options,
+        request.workers,
+        f"grounding {paper.name}",
+        echo,
+    )
+    tally.session += calls.session
+    tally.reused += calls.reused
+    for key, (query_id, candidates, task) in tasks.items():
+        record = calls.records.get(task.digest)
+        if record is None:
+            tally.rows.append({"key": key, "subset": paper.name, "status": "missing"})
+            continue
+        tally.used.append(record)
+        parsed = parse_answer(record.get("text", ""), len(candidates), request.box_scale)
+        tally.parse[parsed.status] = tally.parse.get(parsed.status, 0) + 1
+        model: dict[str, list[Box]] = {}
+        for image_number, boxes in parsed.boxes.items():
+            page_id = candidates[image_number - 1]
+            size = image_size(pages[page_id].image or b"")
+            model[page_id] = [to_pixels(b, size, request.box_scale) for b in boxes]
+        human = {p: paper.zones(query_id, p) for p in candidates}
+        for page_id, zones in human.items():
+            width, height = image_size(pages[page_id].image or b"")
+            tally.outside += sum(1 for bs in zones.values() for b in bs if b.x2 > width or b.y2 > height)
+        score = score_query(model, human)
+        assert score is not None  # only queries with human boxes were asked
+        human_pages = {p for p, zones in human.items() if any(zone_area(b) for b in zones.values())}
+        model_pages = {p for p, boxes in model.items() if zone_area(boxes)}
+        tally.pages["both"] += len(human_pages & model_pages)
+        tally.pages["model_only"] += len(model_pages - human_pages)
+        tally.pages["human_only"] += len(human_pages - model_pages)
+        row = {"key": key, "subset": paper.name, "status": parsed.status, "boxes": parsed.n_boxes}
+        tally.rows.append({**row, "issues": len(parsed.issues), **score})
 
 
 def _round(value: float | None) -> float | None:
