@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -14,10 +16,9 @@ from pathlib import Path
 import pytest
 
 import scripted_method
-from evals_repro import methods
 from evals_repro.cli import main
 from evals_repro.evaluation import RunRequest, run_benchmark
-from evals_repro.methods import MethodEntry
+from evals_repro.registry import METHODS
 from evals_repro.report import build_tables, to_csv, to_markdown
 
 INV_LOG2_3 = 1 / math.log2(3)
@@ -42,12 +43,12 @@ def write_beir(folder: Path, name: str) -> Path:
 
 
 @pytest.fixture
-def suite(tmp_path, monkeypatch):
+def suite(tmp_path, monkeypatch, registered):
     """A two-subset BEIR folder and the scripted method registered as `scripted`."""
     data = tmp_path / "mybench"
     write_beir(data, "alpha")
     write_beir(data, "beta")
-    monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
+    registered(METHODS, "scripted", scripted_method.build)
     monkeypatch.setattr(
         scripted_method,
         "SCRIPT",
@@ -91,18 +92,19 @@ def test_crosslingual_averages_languages(suite, tmp_path):
     assert result["languages"]["french"]["n_queries"] == 2
 
 
-def test_resume_skips_complete_subsets_and_failure_keeps_finished(suite, tmp_path):
-    scripted_method.FAIL_ON_SUBSET.add("beta")
-    with pytest.raises(RuntimeError):
-        run_benchmark(request(suite, tmp_path), echo=lambda _: None)
-    alpha = tmp_path / "results/mybench/scripted/alpha.json"
-    assert json.loads(alpha.read_text())["complete"] is True
-    assert not (tmp_path / "results/mybench/scripted/beta.json").exists()
-    stamp = alpha.stat().st_mtime_ns
+def test_failing_subset_does_not_stop_the_others_and_resume_skips_complete(suite, tmp_path):
+    scripted_method.FAIL_ON_SUBSET.add("alpha")
+    summary = run_benchmark(request(suite, tmp_path), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["failed", "written"]
+    assert "scripted failure on alpha" in summary.failures[0].reason
+    beta = tmp_path / "results/mybench/scripted/beta.json"
+    assert json.loads(beta.read_text())["complete"] is True
+    assert not (tmp_path / "results/mybench/scripted/alpha.json").exists()
+    stamp = beta.stat().st_mtime_ns
     scripted_method.FAIL_ON_SUBSET.clear()
     summary = run_benchmark(request(suite, tmp_path, resume=True), echo=lambda _: None)
-    assert [o.status for o in summary.outcomes] == ["skipped", "written"]
-    assert alpha.stat().st_mtime_ns == stamp
+    assert [o.status for o in summary.outcomes] == ["written", "skipped"]
+    assert beta.stat().st_mtime_ns == stamp
     # a crosslingual result satisfies a monolingual resume, not the reverse
     summary = run_benchmark(request(suite, tmp_path, resume=True, setting="crosslingual"), echo=lambda _: None)
     assert [o.status for o in summary.outcomes] == ["written", "written"]
@@ -173,9 +175,8 @@ def test_unknown_subset_names_choices(suite, tmp_path, capsys):
 def test_killed_run_leaves_no_partial_file(suite, tmp_path):
     """SIGKILL mid-run: finished subsets are complete files, the rest absent, no stray .json."""
     code = (
-        "import sys, scripted_method; from evals_repro import methods; "
-        "from evals_repro.methods import MethodEntry; "
-        "methods.METHODS['scripted'] = MethodEntry('scripted_method:build', 't'); "
+        "import sys, scripted_method; from evals_repro.registry import METHODS; "
+        "METHODS.register('scripted')(scripted_method.build); "
         "from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     env = dict(os.environ, SCRIPTED_DELAY="0.6", PYTHONPATH=str(Path(__file__).parent))
@@ -219,7 +220,7 @@ def test_run_keeps_a_judged_query_without_relevant_documents(suite, tmp_path, mo
     assert result["n_queries"] == 3 and "q3-en" not in result["skipped_queries"]
     assert set(result["per_query"]["q3-en"]["metrics"].values()) == {0.0}
     assert result["metrics"]["ndcg_at_10"] == pytest.approx((INV_LOG2_3 + 0 + 0) / 3)
-    assert result["config"]["score_precision"] == "float32"
+    assert result["protocol"]["score_precision"] == "float32"
 
 
 def test_run_score_precision_float64_is_recorded_and_changes_ties(suite, tmp_path, monkeypatch):
@@ -235,4 +236,12 @@ def test_run_score_precision_float64_is_recorded_and_changes_ties(suite, tmp_pat
     # q1-en's relevant page is d1: float32 ties it with d0 and puts it first (doc id descending), float64 second.
     assert r32["per_query"]["q1-en"]["metrics"] == {"p_at_1": 1.0, "mrr": 1.0}
     assert r64["per_query"]["q1-en"]["metrics"] == {"p_at_1": 0.0, "mrr": 0.5}
-    assert (r32["config"]["score_precision"], r64["config"]["score_precision"]) == ("float32", "float64")
+    assert (r32["protocol"]["score_precision"], r64["protocol"]["score_precision"]) == ("float32", "float64")
+    # evaluate --result re-scores the saved run under the result's own protocol, unless told otherwise.
+    saved = str(tmp_path / "r64/mybench/scripted/alpha.json")
+    for extra, expected in (([], "0.0000"), (["--score-precision", "float32"], "1.0000")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["evaluate", "--result", saved, "-m", "p_at_1", "-q", *extra]) == 0
+        rows = dict((line.split("\t")[1], line.split("\t")[2]) for line in out.getvalue().splitlines())
+        assert rows["q1-en"] == expected, extra

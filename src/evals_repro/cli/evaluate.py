@@ -25,7 +25,15 @@ def evaluate_command(
     qrels: Optional[Path] = typer.Option(
         None, "--qrels", help="TREC qrels `qid 0 docid relevance` (`#` comments, gzip read)."
     ),
-    run: str = typer.Option(..., "--run", help="TREC run `qid Q0 docid rank score tag [...]`; `-` reads stdin."),
+    run: Optional[str] = typer.Option(
+        None, "--run", help="TREC run `qid Q0 docid rank score tag [...]`; `-` reads stdin."
+    ),
+    result: Optional[Path] = typer.Option(
+        None,
+        "--result",
+        help="A result file of `evals-repro run`: re-score its saved run against its saved judgments "
+        "(measures and scoring protocol default to the result's).",
+    ),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
     trec_names: Optional[bool] = typer.Option(
@@ -34,9 +42,9 @@ def evaluate_command(
         help="Print trec_eval's measure names (ndcg_cut_10, P_5) or ours (ndcg_at_10, p_at_5). "
         "Default: trec_eval's when every -m is a trec_eval spelling, else ours.",
     ),
-    score_precision: str = typer.Option("float32", "--score-precision", help=PRECISION_HELP),
-    relevance_level: int = typer.Option(
-        1, "-l", "--relevance-level", help="Minimum grade counted relevant by binary measures (trec_eval -l)."
+    score_precision: Optional[str] = typer.Option(None, "--score-precision", help=PRECISION_HELP),
+    relevance_level: Optional[int] = typer.Option(
+        None, "-l", "--relevance-level", help="Minimum grade counted relevant by binary measures (trec_eval -l; 1)."
     ),
     max_results: Optional[int] = typer.Option(
         None, "-M", "--max-results", help="Only the first N results of each query count (trec_eval -M)."
@@ -44,8 +52,8 @@ def evaluate_command(
     judged_only: bool = typer.Option(
         False, "-J", "--judged-only", help="Drop unjudged documents from rankings first (trec_eval -J)."
     ),
-    complete: bool = typer.Option(
-        True,
+    complete: Optional[bool] = typer.Option(
+        None,
         "--complete/--no-complete",
         "-c/-C",
         help="Score judged queries without results as 0 (trec_eval -c, the default); -C skips them (trec_eval 9).",
@@ -73,25 +81,33 @@ def evaluate_command(
             "--tie-rule applies only to float-gain measures (ndcg_float_at_k)",
             "pass --gains FILE with it, or drop --tie-rule",
         )
-    if qrels is None and subtopic_qrels is None:
+    if result is not None and (qrels is not None or run is not None or gains is not None):
+        raise UsageError(
+            "--result re-scores a saved run: it takes no --qrels, --run or --gains", "give one or the other"
+        )
+    if result is None and run is None:
+        raise UsageError("evaluate needs --qrels and --run (or --result)", "see `evals-repro evaluate --help`")
+    if result is None and qrels is None and subtopic_qrels is None:
         raise UsageError("no qrels given", "pass --qrels FILE (or --subtopic-qrels FILE for diversity qrels)")
+    given = {
+        "tie_rule": tie_rule,
+        "score_precision": score_precision,
+        "relevance_level": relevance_level,
+        "max_results": max_results,
+        "judged_only": judged_only or None,
+        "complete": complete,
+    }
     outcome = evaluate_files(
         qrels=qrels,
         run=run,
+        result=result,
         measures=measure or None,
         per_query=per_query,
         trec_names=trec_names,
         summary=not no_summary,
         gains=gains,
         subtopic_qrels=subtopic_qrels,
-        protocol_options={
-            "tie_rule": tie_rule or "group-mean",
-            "score_precision": score_precision,
-            "relevance_level": relevance_level,
-            "max_results": max_results,
-            "judged_only": judged_only,
-            "complete": complete,
-        },
+        protocol_options={name: value for name, value in given.items() if value is not None},
     )
     for warning in outcome.warnings:
         typer.echo(f"warning: {warning}", err=True)

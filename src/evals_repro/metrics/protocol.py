@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import UsageError, choices
 
@@ -36,6 +36,7 @@ TIE_RULE_ALIASES = {
     "input_order": "input-order",
 }
 SCORE_PRECISIONS: tuple[str, ...] = ("float32", "float64")
+ScorePrecision = Literal["float32", "float64"]
 REFERENCES = {"float32": "trec_eval 9.x / pytrec_eval", "float64": "trec_eval 10.x"}
 
 DEFAULT_MEASURES: tuple[str, ...] = (
@@ -123,6 +124,15 @@ class ScoringProtocol:
             raise UsageError(f"unknown scoring protocol field '{unknown[0]}'", f"fields: {choices(values)}")
         values.update(changes)
         return ScoringProtocol(**values)
+
+    def with_measures(self, measures: tuple[str, ...] | list[str]) -> ScoringProtocol:
+        return self.replace(measures=tuple(measures))
+
+    def rules(self) -> dict[str, Any]:
+        """Everything but the measures: what must match for two sets of scores to be comparable."""
+        data = self.as_dict()
+        data.pop("measures")
+        return data
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
