@@ -204,3 +204,12 @@ def test_default_protocol_equals_pytrec_eval_on_every_measure_it_has():
                 assert value == expected, (level, qid, name)
                 compared += 1
         assert compared > 250
+
+
+def test_max_results_and_judged_only_are_refused_for_float_gains(capsys, tmp_path):
+    (tmp_path / "gains").write_text("q 0 a 1.0\n")
+    for option in (["-M", "5"], ["-J"]):
+        code, _, err = call(
+            capsys, tmp_path, "q 0 a 1\n", "q Q0 a 1 1 t\n", "--gains", str(tmp_path / "gains"), *option
+        )
+        one_line_error(code, err, "-M / -J do not apply to float-gain measures")

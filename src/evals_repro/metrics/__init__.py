@@ -2,15 +2,20 @@
 
 Public API:
 - `DEFAULT_MEASURES`: the names the harness reports.
-- `parse_measures(names) -> list[str]`, `get_measure(name) -> Measure` (UsageError if unknown).
-- `ScoringProtocol(measures, tie_rule, score_precision, ...)`: every choice that changes a score.
-- `evaluate(qrels, run, protocol | measures, *, gains=None) -> {qid: {measure: value}}`.
-- `mean(per_query, qids=None) -> {measure: value}` (macro average).
-- `read_trec_run(path)`, `read_trec_qrels(path)`; `trec_eval_lines(...)` prints like trec_eval.
+- `parse_measures(names) -> list[str]`: ours (`ndcg_at_10`, `nDCG@10`) or trec_eval's spellings
+  (`ndcg_cut.10`, `P.5,10`, `P_5`, `recip_rank`, `all_trec`, `official`), canonical names out;
+  `get_measure(name) -> Measure`, `expand_measure(spec) -> list[Measure]` (UsageError if unknown).
+- `ScoringProtocol(measures, tie_rule, score_precision, relevance_level, max_results, judged_only,
+  complete)`: every choice that changes a score (metrics/protocol.py).
+- `evaluate(qrels, run, protocol | measures, *, gains=None, subtopics=None) -> {qid: {measure: value}}`:
+  every judged query is scored (one with no relevant document or no result scores 0).
+- `mean(per_query, qids=None) -> {measure: value}`: the `all` values (means; counts summed, gm_* geometric).
+- `read_trec_run(path)`, `read_trec_qrels(path)` (`-` = stdin, gzip, `#` comments); `trec_eval_lines(...)`.
 - `register(Family(...))` to plug in another measure family.
-- `trec_ranked(scores, top_k=None)`: one query's ranking in trec_eval order (float32 ties, doc id desc).
+- `trec_ranked(scores, top_k=None, precision="float32")`: one query's ranking in trec_eval order.
+- `diversity.alpha_ndcg_at_k(subtopic_qrels, run, k)`, `diversity.err_ia_at_k(...)`: ndeval measures.
 
-Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
+Importing this package is cheap: pytrec_eval, pyndeval and NumPy load on first evaluation.
 """
 
 from __future__ import annotations

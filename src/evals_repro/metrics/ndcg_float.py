@@ -144,6 +144,11 @@ def _compute(measures: list, data) -> dict[str, dict[str, float]]:
     if data.gains is None:
         raise UsageError("ndcg_float_at_k needs float gains", "pass --gains FILE (TREC qrels layout, float 4th column)")
     tie_rule = data.protocol.tie_rule
+    if data.protocol.max_results is not None or data.protocol.judged_only:
+        raise UsageError(
+            "-M / -J do not apply to float-gain measures (ndcg_float_at_k): their ranking keeps every scored page",
+            "drop -M / -J, or score ndcg_float_at_k in a separate call",
+        )
     return {
         qid: {
             m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)

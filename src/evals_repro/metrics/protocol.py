@@ -4,9 +4,10 @@ A result file records `ScoringProtocol.as_dict()`; `from_dict` reads it back (ol
 that lack a field get its default). Two scores are comparable only under equal protocols.
 
 - `measures`: canonical measure names (`ndcg_at_10`, `Rprec`, ...), in the requested order.
-- `score_precision`: how run scores are compared when ranking: `float32` (trec_eval 9.x and
-  pytrec_eval, what mteb, BEIR and published tables used) or `float64` (trec_eval 10.x).
-  Ties left after that are broken by doc id descending, as trec_eval does.
+- `score_precision`: the reference reproduced. `float32`: trec_eval 9.x and pytrec_eval (scores
+  compared as C floats: what mteb, BEIR and published tables used); `float64`: trec_eval 10.x
+  (doubles, and its rounding of iprec_at_recall / 11pt_avg recall points to a number of relevant
+  documents). Ties left are broken by doc id descending, as trec_eval does.
 - `tie_rule`: ties for float-gain measures only (`ndcg_float_at_k`), which always compare
   scores exactly as given: `group-mean` (rcp-ndcg's default: a tie group is credited its mean
   gain), `doc-id` (doc id descending) or `input-order` (the order the run lists them).
