@@ -197,3 +197,12 @@ def test_trec_ranked_orders_like_trec_eval():
     # a and b are one float32 value: b (> a) first; the original scores are returned unchanged.
     assert M.trec_ranked(scores) == [("c", 2.0), ("b", 1.0), ("a", 1.0 + 1e-9), ("d", 1.0 - 1e-6)]
     assert M.trec_ranked(scores, top_k=2) == [("c", 2.0), ("b", 1.0)]
+
+
+def test_mappings_and_integral_float_grades_are_accepted_fractional_grades_refused():
+    from types import MappingProxyType
+
+    scores = M.evaluate({"q": MappingProxyType({"a": 1.0})}, {"q": MappingProxyType({"a": 1, "b": 2})}, ["mrr"])
+    assert scores == {"q": {"mrr": 0.5}}
+    with pytest.raises(DataError, match="query q document a has grade 0.5; grades are integers"):
+        M.evaluate({"q": {"a": 0.5}}, {"q": {"a": 1.0}}, ["mrr"])

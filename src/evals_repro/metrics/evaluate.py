@@ -45,6 +45,21 @@ def _protocol(measures: Any, options: Mapping[str, Any] | None, protocol: Scorin
     return protocol, measures
 
 
+def _grades(qid: str, docs: Mapping[str, int]) -> dict[str, int]:
+    """One query's judgments as a plain dict of integer grades (what pytrec_eval accepts)."""
+    if type(docs) is dict and all(type(grade) is int for grade in docs.values()):
+        return docs  # type: ignore[return-value]
+    grades = {}
+    for doc, grade in docs.items():
+        if isinstance(grade, bool) or not float(grade).is_integer():
+            raise DataError(
+                f"qrels: query {qid} document {doc} has grade {grade!r}; grades are integers",
+                "pass float gains as gains= (ndcg_float_at_k), not as qrels",
+            )
+        grades[doc] = int(grade)
+    return grades
+
+
 def prepare(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
@@ -64,9 +79,13 @@ def prepare(
         )
     prepared = {qid: run.get(qid) or {} for qid in qids}
     for qid in qids:
-        check_scores(qid, prepared[qid])
+        scores = prepared[qid]
+        if type(scores) is not dict:  # pytrec_eval reads plain dicts only
+            prepared[qid] = scores = dict(scores)
+        check_scores(qid, scores)
+    judged = {qid: _grades(qid, qrels[qid]) for qid in qids}
     return EvalData(
-        qrels=qrels,
+        qrels=judged,
         run=prepared,
         qids=qids,
         gains=gains,
