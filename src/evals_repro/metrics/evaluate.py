@@ -48,7 +48,7 @@ def _protocol(measures: Any, options: Mapping[str, Any] | None, protocol: Scorin
 def _grades(qid: str, docs: Mapping[str, int]) -> dict[str, int]:
     """One query's judgments as a plain dict of integer grades (what pytrec_eval accepts)."""
     if type(docs) is dict and all(type(grade) is int for grade in docs.values()):
-        return docs  # type: ignore[return-value]
+        return docs
     grades = {}
     for doc, grade in docs.items():
         if isinstance(grade, bool) or not float(grade).is_integer():
