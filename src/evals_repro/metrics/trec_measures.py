@@ -12,6 +12,7 @@ and the nicknames `official`, `set`, `all_trec`, expanded in trec_eval's print o
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "recip_rank",
         "iprec_at_recall",
         "P",
-    ),  # fmt: skip
+    ),
     "set": (
         "runid",
         "num_q",
@@ -121,7 +122,7 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "set_relative_P",
         "set_map",
         "set_F",
-    ),  # fmt: skip
+    ),
     "all_trec": tuple(BASES),
 }
 
@@ -146,17 +147,21 @@ def _double_params(text: str) -> list[float] | None:
         return None
 
 
-def _valid_text(base: Base, text: str) -> bool:
-    if not text:
-        return False
-    parts = text.split(",")
+def _is_number(text: str) -> bool:
     try:
-        if base.params == "pairs":
-            return all(len(p.split("=")) == 2 and p.split("=")[0] and float(p.split("=")[1]) == float(p.split("=")[1])
-                       for p in parts)  # fmt: skip
-        return all(float(p) == float(p) for p in parts)
+        return math.isfinite(float(text))
     except ValueError:
         return False
+
+
+def _valid_text(base: Base, text: str) -> bool:
+    """A parameter string trec_eval would read: numbers (`2,-1,0,0`), or `name=number` pairs (`1=3,p=0.95`)."""
+    parts = text.split(",") if text else []
+    if base.params == "pairs":
+        return bool(parts) and all(
+            len(pair := part.split("=")) == 2 and pair[0] != "" and _is_number(pair[1]) for part in parts
+        )
+    return bool(parts) and all(_is_number(part) for part in parts)
 
 
 def _compute_for(base: Base) -> Callable[[list[Measure], EvalData], PerQuery]:
