@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 from ..errors import DataError, EvalsError
@@ -47,8 +48,6 @@ def _protocol(measures: Any, options: Mapping[str, Any] | None, protocol: Scorin
 
 def _grades(qid: str, docs: Mapping[str, int]) -> dict[str, int]:
     """One query's judgments as a plain dict of integer grades (what pytrec_eval accepts)."""
-    if type(docs) is dict and all(type(grade) is int for grade in docs.values()):
-        return docs
     grades = {}
     for doc, grade in docs.items():
         if isinstance(grade, bool) or not float(grade).is_integer():
@@ -77,13 +76,25 @@ def prepare(
         raise DataError(
             "no judged query has results in the run", "check that the run and the qrels use the same query ids"
         )
-    prepared = {qid: run.get(qid) or {} for qid in qids}
-    for qid in qids:
-        scores = prepared[qid]
-        if type(scores) is not dict:  # pytrec_eval reads plain dicts only
-            prepared[qid] = scores = dict(scores)
-        check_scores(qid, scores)
-    judged = {qid: _grades(qid, qrels[qid]) for qid in qids}
+    # pytrec_eval reads plain dicts of float scores and int grades. The checks run at C speed over
+    # the whole run and fall back to the per-query work only when something needs fixing or naming.
+    given = {qid: run.get(qid) or {} for qid in qids}
+    prepared: dict[str, dict[str, float]] = (
+        given  # type: ignore[assignment]
+        if all(type(scores) is dict for scores in given.values())
+        else {qid: dict(scores) for qid, scores in given.items()}
+    )
+    if not math.isfinite(sum(map(sum, map(dict.values, prepared.values())))):
+        for qid, scores in prepared.items():
+            check_scores(qid, scores)  # NaN is refused; +-inf are valid scores
+    selected = qrels if len(qrels) == len(qids) else {qid: qrels[qid] for qid in qids}
+    judged: dict[str, dict[str, int]] = (
+        selected
+        if type(selected) is dict
+        and all(type(docs) is dict for docs in selected.values())
+        and set(map(type, chain.from_iterable(docs.values() for docs in selected.values()))) <= {int}
+        else {qid: _grades(qid, docs) for qid, docs in selected.items()}
+    )
     return EvalData(
         qrels=judged,
         run=prepared,

@@ -11,6 +11,7 @@ is asked with two parameter strings (`utility` and `utility.2,-1,0,0`). `mrr_at_
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 
 from .base import EvalData, Measure, PerQuery
 from .ranking import rank_scores, ranked_docs, truncate
@@ -65,19 +66,26 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
 
     trec = [m for m in measures if isinstance(m, TrecMeasure)]
     qids = data.qids
-    qrels = {qid: data.qrels[qid] for qid in qids}
     run = prepared_run(data)
     protocol = data.protocol
     results: PerQuery = {}
     for index, requests in enumerate(_passes(trec)):
         specs = {_spec(base, params) for base, params in requests.items()}
-        evaluator = pytrec_eval_ext.RelevanceEvaluator(qrels, specs, protocol.relevance_level, protocol.judged_only)
+        evaluator = pytrec_eval_ext.RelevanceEvaluator(
+            data.qrels, specs, protocol.relevance_level, protocol.judged_only
+        )
         scored = evaluator.evaluate(run)
-        # (name, key, threshold): a value below the threshold reads 0 (mrr_at_k); -inf keeps every value.
-        wanted = [(m.name, m.key, 1.0 / m.rr_cut if m.rr_cut else float("-inf")) for m in trec if _belongs(m, requests)]
+        wanted = [m for m in trec if _belongs(m, requests)]
+        names = tuple(m.name for m in wanted)
+        keys = [m.key for m in wanted]
+        values = itemgetter(*keys) if len(keys) > 1 else (lambda row, key=keys[0]: (row[key],))
+        # mrr_at_k: recip_rank counts only when the first relevant document is within rank k.
+        cuts = [(m.name, 1.0 / m.rr_cut) for m in wanted if m.rr_cut]
         for qid in qids:
-            values = scored[qid]
-            row = {name: (v if (v := values[key]) >= low else 0.0) for name, key, low in wanted}
+            row = dict(zip(names, values(scored[qid])))
+            for name, low in cuts:
+                if row[name] < low:
+                    row[name] = 0.0
             if index == 0:
                 results[qid] = row
             else:
