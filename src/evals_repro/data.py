@@ -18,6 +18,8 @@ from .errors import DataError
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 Gains = dict[str, dict[str, float]]
+# qid -> subtopic (nugget) -> docid -> judgment (>0: the document covers the subtopic); ndeval's qrels.
+SubtopicQrels = dict[str, dict[str, dict[str, int]]]
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ class Subset:
 
     `qrels` hold graded integer judgments (>0 relevant); `gains` optional float gains
     (RCP-nDCG). `source` records where the data came from (repo, revision, files) so
-    result files can pin it.
+    result files can pin it. `subtopics` holds nugget judgments for the diversity measures
+    (FreshStack); `changed_docs` maps a base query id to the documents whose judgment its
+    changed instruction flipped (FollowIR's `qrel_diff`, read by p-MRR).
     """
 
     benchmark: str
@@ -73,6 +77,8 @@ class Subset:
     source: dict[str, Any] = field(default_factory=dict)
     # Optional per-query candidate pools (reranking views): qid -> ordered page ids.
     pools: dict[str, list[str]] | None = None
+    subtopics: SubtopicQrels | None = None
+    changed_docs: dict[str, list[str]] | None = None
 
     @property
     def languages(self) -> list[str]:
@@ -112,6 +118,13 @@ class Subset:
         digest.update(json.dumps(self.qrels, sort_keys=True).encode())
         if self.gains is not None:
             digest.update(json.dumps(self.gains, sort_keys=True).encode())
+        for extra in (self.subtopics, self.changed_docs):
+            if extra is not None:
+                digest.update(json.dumps(extra, sort_keys=True).encode())
+        # What a reranker reads differs from what retrieval reads only through instructions.
+        instructions = [[q.id, q.instruction] for q in self.queries if q.instruction]
+        if instructions:
+            digest.update(json.dumps(instructions).encode())
         return digest.hexdigest()
 
 

@@ -21,6 +21,9 @@ LOADERS: dict[str, str] = {
     "mteb": "evals_repro.benchmarks.mteb:load",
     "miracl-vision": "evals_repro.benchmarks.miracl:load",
     "rcp": "evals_repro.benchmarks.rcp:load",
+    "hub-retrieval": "evals_repro.benchmarks.hub_retrieval:load",
+    "legal-rag-bench": "evals_repro.benchmarks.legalrag:load",
+    "freshstack": "evals_repro.benchmarks.freshstack:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"
@@ -102,9 +105,56 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
             f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
             f"choose from {choices(sorted(LOADERS))}",
         )
+    if any(decl.subset_source(s).get("gated") for s in decl.subset_names):
+        from .hub import require_access
+
+        require_access(decl)
     module_name, func_name = target.split(":")
     loader = getattr(importlib.import_module(module_name), func_name)
     subset = loader(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
+    mismatch = count_mismatch(decl, subset)
+    if mismatch:
+        subset.source.setdefault("notes", []).append(mismatch)
+    for note in subset.source.get("notes", []):
+        from ..progress import console
+
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     return subset
+
+
+COUNT_FIELDS = ("queries", "pages", "judgments", "relevant", "subtopics", "changed_docs")
+
+
+def subset_counts(subset: Subset) -> dict[str, int]:
+    """What a loader loaded, in the terms declarations publish (`published = {...}` per subset)."""
+    counts = {
+        "queries": len(subset.queries),
+        "pages": len(subset.pages),
+        "judgments": sum(len(docs) for docs in subset.qrels.values()),
+        "relevant": sum(1 for docs in subset.qrels.values() for grade in docs.values() if grade > 0),
+    }
+    if subset.subtopics is not None:
+        counts["subtopics"] = sum(len(nuggets) for nuggets in subset.subtopics.values())
+    if subset.changed_docs is not None:
+        counts["changed_docs"] = sum(len(docs) for docs in subset.changed_docs.values())
+    return counts
+
+
+def count_mismatch(decl: BenchmarkDeclaration, subset: Subset) -> str | None:
+    """One line naming every count that differs from the subset's declared `published` counts."""
+    published = decl.subset_source(subset.name).get("published") or {}
+    unknown = sorted(set(published) - set(COUNT_FIELDS))
+    if unknown:
+        raise UsageError(
+            f"benchmark {decl.name}: unknown published count(s) {', '.join(unknown)} in {decl.origin}",
+            f"choose from {choices(COUNT_FIELDS)}",
+        )
+    loaded = subset_counts(subset)
+    differ = [key for key in COUNT_FIELDS if key in published and loaded.get(key) != int(published[key])]
+    if not differ:
+        return None
+    got = ", ".join(f"{loaded.get(k)} {k}" for k in differ)
+    want = ", ".join(f"{int(published[k]):,} {k}" for k in differ)
+    return f"{decl.name}/{subset.name}: loaded {got}; published: {want} (another revision, or a partial copy)"
