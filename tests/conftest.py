@@ -1,4 +1,5 @@
-"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it."""
+"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it,
+except under `CI=true`, where a missing file fails the test (CI must run them)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,13 @@ def fake_hub() -> FakeHub:
 
 
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared, or skip the test when it is absent."""
+    """A file under ../shared, or skip the test when it is absent (fail instead under CI=true)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"../shared/{'/'.join(parts)} is not available")
+        message = f"../shared/{'/'.join(parts)} is not available (looked in {SHARED})"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{message}; CI=true requires it")
+        pytest.skip(message)
     return path
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
+from .protocol import ScoringProtocol
 
 PerQuery = dict[str, dict[str, float]]
 
@@ -30,6 +31,8 @@ class EvalData:
     qids: list[str]
     gains: Mapping[str, Mapping[str, float]] | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    protocol: ScoringProtocol = field(default_factory=lambda: ScoringProtocol())
+    subtopics: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None
 
 
 @dataclass(frozen=True)

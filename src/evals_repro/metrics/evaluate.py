@@ -7,7 +7,8 @@ from typing import Any
 
 from ..errors import DataError
 from .base import EvalData, Measure, PerQuery, get_measure
-from .ranking import as_float32
+from .protocol import ScoringProtocol
+from .ranking import check_scores
 
 
 def scored_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
@@ -18,10 +19,12 @@ def scored_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
 def evaluate(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
-    measures: Iterable[str | Measure],
+    measures: Iterable[str | Measure] | ScoringProtocol | None = None,
     *,
     gains: Mapping[str, Mapping[str, float]] | None = None,
     options: Mapping[str, Any] | None = None,
+    protocol: ScoringProtocol | None = None,
+    subtopics: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
 ) -> PerQuery:
     """`{qid: {measure name: value}}` for every query that has a positive qrel.
 
@@ -29,8 +32,13 @@ def evaluate(
     (trec_eval `-c`); run queries without qrels are ignored. Scores are compared as float32
     and ties broken by doc id descending, as trec_eval does.
     """
+    if isinstance(measures, ScoringProtocol):
+        protocol, measures = measures, None
+    if protocol is None:
+        protocol = ScoringProtocol.from_options(None, options)
+    options = {**dict(options or {}), "tie_rule": protocol.tie_rule}
     resolved: dict[str, Measure] = {}
-    for item in measures:
+    for item in protocol.measures if measures is None else measures:
         measure = get_measure(item)
         resolved.setdefault(measure.name, measure)
     qids = scored_queries(qrels)
@@ -38,8 +46,12 @@ def evaluate(
         raise DataError(
             "qrels: no query has a relevant document (relevance > 0)", "check the qrels file and its relevance column"
         )
-    prepared = {qid: as_float32(qid, run.get(qid) or {}) for qid in qids}
-    data = EvalData(qrels=qrels, run=prepared, qids=qids, gains=gains, options=dict(options or {}))
+    prepared = {qid: run.get(qid) or {} for qid in qids}
+    for qid in qids:
+        check_scores(qid, prepared[qid])
+    data = EvalData(
+        qrels=qrels, run=prepared, qids=qids, gains=gains, options=options, protocol=protocol, subtopics=subtopics
+    )
     by_backend: dict[Any, list[Measure]] = {}
     for measure in resolved.values():
         by_backend.setdefault(measure.compute, []).append(measure)

@@ -35,7 +35,8 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
         assert isinstance(measure, TrecMeasure)
         by_depth.setdefault(measure.depth, []).append(measure)
     for depth, group in by_depth.items():
-        run = data.run if depth is None else {qid: truncate(data.run[qid], depth) for qid in data.qids}
+        precision = data.protocol.score_precision
+        run = data.run if depth is None else {qid: truncate(data.run[qid], depth, precision) for qid in data.qids}
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m.spec for m in group})
         scored = evaluator.evaluate({qid: run[qid] for qid in data.qids})
         names = [(measure.name, measure.key) for measure in group]
