@@ -167,7 +167,12 @@ def score_subset(
     judged = {q.id for q in queries if any(s > 0 for s in subset.qrels.get(q.id, {}).values())}
     qrels = {qid: subset.qrels[qid] for qid in judged}
     per_query_metrics = M.evaluate(
-        qrels, {qid: run.get(qid, {}) for qid in judged}, measures, gains=subset.gains, options={"tie_rule": tie_rule}
+        qrels,
+        {qid: run.get(qid, {}) for qid in judged},
+        measures,
+        gains=subset.gains,
+        options={"tie_rule": tie_rule},
+        subtopics=subset.subtopics,
     )
     per_query: dict[str, Any] = {}
     by_language: dict[str, list[str]] = {lang: [] for lang in languages}
@@ -194,6 +199,15 @@ def score_subset(
         if language_blocks
         else {}
     )
+    variants = None
+    if subset.changed_docs is not None:  # instruction pairs (FollowIR): per-variant means and p-MRR
+        from .metrics.variants import variant_blocks
+
+        extra = variant_blocks(queries, per_query_metrics, run, subset.changed_docs, top_k)
+        variants = extra["variants"]
+        aggregate["p_mrr"] = extra["p_mrr"]
+        for block in language_blocks.values():
+            block["metrics"]["p_mrr"] = extra["p_mrr"]
     evaluation_seconds = time.perf_counter() - started
     blocks = {
         "metrics": aggregate,
@@ -201,6 +215,7 @@ def score_subset(
         "per_query": per_query,
         "n_queries": len(per_query),
         "skipped_queries": sorted(q.id for q in queries if q.id not in judged),
+        **({"variants": variants} if variants is not None else {}),
         **(
             {"unpooled_queries": sorted(q.id for q in asked if q.id not in subset.pools)}
             if subset.pools is not None

@@ -65,7 +65,9 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     queries: list[Query] = []
     qrels: Qrels = {}
     subtopics: SubtopicQrels = {}
-    for qid, title, text, nuggets in zip(table["query_id"], table["query_title"], table["query_text"], table["nuggets"]):
+    for qid, title, text, nuggets in zip(
+        table["query_id"], table["query_title"], table["query_text"], table["nuggets"]
+    ):
         qid = str(qid)
         judged: dict[str, dict[str, int]] = {}
         for nugget in nuggets or []:
@@ -86,7 +88,9 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
 
     corpus_config, corpus_split = config_spec(source, "corpus", name, "{subset}", "train")
     corpus_ds, corpus_commit = load_config(corpus_repo, corpus_config, corpus_split, corpus_revision)
-    pages = read_pages(corpus_ds, f"{corpus_repo}@{corpus_commit} {corpus_config}", str(source.get("title_mode", "join")))
+    pages = read_pages(
+        corpus_ds, f"{corpus_repo}@{corpus_commit} {corpus_config}", str(source.get("title_mode", "join"))
+    )
 
     notes = [
         n

@@ -68,7 +68,9 @@ def pin_note(repo: str, revision: str, commit: str, source: dict[str, Any]) -> s
     )
 
 
-def config_spec(source: dict[str, Any], part: str, name: str, default_config: str, default_split: str) -> tuple[str, str]:
+def config_spec(
+    source: dict[str, Any], part: str, name: str, default_config: str, default_split: str
+) -> tuple[str, str]:
     """(config, split) of one part (corpus, queries, qrels...) from `[source.<part>]`, `{subset}` filled in."""
     spec = source.get(part) or {}
     if not isinstance(spec, dict):

@@ -18,9 +18,11 @@ from __future__ import annotations
 # Registration order is the order of the valid forms in error messages.
 from . import (
     ap,  # noqa: F401
+    coverage,  # noqa: F401
     diversity,  # noqa: F401
     ndcg,  # noqa: F401,I001
     ndcg_float,  # noqa: F401
+    p_mrr,  # noqa: F401
     precision,  # noqa: F401
     recall,  # noqa: F401
     rr,  # noqa: F401

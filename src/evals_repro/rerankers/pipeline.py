@@ -64,7 +64,8 @@ class RerankedRetriever:
             candidates = ranked(first_run.get(query.id, {}), top_k)
             head = candidates[: self.depth]
             documents = [page_document(pages[doc_id]) for doc_id, _ in head]
-            scores = self.reranker.rerank(query.text, documents) if documents else []
+            # The first stage retrieved with the text alone; the reranker reads text + instruction.
+            scores = self.reranker.rerank(query.reranker_text, documents) if documents else []
             return merge_reranked(candidates, self.depth, scores)
 
         return run_queries(f"rerank {subset.name} ({self.reranker.name})", queries, self.workers, rerank_one)

@@ -42,15 +42,35 @@ class LatencyRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def make_plan(items: list[tuple[Candidate, dict]], samples: int, repeats: int, seed: int) -> dict[str, Any]:
+def make_plan(
+    items: list[tuple[Candidate, dict]], samples: int, repeats: int, seed: int, units: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The timed queries: `samples` per benchmark spread over its subsets, or `samples` per subset
+    for benchmarks whose `[study] latency_unit` is `subset` (each subset a dataset of its own)."""
+    units = units or {}
     by_benchmark: dict[str, dict[str, list[str]]] = {}
     for candidate, _ in items:
         by_benchmark.setdefault(candidate.benchmark, {}).setdefault(candidate.subset, []).append(candidate.query_id)
-    queries = {bench: sample_queries(subsets, samples, seed) for bench, subsets in sorted(by_benchmark.items())}
-    return {"samples": samples, "repeats": repeats, "seed": seed, "queries": queries}
+    queries = {}
+    for bench, subsets in sorted(by_benchmark.items()):
+        if units.get(bench) == "subset":
+            queries[bench] = {name: sample_queries({name: ids}, samples, seed)[name] for name, ids in subsets.items()}
+        else:
+            queries[bench] = sample_queries(subsets, samples, seed)
+    return {"samples": samples, "repeats": repeats, "seed": seed, "units": units, "queries": queries}
 
 
-def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[str, Any]:
+def latency_units(manifest: dict[str, Any]) -> dict[str, str]:
+    """benchmark -> its latency allocation unit, as recorded when it was prepared."""
+    return {
+        entry["benchmark"]: entry.get("study", {}).get("latency_unit", "benchmark")
+        for entry in manifest.get("datasets", {}).values()
+    }
+
+
+def load_or_make_plan(
+    study_dir: Path, items, request: LatencyRequest, units: dict[str, str] | None = None
+) -> dict[str, Any]:
     path = Path(study_dir) / PLAN
     settings = {"samples": request.samples, "repeats": request.repeats, "seed": request.seed}
     if path.exists():
@@ -61,7 +81,7 @@ def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[s
             study_dir, "the latency plan (--samples/--repeats/--seed)", {k: plan[k] for k in settings}, settings
         )
         return plan
-    plan = make_plan(items, request.samples, request.repeats, request.seed)
+    plan = make_plan(items, request.samples, request.repeats, request.seed, units)
     atomic_write_json(path, plan)
     return plan
 
@@ -113,7 +133,7 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
-        plan = load_or_make_plan(study_dir, items, request)
+        plan = load_or_make_plan(study_dir, items, request, latency_units(manifest))
         host = manifest.setdefault("host", {})
         if request.host_location is not None:
             host["location"] = request.host_location
