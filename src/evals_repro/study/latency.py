@@ -22,7 +22,7 @@ from .candidates import Candidate
 from .lock import study_writer
 from .manifest import recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
-from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
+from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
 PLAN = "latency-plan.json"
@@ -40,6 +40,8 @@ class LatencyRequest:
     host_location: str | None = None
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
+    # Benchmarks (or study groups) to time now; the plan always covers every prepared one.
+    benchmarks: list[str] = field(default_factory=lambda: ["all"])
 
 
 def make_plan(
@@ -139,7 +141,10 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
             host["location"] = request.host_location
         with recorded_session(study_dir, manifest, command) as outcome:
             invocation = len(manifest["sessions"])
-            counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"), echo)
+            timed = {(c.benchmark, c.subset) for c, _ in select_items(manifest, items, request.benchmarks, study_dir)}
+            counts = _run(
+                study_dir, plan, models, items, request, options, invocation, host.get("location"), echo, timed
+            )
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -154,6 +159,7 @@ def _run(
     invocation: int,
     location: str | None,
     echo: Callable[[str], None],
+    timed: set[tuple[str, str]] | None = None,
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     # Warm up on a query outside the plan where the subset has one, so that no timed query has
@@ -169,7 +175,11 @@ def _run(
         for r in read_jsonl(study_dir / LATENCY)
         if r.get("status") == "ok"
     }
-    calls = [c for c in schedule(plan, models) if (c[4].name, c[0], c[1], c[2], c[3]) not in done]
+    calls = [
+        c
+        for c in schedule(plan, models)
+        if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
+    ]
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
     warmed: set[tuple[str, str, str]] = set()

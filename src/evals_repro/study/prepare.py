@@ -90,7 +90,10 @@ def first_stage_for(decl: BenchmarkDeclaration, override: str | None) -> str:
 
 def study_entry(decl: BenchmarkDeclaration) -> dict[str, Any]:
     """What the quality, latency and report stages read of the declaration, recorded per dataset."""
+    from .scoring import check_measures
+
     settings = settings_of(decl)
+    check_measures(settings.measures)
     return {
         "group": settings.group,
         "measure": settings.measure,
@@ -109,6 +112,8 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
             "--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}"
         )
     firsts = first_stages(decls, request.first_stage, named=not is_all(request.benchmarks))
+    for decl in decls:  # a bad [study] measure stops before any work
+        study_entry(decl)
     from ..benchmarks.hub import require_access
 
     for decl in decls:  # a gated source without a token stops before anything is retrieved

@@ -37,6 +37,23 @@ class QualityRequest:
     # The first stage whose candidates the models rerank, for benchmarks that allow several (ViDoRe:
     # bm25 or mixedbread-markdown); checked against what `prepare` froze. None: what was frozen.
     first_stage: str | None = None
+    # Benchmarks (or study groups) to score now; "all" = every prepared one.
+    benchmarks: list[str] = field(default_factory=lambda: ["all"])
+
+
+def select_items(manifest: dict, items: list, names: list[str], study_dir: Path) -> list:
+    """The prepared items of the named benchmarks or study groups ("all": every one)."""
+    if names in (["all"], []):
+        return items
+    groups = {e["benchmark"]: e.get("study", {}).get("group", e["benchmark"]) for e in manifest["datasets"].values()}
+    unknown = [n for n in names if n not in groups and n not in groups.values()]
+    if unknown:
+        raise UsageError(
+            f"--benchmark {unknown[0]} is not prepared in {study_dir}",
+            f"choose from all, {', '.join(sorted(set(groups) | set(groups.values())))}",
+        )
+    wanted = set(names)
+    return [(c, t) for c, t in items if c.benchmark in wanted or groups.get(c.benchmark) in wanted]
 
 
 def check_first_stage(study_dir: Path, manifest: dict, first_stage: str | None, echo: Callable[[str], None]) -> None:
@@ -96,6 +113,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
+        items = select_items(manifest, items, request.benchmarks, study_dir)
         check_first_stage(study_dir, manifest, request.first_stage, echo)
         configs = manifest.setdefault("models", {})
         for model in models:
