@@ -21,6 +21,8 @@ LOADERS: dict[str, str] = {
     "mteb": "evals_repro.benchmarks.mteb:load",
     "miracl-vision": "evals_repro.benchmarks.miracl:load",
     "rcp": "evals_repro.benchmarks.rcp:load",
+    "beir-hub": "evals_repro.benchmarks.beir_hub:load",
+    "ir-datasets": "evals_repro.benchmarks.irds:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"
@@ -96,10 +98,12 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     """Load one subset through its declared loader and run the consistency checks."""
     options = options or LoadOptions()
     decl.subset(name)
-    target = LOADERS.get(decl.loader)
+    # A subset may name its own loader (the `text` benchmark mixes Hub and ir_datasets subsets).
+    kind = str(decl.subset_source(name).get("loader") or decl.loader)
+    target = LOADERS.get(kind)
     if target is None:
         raise UsageError(
-            f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
+            f"benchmark {decl.name}: unknown loader '{kind}' in {decl.origin}",
             f"choose from {choices(sorted(LOADERS))}",
         )
     module_name, func_name = target.split(":")
