@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,9 @@ class Subset:
     benchmark: str
     name: str
     native_language: str
-    pages: list[Page]
+    # A list, or a `pagestore.PageStore` (a read-only Sequence[Page] on disk) for corpora too
+    # large for Page objects (MS MARCO); the store knows its fingerprint and its check facts.
+    pages: Sequence[Page]
     queries: list[Query]
     qrels: Qrels
     gains: Gains | None = None
@@ -93,11 +96,19 @@ class Subset:
         wanted = set(languages)
         return [q for q in self.queries if q.language in wanted]
 
-    def page_by_id(self) -> dict[str, Page]:
+    def page_by_id(self) -> Mapping[str, Page]:
+        from .pagestore import PageStore
+
+        if isinstance(self.pages, PageStore):
+            return self.pages.by_id()
         return {page.id: page for page in self.pages}
 
     def fingerprint(self, with_images: bool = False) -> str:
         """Digest of the corpus content: changes whenever a page id, text or title changes."""
+        from .pagestore import PageStore
+
+        if isinstance(self.pages, PageStore):
+            return self.pages.fingerprint  # the same digest, computed once when the store was written
         digest = hashlib.sha256()
         for page in self.pages:
             digest.update(page.id.encode())
@@ -177,14 +188,17 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
     scored, as in trec_eval), pages with empty text (kept in the corpus; images may carry them).
     """
+    from .pagestore import PageStore
+
     result = CheckResult(subset.name)
-    page_ids = [p.id for p in subset.pages]
+    store = subset.pages if isinstance(subset.pages, PageStore) else None
+    page_ids = [] if store is not None else [p.id for p in subset.pages]
     query_ids = [q.id for q in subset.queries]
-    result.add("no_pages", ["<corpus>"] if not page_ids else [])
+    result.add("no_pages", ["<corpus>"] if not len(subset.pages) else [])
     result.add("no_queries", ["<queries>"] if not query_ids else [])
-    result.add("duplicate_page_ids", _duplicates(page_ids))
+    result.add("duplicate_page_ids", store.duplicate_ids if store is not None else _duplicates(page_ids))
     result.add("duplicate_query_ids", _duplicates(query_ids))
-    known_pages = set(page_ids)
+    known_pages: Any = store if store is not None else set(page_ids)
     known_queries = set(query_ids)
     result.add("qrels_unknown_query", sorted(q for q in subset.qrels if q not in known_queries))
     result.add(
@@ -193,7 +207,12 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     )
     positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
     result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
-    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
+    if store is not None:  # facts recorded when the store was written (ids of the first 1,000)
+        result.add("empty_page_text", store.empty_ids)
+        if store.n_empty:
+            result.counts["empty_page_text"] = store.n_empty
+    else:
+        result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
     if subset.gains is not None:
         bad = [
             f"{q}/{d}"

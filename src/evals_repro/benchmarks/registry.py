@@ -24,6 +24,8 @@ LOADERS: dict[str, str] = {
     "hub-retrieval": "evals_repro.benchmarks.hub_retrieval:load",
     "legal-rag-bench": "evals_repro.benchmarks.legalrag:load",
     "freshstack": "evals_repro.benchmarks.freshstack:load",
+    "beir-hub": "evals_repro.benchmarks.beir_hub:load",
+    "ir-datasets": "evals_repro.benchmarks.irds:load",
 }
 
 USER_FOLDER_LANGUAGE = "english"
@@ -99,10 +101,12 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     """Load one subset through its declared loader and run the consistency checks."""
     options = options or LoadOptions()
     decl.subset(name)
-    target = LOADERS.get(decl.loader)
+    # A subset may name its own loader (the `text` benchmark mixes Hub and ir_datasets subsets).
+    kind = str(decl.subset_source(name).get("loader") or decl.loader)
+    target = LOADERS.get(kind)
     if target is None:
         raise UsageError(
-            f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
+            f"benchmark {decl.name}: unknown loader '{kind}' in {decl.origin}",
             f"choose from {choices(sorted(LOADERS))}",
         )
     if any(decl.subset_source(s).get("gated") for s in decl.subset_names):
