@@ -23,7 +23,7 @@ from ..data import Qrels, Query, Subset, SubtopicQrels
 from ..errors import DataError, UsageError
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import FULL_SHA, config_spec, load_config, pin_note, pinned_source, require_columns
-from .hub_retrieval import read_pages
+from .hub_retrieval import loaded_counts, read_pages
 
 
 def _revisions(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> tuple[str | None, str]:
@@ -92,6 +92,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         corpus_ds, f"{corpus_repo}@{corpus_commit} {corpus_config}", str(source.get("title_mode", "join"))
     )
 
+    counts = loaded_counts(decl, name, f"{repo}@{commit}", source, queries, pages, qrels)
     notes = [
         n
         for n in (
@@ -118,6 +119,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
             "origin": f"{repo}@{commit} + {corpus_repo}@{corpus_commit}",
             "queries_without_nuggets": len(table["query_id"]) - len(queries),
             **({"licence": source["licence"]} if source.get("licence") else {}),
+            "counts": counts,
             **({"notes": notes} if notes else {}),
         },
     )

@@ -25,6 +25,7 @@ from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError, UsageError
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
+from .textsets import check_counts, document_text
 from .vidore import read_qrels
 
 TITLE_MODES = ("join", "page", "drop")
@@ -50,7 +51,7 @@ def read_pages(dataset, where: str, title_mode: str) -> list[Page]:
     for pid, text, title in zip(table[id_col], table["text"], titles):
         text, title = str(text or ""), str(title or "").strip()
         if title_mode == "join":
-            pages.append(Page(str(pid), f"{title} {text}".strip()))
+            pages.append(Page(str(pid), document_text(title, text)))
         elif title_mode == "page":
             pages.append(Page(str(pid), text, title=title or None))
         else:
@@ -63,6 +64,13 @@ def read_texts(dataset, where: str, text_column: str = "text") -> dict[str, str]
     require_columns(dataset, where, (id_col, text_column))
     table = dataset.select_columns([id_col, text_column]).to_dict()
     return {str(qid): str(text or "") for qid, text in zip(table[id_col], table[text_column])}
+
+
+def loaded_counts(decl, name: str, where: str, source: dict, queries, pages, qrels: Qrels) -> dict[str, Any]:
+    """The loaded counts against the declared published `counts` (queries, docs, judged pairs);
+    a difference prints one warning line (`textsets.check_counts`) and is recorded."""
+    loaded = {"queries": len(queries), "docs": len(pages), "judged": sum(len(docs) for docs in qrels.values())}
+    return check_counts(f"{decl.name}/{name} ({where})", source.get("counts"), loaded)
 
 
 def split_variant(qid: str, variants: list[str]) -> tuple[str, str] | None:
@@ -131,6 +139,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     configs.append(corpus_config)
 
     notes = [n for n in [pin_note(repo, revision, commit, source)] if n]
+    counts = loaded_counts(decl, name, where, source, queries, pages, qrels)
     return Subset(
         benchmark=decl.name,
         name=name,
@@ -147,6 +156,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
             "origin": where,
             "queries_without_qrels": len(texts) - len(queries),
             **({"licence": source["licence"]} if source.get("licence") else {}),
+            "counts": counts,
             **({"notes": notes} if notes else {}),
         },
     )

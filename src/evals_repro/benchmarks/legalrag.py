@@ -17,7 +17,7 @@ from ..data import Query, Subset
 from ..errors import DataError, UsageError
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
-from .hub_retrieval import read_pages
+from .hub_retrieval import loaded_counts, read_pages
 
 
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
@@ -43,6 +43,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     pages = read_pages(corpus_ds, f"{where} {corpus_config}", str(source.get("title_mode", "page")))
 
     notes = [n for n in [pin_note(repo, revision, commit, source)] if n]
+    counts = loaded_counts(decl, name, where, source, queries, pages, qrels)
     return Subset(
         benchmark=decl.name,
         name=name,
@@ -57,6 +58,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
             "configs": [qa_config, corpus_config],
             "origin": where,
             **({"licence": source["licence"]} if source.get("licence") else {}),
+            "counts": counts,
             **({"notes": notes} if notes else {}),
         },
     )

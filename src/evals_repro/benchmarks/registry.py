@@ -118,9 +118,6 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     subset = loader(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
-    mismatch = count_mismatch(decl, subset)
-    if mismatch:
-        subset.source.setdefault("notes", []).append(mismatch)
     for note in subset.source.get("notes", []):
         from ..progress import console
 
@@ -128,11 +125,9 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     return subset
 
 
-COUNT_FIELDS = ("queries", "pages", "judgments", "relevant", "subtopics", "changed_docs")
-
-
 def subset_counts(subset: Subset) -> dict[str, int]:
-    """What a loader loaded, in the terms declarations publish (`published = {...}` per subset)."""
+    """What a subset holds (recorded by the study per dataset): queries, pages, judgments, positives,
+    nugget and changed-document counts where the subset has them."""
     counts = {
         "queries": len(subset.queries),
         "pages": len(subset.pages),
@@ -144,21 +139,3 @@ def subset_counts(subset: Subset) -> dict[str, int]:
     if subset.changed_docs is not None:
         counts["changed_docs"] = sum(len(docs) for docs in subset.changed_docs.values())
     return counts
-
-
-def count_mismatch(decl: BenchmarkDeclaration, subset: Subset) -> str | None:
-    """One line naming every count that differs from the subset's declared `published` counts."""
-    published = decl.subset_source(subset.name).get("published") or {}
-    unknown = sorted(set(published) - set(COUNT_FIELDS))
-    if unknown:
-        raise UsageError(
-            f"benchmark {decl.name}: unknown published count(s) {', '.join(unknown)} in {decl.origin}",
-            f"choose from {choices(COUNT_FIELDS)}",
-        )
-    loaded = subset_counts(subset)
-    differ = [key for key in COUNT_FIELDS if key in published and loaded.get(key) != int(published[key])]
-    if not differ:
-        return None
-    got = ", ".join(f"{loaded.get(k)} {k}" for k in differ)
-    want = ", ".join(f"{int(published[k]):,} {k}" for k in differ)
-    return f"{decl.name}/{subset.name}: loaded {got}; published: {want} (another revision, or a partial copy)"
