@@ -121,7 +121,7 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     for note in subset.source.get("notes", []):
         from ..progress import console
 
-        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     return subset
 
 
