@@ -167,7 +167,9 @@ def cure_files() -> dict[str, bytes]:
         files[f"{specialty}/qrels.jsonl"] = _jsonl(qrels)
         files[f"{specialty}/queries-en.jsonl"] = _jsonl(queries)
         for lang in ("es", "fr"):  # other languages' queries: never loaded
-            files[f"{specialty}/queries-{lang}.jsonl"] = _jsonl([{**q, "text": f"[{lang}] {q['text']}"} for q in queries])
+            files[f"{specialty}/queries-{lang}.jsonl"] = _jsonl(
+                [{**q, "text": f"[{lang}] {q['text']}"} for q in queries]
+            )
     parts = ["corpus", "qrels", "queries-en", "queries-es", "queries-fr"]
     files["README.md"] = _readme([(part, [(s, f"{s}/{part}.jsonl") for s in SPECIALTIES]) for part in parts])
     return files
@@ -238,7 +240,12 @@ def freshstack_topic(topic: str) -> tuple[list[dict], list[dict]]:
             "query_title": f"Configure {topic}",
             "query_text": "projects from scratch",
             "nuggets": [
-                {"_id": f"{len(topic)}9000001_0", "text": "n", "relevant_corpus_ids": [docs[1]], "non_relevant_corpus_ids": []}
+                {
+                    "_id": f"{len(topic)}9000001_0",
+                    "text": "n",
+                    "relevant_corpus_ids": [docs[1]],
+                    "non_relevant_corpus_ids": [],
+                }
             ],
             "answer_id": "a",
             "answer_text": "An answer.",
