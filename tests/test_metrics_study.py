@@ -108,7 +108,9 @@ def test_alpha_ndcg_by_hand_on_nuggets():
 
 # -- the study scorer -------------------------------------------------------------------------------
 def candidate(qid: str, ids: list[str], qrels: dict, extra: dict) -> Candidate:
-    return Candidate("b", "s", qid, qid, ids, [float(len(ids) - i) for i in range(len(ids))], qrels, "r" + qid, "c", extra)
+    return Candidate(
+        "b", "s", qid, qid, ids, [float(len(ids) - i) for i in range(len(ids))], qrels, "r" + qid, "c", extra
+    )
 
 
 def test_study_scorer_reproduces_pyndevals_published_alpha_ndcg():

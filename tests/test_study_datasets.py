@@ -55,7 +55,7 @@ def test_legalragbench_unpinned_is_said_and_revision_pins_it(hub, capsys):
     sha = sfx.UNPINNED_SHA["isaacus/legal-rag-bench"]
     assert subset.source["revision"] == sha
     err = capsys.readouterr().err
-    assert f"isaacus/legal-rag-bench is not pinned" in err and f"--revision {sha}" in err
+    assert "isaacus/legal-rag-bench is not pinned" in err and f"--revision {sha}" in err
     assert {p.id: p.title for p in subset.pages}["p-0004"] == "Self-defence"
     assert subset.pages[0].text.startswith("## Elements\n\nThe prosecution")  # Markdown kept as is
     assert subset.qrels == {"q1": {"p-0001": 1}, "q2": {"p-0002": 1}, "q3": {"p-0004": 1}}
@@ -67,8 +67,13 @@ def test_cure_specialties_are_subsets_with_english_queries_only(hub):
     decl = get_benchmark("cure")
     assert decl.subset_names == sfx.SPECIALTIES
     subset = load("cure", "dermatology")
-    assert [q.text for q in subset.queries] == ["dermatology treatment outcomes in adults", "dermatology screening in children"]
-    assert subset.pages[0].text == "Dermatology study 0 Outcomes of treatment in adults. dermatology-d0"  # title + " " + text
+    assert [q.text for q in subset.queries] == [
+        "dermatology treatment outcomes in adults",
+        "dermatology screening in children",
+    ]
+    assert (
+        subset.pages[0].text == "Dermatology study 0 Outcomes of treatment in adults. dermatology-d0"
+    )  # title + " " + text
     assert subset.qrels["dermatology-q0"] == {"dermatology-d0": 2, "dermatology-d2": 1}
 
 
@@ -122,11 +127,19 @@ def test_a_gated_repo_stops_with_one_line_naming_the_licence_page_and_hf_token(h
     assert "fixture/gated-retrieval is gated" in raised.value.one_line() and "HF_TOKEN" in raised.value.one_line()
     assert not [p for _, p in hub.requests if "/resolve/" in p]  # stopped at the probe, before any file
     # a declaration that knows its source is gated stops before any request at all
-    text = (folder / "gated.toml").read_text().replace("[source]\n", '[source]\ngated = true\nlicence = "CC BY-NC 4.0"\n'
-                                                        'licence_page = "https://example.org/terms"\n')
+    text = (
+        (folder / "gated.toml")
+        .read_text()
+        .replace(
+            "[source]\n",
+            '[source]\ngated = true\nlicence = "CC BY-NC 4.0"\nlicence_page = "https://example.org/terms"\n',
+        )
+    )
     (folder / "gated.toml").write_text(text)
     hub.clear_requests()
-    with pytest.raises(ConfigurationError, match=r"gated \(CC BY-NC 4.0\): accept its terms at https://example.org/terms"):
+    with pytest.raises(
+        ConfigurationError, match=r"gated \(CC BY-NC 4.0\): accept its terms at https://example.org/terms"
+    ):
         load("gated", "one")
     assert hub.requests == []
     code = main(["rerank-study", "prepare", "--benchmark", "gated", "--study-dir", str(tmp_path / "s")])
@@ -172,7 +185,9 @@ FS_SCRIPT = {
     "Stream output to a file": {LC[k]: float(6 - i) for i, k in enumerate("EABCDF")},
     "Stream runnables in sequence": {LC[k]: float(6 - i) for i, k in enumerate("FABCDE")},
 }
-ALPHA_Q1 = (1 + 0.5 / LOG2(3) + 1 / LOG2(4) + 1 / LOG2(6)) / (1 + 1 / LOG2(3) + 1 / LOG2(4) + 1 / LOG2(5) + 0.5 / LOG2(6))
+ALPHA_Q1 = (1 + 0.5 / LOG2(3) + 1 / LOG2(4) + 1 / LOG2(6)) / (
+    1 + 1 / LOG2(3) + 1 / LOG2(4) + 1 / LOG2(5) + 0.5 / LOG2(6)
+)
 ALPHA_LANGCHAIN = (ALPHA_Q1 + 1 + 1) / 3  # q2 and q3 put their only nugget's document first
 COVERAGE_LANGCHAIN = (3 / 4 + 1 + 1) / 3  # q1's fourth nugget is only in G, which BM25 never retrieves
 
@@ -200,9 +215,7 @@ NDCG_CHANGED = (1.0 + 1 / LOG2(3)) / 2
 
 @pytest.fixture
 def scripted_reranker(monkeypatch):
-    monkeypatch.setitem(
-        methods.RERANKERS, "scripted", MethodEntry("scripted_method:build_reranker", "test reranker")
-    )
+    monkeypatch.setitem(methods.RERANKERS, "scripted", MethodEntry("scripted_method:build_reranker", "test reranker"))
     monkeypatch.setattr(scripted_method, "RERANK_SCRIPT", {**FS_SCRIPT, **robust_script()})
     monkeypatch.setattr(scripted_method, "RERANK_CALLS", [])
     return scripted_method
@@ -231,18 +244,14 @@ def test_run_reranked_by_hand_alpha_coverage_and_p_mrr(hub, scripted_reranker, t
 def test_study_prepare_quality_report_by_hand(hub, scripted_reranker, tmp_path):
     study, cache = tmp_path / "study", tmp_path / "cache"
     for bench, subset in (("freshstack", "langchain"), ("followir", "robust04")):
-        prepare(
-            PrepareRequest(benchmarks=[bench], subsets=[subset], study_dir=study, cache_dir=cache), echo=QUIET
-        )
+        prepare(PrepareRequest(benchmarks=[bench], subsets=[subset], study_dir=study, cache_dir=cache), echo=QUIET)
     manifest = json.loads((study / "manifest.json").read_text())
     assert manifest["datasets"]["followir/robust04"]["study"]["measure"] == "ndcg_at_10[og]"
     rows = {r["query_id"]: r for r in map(json.loads, (study / "candidates/followir/robust04.jsonl").open())}
     assert rows["305-og"]["ids"] == rows["305-changed"]["ids"]  # one retrieval for both variants
     assert rows["305-changed"]["query"].endswith(sfx.ROBUST_PAIRS["305"][2])
     assert rows["310-og"]["extra"]["changed_docs"] == ["FBIS3-4_0", "FBIS3-9_0"]
-    counts = run_quality(
-        QualityRequest(study_dir=study, models=["scripted:v1"], cache_dir=cache), echo=QUIET
-    )
+    counts = run_quality(QualityRequest(study_dir=study, models=["scripted:v1"], cache_dir=cache), echo=QUIET)
     assert counts == {"sent": 7, "failed": 0, "reused": 0}
     paths = write_report(study, resamples=50)
     table = {(r["dataset"], r["subset"], r["metric"]): r for r in csv.DictReader(paths["quality"].open())}
