@@ -188,3 +188,18 @@ def test_a_reranker_reads_its_candidates_from_the_stored_corpus(text_data, tmp_p
     result = json.loads((tmp_path / "results" / "text" / "bm25+minilm@2" / "dl19.json").read_text())
     assert result["n_queries"] == 2 and result["reranked"] is True
     assert sorted(seen) == ["0", "1", "2", "3"]  # the top 2 of each query, fetched by id
+
+
+def test_judgments_must_be_whole_grades_and_agree():
+    from evals_repro.benchmarks.textsets import check_counts, read_judgments
+
+    qrels, facts = read_judgments([("q", "a", 2.0), ("q", "b", -1.0), ("q", "a", 2)], "where")
+    assert qrels == {"q": {"a": 2, "b": 0}} and facts == {"judged_rows": 3, "negative_grades": 1}
+    with pytest.raises(DataError, match="grade 0.5 .* not a whole number"):
+        read_judgments([("q", "a", 0.5)], "where")
+    with pytest.raises(DataError, match="judged twice with different grades"):
+        read_judgments([("q", "a", 1.0), ("q", "a", 2.0)], "where")
+    with pytest.raises(DataError, match="0 judged queries"):
+        check_counts("text/x", {"queries": 1}, {"queries": 0, "docs": 3, "judged": 0})
+    same = check_counts("text/x", {"queries": 1, "docs": 3, "judged": 2}, {"queries": 1, "docs": 3, "judged": 2})
+    assert same["match"] is True
