@@ -168,3 +168,38 @@ def test_run_bm25_on_text_end_to_end_with_hand_computed_metrics(text_data, tmp_p
     assert main(["report", "--benchmark", "text", "--results-dir", str(results)]) == 0
     out = capsys.readouterr().out
     assert "| bm25 |" in out
+
+
+def test_a_reranker_reads_its_candidates_from_the_stored_corpus(text_data, tmp_path):
+    """bm25 + the offline MiniLM reranker on dl19: the reranker gets page texts by id from the store."""
+    from evals_repro.rerankers import pipeline
+
+    seen: list[str] = []
+    original = pipeline.page_document
+
+    def spy(page):
+        seen.append(page.id)
+        return original(page)
+
+    args = ["--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "page_document", spy)
+        assert main(["run", "bm25+minilm@2", "--benchmark", "text", "--subsets", "dl19", *args]) == 0
+    result = json.loads((tmp_path / "results" / "text" / "bm25+minilm@2" / "dl19.json").read_text())
+    assert result["n_queries"] == 2 and result["reranked"] is True
+    assert sorted(seen) == ["0", "1", "2", "3"]  # the top 2 of each query, fetched by id
+
+
+def test_judgments_must_be_whole_grades_and_agree():
+    from evals_repro.benchmarks.textsets import check_counts, read_judgments
+
+    qrels, facts = read_judgments([("q", "a", 2.0), ("q", "b", -1.0), ("q", "a", 2)], "where")
+    assert qrels == {"q": {"a": 2, "b": 0}} and facts == {"judged_rows": 3, "negative_grades": 1}
+    with pytest.raises(DataError, match="grade 0.5 .* not a whole number"):
+        read_judgments([("q", "a", 0.5)], "where")
+    with pytest.raises(DataError, match="judged twice with different grades"):
+        read_judgments([("q", "a", 1.0), ("q", "a", 2.0)], "where")
+    with pytest.raises(DataError, match="0 judged queries"):
+        check_counts("text/x", {"queries": 1}, {"queries": 0, "docs": 3, "judged": 0})
+    same = check_counts("text/x", {"queries": 1, "docs": 3, "judged": 2}, {"queries": 1, "docs": 3, "judged": 2})
+    assert same["match"] is True

@@ -59,7 +59,7 @@ class PageStore(Sequence[Page]):
         self._ids = np.load(self.directory / "ids.npy", mmap_mode="r")
         self._sorted: np.ndarray | None = None
         self._order: np.ndarray | None = None
-        self._texts: mmap.mmap | None = None
+        self._texts: mmap.mmap | bytes | None = None
 
     # -- facts recorded at build time --------------------------------------------------------
     @property
@@ -113,7 +113,7 @@ class PageStore(Sequence[Page]):
         if self._texts is None:
             self._texts = _map(self.directory / "texts.bin")
         start, end = int(self._offsets[index]), int(self._offsets[index + 1])
-        return self._texts[start:end].decode("utf-8") if end > start else ""
+        return bytes(self._texts[start:end]).decode("utf-8") if end > start else ""
 
     def id_array(self) -> np.ndarray:
         """Page ids in corpus order as fixed-width UTF-8 bytes (memory-mapped)."""
@@ -187,10 +187,10 @@ class _ById(Mapping[str, Page]):
         return len(self._store)
 
 
-def _map(path: Path) -> mmap.mmap | bytes:  # type: ignore[return]
+def _map(path: Path) -> mmap.mmap | bytes:
     with open(path, "rb") as handle:
         if os.fstat(handle.fileno()).st_size == 0:
-            return b""  # type: ignore[return-value]
+            return b""  # an empty file cannot be mapped
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 

