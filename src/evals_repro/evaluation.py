@@ -20,6 +20,7 @@ from .benchmarks.registry import resolve_subsets
 from .data import Query, Run, Subset
 from .errors import UsageError, choices
 from .metrics.ndcg_float import DEFAULT_TIE_RULE, check_tie_rule
+from .metrics.protocol import ScoringProtocol, check_score_precision
 from .pooling import measures_for, pool_plan
 from .progress import progress_bar
 from .results import method_label, read_result, result_path, write_result
@@ -44,7 +45,8 @@ class RunRequest:
     revision: str | None = None
     measures: list[str] | None = None
     language: str | None = None  # native language of a user BEIR folder
-    tie_rule: str = DEFAULT_TIE_RULE  # ties in RCP-nDCG (float gains): group-mean | doc-id
+    tie_rule: str = DEFAULT_TIE_RULE  # ties in RCP-nDCG (float gains): group-mean | doc-id | input-order
+    score_precision: str = "float32"  # float32 = trec_eval 9 / pytrec_eval ties, float64 = trec_eval 10
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -121,6 +123,7 @@ def _validate(request: RunRequest) -> None:
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
     check_tie_rule(request.tie_rule)
+    check_score_precision(request.score_precision)
 
 
 def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str | None:
@@ -136,6 +139,8 @@ def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str
         return "it used another revision"
     if config.get("tie_rule") not in (None, request.tie_rule):
         return f"it used tie rule {config.get('tie_rule')}"
+    if config.get("score_precision", "float32") != request.score_precision:
+        return f"it compared scores as {config.get('score_precision', 'float32')}"
     return None
 
 
@@ -147,10 +152,13 @@ def score_subset(
     measures: list[str],
     on_progress: Callable[[str], None] | None = None,
     tie_rule: str = DEFAULT_TIE_RULE,
+    protocol: ScoringProtocol | None = None,
 ) -> tuple[dict[str, Any], Run]:
     """Retrieve and score one subset; returns the metric blocks of a result file and the run.
 
     With pools, only the queries that have one are ranked, and only their pool pages count.
+    `protocol` (when given) decides how the run is scored; else `measures` and `tie_rule` do.
+    Every judged query counts, one judged with grade 0 only included (it scores 0).
     """
     from . import metrics as M
     from .retrieval.pool import restrict_to_pools
@@ -164,15 +172,11 @@ def score_subset(
     retrieval_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    judged = {q.id for q in queries if any(s > 0 for s in subset.qrels.get(q.id, {}).values())}
+    judged = {q.id for q in queries if subset.qrels.get(q.id)}
     qrels = {qid: subset.qrels[qid] for qid in judged}
+    protocol = protocol or ScoringProtocol(measures=tuple(measures), tie_rule=tie_rule)
     per_query_metrics = M.evaluate(
-        qrels,
-        {qid: run.get(qid, {}) for qid in judged},
-        measures,
-        gains=subset.gains,
-        options={"tie_rule": tie_rule},
-        subtopics=subset.subtopics,
+        qrels, {qid: run.get(qid, {}) for qid in judged}, protocol, gains=subset.gains, subtopics=subset.subtopics
     )
     per_query: dict[str, Any] = {}
     by_language: dict[str, list[str]] = {lang: [] for lang in languages}
@@ -286,7 +290,10 @@ def _run_subset(
     measures = measures_for(subset, measures)
     plan = pool_plan(subset, retriever, resolved, request.top_k)
     before = ctx.usage.as_dict()
-    blocks, _ = score_subset(subset, plan.retriever, languages, plan.top_k, measures, tie_rule=request.tie_rule)
+    protocol = ScoringProtocol(
+        measures=tuple(measures), tie_rule=request.tie_rule, score_precision=request.score_precision
+    )
+    blocks, _ = score_subset(subset, plan.retriever, languages, plan.top_k, measures, protocol=protocol)
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
     blocks["timings"]["load_seconds"] = round(load_seconds, 4)
     result = {
@@ -304,6 +311,7 @@ def _run_subset(
             "measures": measures,
             "retriever": plan.retriever.describe(),
             **({"tie_rule": request.tie_rule} if subset.gains is not None else {}),
+            "score_precision": request.score_precision,
             **({"view": subset.source["view"]} if "view" in subset.source else {}),
             **({"pool": plan.config} if plan.config is not None else {}),
         },

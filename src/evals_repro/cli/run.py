@@ -9,7 +9,9 @@ import typer
 
 from . import app, given_options
 
-TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
+TIE_RULE_HELP = (
+    "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's) | input-order (run order)."
+)
 
 
 @app.command("run")
@@ -29,6 +31,11 @@ def run_command(
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (default: the standard set)."),
     language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
     tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP),
+    score_precision: str = typer.Option(
+        "float32",
+        "--score-precision",
+        help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
+    ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
     rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
@@ -51,6 +58,7 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..metrics.protocol import check_tie_rule
     from ..progress import console
 
     if rerank:
@@ -89,7 +97,8 @@ def run_command(
         revision=revision,
         measures=measure or None,
         language=language,
-        tie_rule=tie_rule,
+        tie_rule=check_tie_rule(tie_rule),
+        score_precision=score_precision,
         options=options,
     )
     summary = run_benchmark(
@@ -130,7 +139,7 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
-    check_tie_rule(tie_rule)
+    tie_rule = check_tie_rule(tie_rule)
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report

@@ -15,27 +15,38 @@ Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
 
 from __future__ import annotations
 
-# Registration order is the order of the valid forms in error messages.
-from . import (
-    ap,  # noqa: F401
-    coverage,  # noqa: F401
-    diversity,  # noqa: F401
-    ndcg,  # noqa: F401,I001
-    ndcg_float,  # noqa: F401
-    p_mrr,  # noqa: F401
-    precision,  # noqa: F401
-    recall,  # noqa: F401
-    rr,  # noqa: F401
+# Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
+# isort: off
+from . import ndcg, ap, recall, precision, rr, success, judged, ndcg_float, diversity, coverage, p_mrr  # noqa: F401
+from . import trec_measures
+
+# isort: on
+from .base import (
+    FAMILIES,
+    EvalData,
+    Family,
+    Measure,
+    PerQuery,
+    expand_measure,
+    get_measure,
+    measure_forms,
+    parse_measures,
+    register,
 )
-from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
-from .evaluate import evaluate, mean, scored_queries
-from .protocol import DEFAULT_MEASURES, ScoringProtocol
-from .ranking import trec_ranked
-from .trec_files import iter_columns, read_trec_qrels, read_trec_run
-from .trec_output import trec_eval_lines
+
+register(trec_measures.FAMILY)
+
+from .evaluate import aggregate, evaluate, judged_queries, mean, scored_queries  # noqa: E402
+from .protocol import DEFAULT_MEASURES, ScoringProtocol  # noqa: E402
+from .ranking import trec_ranked  # noqa: E402
+from .trec_files import iter_columns, read_trec_qrels, read_trec_run  # noqa: E402
+from .trec_output import trec_eval_lines  # noqa: E402
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "aggregate",
+    "expand_measure",
+    "judged_queries",
     "FAMILIES",
     "EvalData",
     "Family",

@@ -140,10 +140,10 @@ GAINS_LAYOUT = "`qid 0 docid gain`"
 
 
 def _compute(measures: list, data) -> dict[str, dict[str, float]]:
-    """Every requested cutoff for every scored query; the tie rule comes from `options["tie_rule"]`."""
+    """Every requested cutoff for every scored query, ranked by the protocol's tie rule on the scores as given."""
     if data.gains is None:
         raise UsageError("ndcg_float_at_k needs float gains", "pass --gains FILE (TREC qrels layout, float 4th column)")
-    tie_rule = check_tie_rule(data.options.get("tie_rule", DEFAULT_TIE_RULE))
+    tie_rule = data.protocol.tie_rule
     return {
         qid: {
             m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)
