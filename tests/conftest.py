@@ -65,3 +65,17 @@ def irds_home() -> Path:
 
     fill_irds_home(IRDS_HOME)
     return IRDS_HOME
+
+
+@pytest.fixture
+def registered():
+    """Register test components for one test: `registered(METHODS, "scripted", scripted_method.build)`."""
+    added = []
+
+    def add(registry, name, factory, **details):
+        registry.register(name, **details)(factory)
+        added.append((registry, name))
+
+    yield add
+    for registry, name in added:
+        registry.unregister(name)

@@ -12,12 +12,11 @@ import pytest
 
 import scripted_method
 import study_fixtures as sfx
-from evals_repro import methods
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks.declaration import parse_declaration
 from evals_repro.cli import main
 from evals_repro.errors import ConfigurationError, DataError, UsageError
-from evals_repro.methods import MethodEntry
+from evals_repro.registry import RERANKERS
 from evals_repro.study.prepare import PrepareRequest, prepare
 from evals_repro.study.quality import QualityRequest, run_quality
 from evals_repro.study.report import write_report
@@ -214,8 +213,8 @@ NDCG_CHANGED = (1.0 + 1 / LOG2(3)) / 2
 
 
 @pytest.fixture
-def scripted_reranker(monkeypatch):
-    monkeypatch.setitem(methods.RERANKERS, "scripted", MethodEntry("scripted_method:build_reranker", "test reranker"))
+def scripted_reranker(monkeypatch, registered):
+    registered(RERANKERS, "scripted", scripted_method.build_reranker, description="test reranker")
     monkeypatch.setattr(scripted_method, "RERANK_SCRIPT", {**FS_SCRIPT, **robust_script()})
     monkeypatch.setattr(scripted_method, "RERANK_CALLS", [])
     return scripted_method

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..data import Qrels, Query, Subset, SubtopicQrels
 from ..errors import DataError, UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import FULL_SHA, config_spec, load_config, pin_note, pinned_source, require_columns
 from .hub_retrieval import loaded_counts, read_pages
@@ -42,6 +43,9 @@ def _revisions(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> t
     return parts.get("queries"), parts.get("corpus", corpus)
 
 
+@LOADERS.register(
+    "freshstack", description="FreshStack on the Hub: queries (with nuggets) and corpus repos, one config per topic"
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     if options.content != "markdown":
         raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")

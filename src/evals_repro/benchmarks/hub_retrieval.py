@@ -23,6 +23,7 @@ from typing import Any
 
 from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError, UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
 from .textsets import check_counts, document_text
@@ -79,6 +80,9 @@ def split_variant(qid: str, variants: list[str]) -> tuple[str, str] | None:
     return (pair, variant) if dash and variant in variants else None
 
 
+@LOADERS.register(
+    "hub-retrieval", description="mteb's retrieval layout on the Hub: corpus, queries, qrels (+ instruction, qrel_diff)"
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     if options.content != "markdown":
         raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")

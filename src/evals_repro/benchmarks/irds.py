@@ -24,6 +24,7 @@ from typing import Any
 
 from ..data import Query, Subset
 from ..errors import ConfigurationError, DataError, UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .textsets import check_counts, corpus_store, read_judgments
 
@@ -60,6 +61,10 @@ def _fetch_error(label: str, dataset_id: str, exc: BaseException) -> Configurati
     )
 
 
+@LOADERS.register(
+    "ir-datasets",
+    description="Datasets through `ir_datasets` (pinned by uv.lock): TREC DL 2019/2020 passage over MS MARCO",
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source = decl.subset_source(name)
     dataset_id = source.get("dataset")

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from ..data import Query, Subset
 from ..errors import DataError, UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
 from .hub_retrieval import loaded_counts, read_pages
 
 
+@LOADERS.register("legal-rag-bench", description="Legal RAG Bench on the Hub: configs corpus and qa")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     if options.content != "markdown":
         raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")

@@ -124,6 +124,15 @@ class ScoringProtocol:
         values.update(changes)
         return ScoringProtocol(**values)
 
+    def with_measures(self, measures: tuple[str, ...] | list[str]) -> ScoringProtocol:
+        return self.replace(measures=tuple(measures))
+
+    def rules(self) -> dict[str, Any]:
+        """Everything but the measures: what must match for two sets of scores to be comparable."""
+        data = self.as_dict()
+        data.pop("measures")
+        return data
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["measures"] = list(self.measures)
