@@ -218,7 +218,7 @@ def test_run_keeps_a_judged_query_without_relevant_documents(suite, tmp_path, mo
     assert result["n_queries"] == 3 and "q3-en" not in result["skipped_queries"]
     assert set(result["per_query"]["q3-en"]["metrics"].values()) == {0.0}
     assert result["metrics"]["ndcg_at_10"] == pytest.approx((INV_LOG2_3 + 0 + 0) / 3)
-    assert result["config"]["score_precision"] == "float32"
+    assert result["protocol"]["score_precision"] == "float32"
 
 
 def test_run_score_precision_float64_is_recorded_and_changes_ties(suite, tmp_path, monkeypatch):
@@ -234,4 +234,4 @@ def test_run_score_precision_float64_is_recorded_and_changes_ties(suite, tmp_pat
     # q1-en's relevant page is d1: float32 ties it with d0 and puts it first (doc id descending), float64 second.
     assert r32["per_query"]["q1-en"]["metrics"] == {"p_at_1": 1.0, "mrr": 1.0}
     assert r64["per_query"]["q1-en"]["metrics"] == {"p_at_1": 0.0, "mrr": 0.5}
-    assert (r32["config"]["score_precision"], r64["config"]["score_precision"]) == ("float32", "float64")
+    assert (r32["protocol"]["score_precision"], r64["protocol"]["score_precision"]) == ("float32", "float64")

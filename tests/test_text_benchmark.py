@@ -158,7 +158,10 @@ def test_run_bm25_on_text_end_to_end_with_hand_computed_metrics(text_data, tmp_p
     assert written["scifact"]["per_query"]["1"]["metrics"]["ndcg_at_10"] == pytest.approx(1 / LOG2_3, abs=1e-6)
     assert written["dl19"]["metrics"]["ndcg_at_10"] == pytest.approx(DL19_NDCG10, abs=1e-6)
     assert written["dl20"]["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
-    assert written["trec-covid"]["n_queries"] == 2 and written["trec-covid"]["skipped_queries"] == ["3"]
+    # Query 3 is judged (grade 0 and -1 only): every judged query counts, so it scores 0 and stays in.
+    covid = written["trec-covid"]
+    assert covid["n_queries"] == 3 and covid["skipped_queries"] == []
+    assert covid["per_query"]["3"]["metrics"]["ndcg_at_10"] == 0.0
     # One index for the one MS MARCO collection, and the loaded/published counts in every result.
     keys = {name: written[name]["config"]["retriever"]["index_key"] for name in ("dl19", "dl20")}
     assert keys["dl19"] == keys["dl20"]
@@ -175,15 +178,15 @@ def test_a_reranker_reads_its_candidates_from_the_stored_corpus(text_data, tmp_p
     from evals_repro.rerankers import pipeline
 
     seen: list[str] = []
-    original = pipeline.page_document
+    original = pipeline.page_text
 
-    def spy(page):
+    def spy(page, style):
         seen.append(page.id)
-        return original(page)
+        return original(page, style)
 
     args = ["--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "page_document", spy)
+        patch.setattr(pipeline, "page_text", spy)
         assert main(["run", "bm25+minilm@2", "--benchmark", "text", "--subsets", "dl19", *args]) == 0
     result = json.loads((tmp_path / "results" / "text" / "bm25+minilm@2" / "dl19.json").read_text())
     assert result["n_queries"] == 2 and result["reranked"] is True
