@@ -40,8 +40,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
-        all_clusters = []
-        locations = set()
+        all_clusters: list[Cluster] = []
+        locations: set[str | None] = set()
         complete = True
         for bench in sorted(plan["queries"]):
             calls = benches.get(bench, {})
