@@ -25,7 +25,15 @@ def evaluate_command(
     qrels: Optional[Path] = typer.Option(
         None, "--qrels", help="TREC qrels `qid 0 docid relevance` (`#` comments, gzip read)."
     ),
-    run: str = typer.Option(..., "--run", help="TREC run `qid Q0 docid rank score tag [...]`; `-` reads stdin."),
+    run: Optional[str] = typer.Option(
+        None, "--run", help="TREC run `qid Q0 docid rank score tag [...]`; `-` reads stdin."
+    ),
+    result: Optional[Path] = typer.Option(
+        None,
+        "--result",
+        help="A result file of `evals-repro run`: re-score its saved run against its saved judgments "
+        "(measures, tie rule and score precision default to the result's).",
+    ),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
     trec_names: Optional[bool] = typer.Option(
@@ -34,7 +42,7 @@ def evaluate_command(
         help="Print trec_eval's measure names (ndcg_cut_10, P_5) or ours (ndcg_at_10, p_at_5). "
         "Default: trec_eval's when every -m is a trec_eval spelling, else ours.",
     ),
-    score_precision: str = typer.Option("float32", "--score-precision", help=PRECISION_HELP),
+    score_precision: Optional[str] = typer.Option(None, "--score-precision", help=PRECISION_HELP),
     relevance_level: int = typer.Option(
         1, "-l", "--relevance-level", help="Minimum grade counted relevant by binary measures (trec_eval -l)."
     ),
@@ -68,11 +76,28 @@ def evaluate_command(
     from ..errors import UsageError
     from ..metrics.evaluate_files import evaluate_files
 
+    if result is not None:
+        if qrels is not None or run is not None or gains is not None or subtopic_qrels is not None:
+            raise UsageError(
+                "--result re-scores a saved run: it takes no --qrels, --run, --gains or --subtopic-qrels",
+                "give one or the other",
+            )
+        from ..runs import load_saved
+
+        saved = load_saved(result)  # checks every saved file against the record's sha256
+        folder, scoring = Path(result).parent, saved.record.scoring
+        qrels, run = folder / saved.record.run.qrels_path, str(saved.run_path)
+        gains = folder / saved.record.run.gains_path if saved.record.run.gains_path else None
+        measure = measure or list(scoring.measures)
+        tie_rule = tie_rule or (scoring.tie_rule if gains is not None else None)
+        score_precision = score_precision or scoring.score_precision
     if tie_rule is not None and gains is None:
         raise UsageError(
             "--tie-rule applies only to float-gain measures (ndcg_float_at_k)",
             "pass --gains FILE with it, or drop --tie-rule",
         )
+    if run is None:
+        raise UsageError("evaluate needs --run (or --result)", "see `evals-repro evaluate --help`")
     if qrels is None and subtopic_qrels is None:
         raise UsageError("no qrels given", "pass --qrels FILE (or --subtopic-qrels FILE for diversity qrels)")
     outcome = evaluate_files(
@@ -86,7 +111,7 @@ def evaluate_command(
         subtopic_qrels=subtopic_qrels,
         protocol_options={
             "tie_rule": tie_rule or "group-mean",
-            "score_precision": score_precision,
+            "score_precision": score_precision or "float32",
             "relevance_level": relevance_level,
             "max_results": max_results,
             "judged_only": judged_only,
