@@ -15,7 +15,7 @@ unpinned Legal RAG Bench and FreshStack repos, which resolves to the sha below):
   parquet; queries split test with nested `nuggets`, corpus split train.
 - FollowIR (`mteb/{Robust04,Core17,News21}InstructionRetrieval`): parquet configs `corpus`,
   `queries`, `instruction`, `qrels`, `top_ranked` (split test) and `qrel_diff` (split qrel_diff).
-- ViDoRe v3: the hr fixture of tests/hub_fixtures.py at every domain's pinned revision.
+- ViDoRe v3: tests/hub_fixtures.py's hr and energy, and the hr data at every other domain's pinned revision.
 
 Every document text ends with its id, so `scripted_method.ScriptedReranker` can tell them apart.
 The langchain and robust04 data are built for hand-computed alpha-nDCG@10, coverage@20 and p-MRR
@@ -397,7 +397,7 @@ def install(hub):
     raw = hfx.vidore_raw_files()
     for domain, spec in vidore["subsets"].items():
         repo = vidore["source"]["repo"].format(subset=domain)
-        if (repo, spec["revision"]) != (hfx.HR_REPO, hfx.HR_EVAL_SHA):
+        if spec["revision"] not in hub.repos.get(repo, {}):  # hr and energy have fixtures of their own
             hub.add_repo(repo, spec["revision"], raw)
     hub._study_fixtures = True
     return hub
