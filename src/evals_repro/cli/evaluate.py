@@ -32,7 +32,7 @@ def evaluate_command(
         None,
         "--result",
         help="A result file of `evals-repro run`: re-score its saved run against its saved judgments "
-        "(measures and scoring protocol default to the result's).",
+        "(measures and the whole scoring protocol default to the result's; options given override them).",
     ),
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
@@ -76,18 +76,34 @@ def evaluate_command(
     from ..errors import UsageError
     from ..metrics.evaluate_files import evaluate_files
 
+    if result is not None:
+        if qrels is not None or run is not None or gains is not None or subtopic_qrels is not None:
+            raise UsageError(
+                "--result re-scores a saved run: it takes no --qrels, --run, --gains or --subtopic-qrels",
+                "give one or the other",
+            )
+        from ..runs import load_saved
+
+        saved = load_saved(result)  # checks every saved file against the record's sha256
+        folder, scoring = Path(result).parent, saved.record.scoring
+        qrels, run = folder / saved.record.run.qrels_path, str(saved.run_path)
+        gains = folder / saved.record.run.gains_path if saved.record.run.gains_path else None
+        measure = measure or list(scoring.measures)
+        tie_rule = tie_rule or (scoring.tie_rule if gains is not None else None)
+        # The whole protocol of the result is the default; options given override it.
+        score_precision = score_precision or scoring.score_precision
+        relevance_level = scoring.relevance_level if relevance_level is None else relevance_level
+        max_results = scoring.max_results if max_results is None else max_results
+        judged_only = judged_only or scoring.judged_only
+        complete = scoring.complete if complete is None else complete
     if tie_rule is not None and gains is None:
         raise UsageError(
             "--tie-rule applies only to float-gain measures (ndcg_float_at_k)",
             "pass --gains FILE with it, or drop --tie-rule",
         )
-    if result is not None and (qrels is not None or run is not None or gains is not None):
-        raise UsageError(
-            "--result re-scores a saved run: it takes no --qrels, --run or --gains", "give one or the other"
-        )
-    if result is None and run is None:
+    if run is None:
         raise UsageError("evaluate needs --qrels and --run (or --result)", "see `evals-repro evaluate --help`")
-    if result is None and qrels is None and subtopic_qrels is None:
+    if qrels is None and subtopic_qrels is None:
         raise UsageError("no qrels given", "pass --qrels FILE (or --subtopic-qrels FILE for diversity qrels)")
     given = {
         "tie_rule": tie_rule,
@@ -100,7 +116,6 @@ def evaluate_command(
     outcome = evaluate_files(
         qrels=qrels,
         run=run,
-        result=result,
         measures=measure or None,
         per_query=per_query,
         trec_names=trec_names,

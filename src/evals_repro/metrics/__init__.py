@@ -22,7 +22,7 @@ from __future__ import annotations
 
 # Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
 # isort: off
-from . import ndcg, ap, recall, precision, rr, success, judged, ndcg_float, diversity  # noqa: F401
+from . import ndcg, ap, recall, precision, rr, success, judged, ndcg_float, diversity, coverage, p_mrr  # noqa: F401
 from . import trec_measures
 
 # isort: on

@@ -46,8 +46,7 @@ def trec_order(names: Sequence[str]) -> list[str]:
 def evaluate_files(
     *,
     qrels: Path | None,
-    run: str | Path | None,
-    result: Path | None = None,
+    run: str | Path,
     measures: Sequence[str] | None = None,
     per_query: bool = False,
     trec_names: bool | None = None,
@@ -58,8 +57,6 @@ def evaluate_files(
 ) -> Outcome:
     """Score `run` against `qrels` (and float gains / subtopic qrels) and print it like trec_eval.
 
-    With `result` (a result file of `run`), its saved run, judgments and gains are re-scored; its
-    measures and scoring protocol are the defaults, `measures` and `protocol_options` override them.
     `trec_names=None` prints trec_eval's names when every measure was given in trec_eval's
     spelling, ours otherwise.
     """
@@ -69,33 +66,21 @@ def evaluate_files(
     from .text import relstrings
     from .trec_files import read_trec_run_and_tag
 
-    base = ScoringProtocol()
-    run_id = ""
-    if result is not None:
-        from ..runs import load_saved
-
-        saved = load_saved(result)
-        base = saved.record.scoring
-        judgments, ranking, float_gains, run = saved.qrels, saved.run, saved.gains, saved.run_path
-        run_id = saved.record.method
-    names = parse_measures(list(measures)) if measures else list(base.measures or DEFAULT_MEASURES)
-    if result is None:
-        float_gains = read_trec_gains(gains) if gains else None
+    names = parse_measures(list(measures)) if measures else list(DEFAULT_MEASURES)
+    float_gains = read_trec_gains(gains) if gains else None
     if float_gains is not None and not any(m.startswith("ndcg_float_at_") for m in names):
         names.append("ndcg_float_at_10")
     subtopics = read_subtopic_qrels(subtopic_qrels) if subtopic_qrels else None
     diversity = ("alpha_", "err_ia_", "nerr_ia_", "p_ia_", "strec_", "nrbp", "nnrbp", "map_ia")
     if subtopics is not None and not any(m.startswith(diversity) for m in names):
         names.append("alpha_ndcg_at_10")
-    protocol = base.replace(measures=tuple(names), **dict(protocol_options or {}))
-    if result is None:
-        assert run is not None
-        if qrels is not None:
-            judgments = read_trec_qrels(qrels)
-        else:
-            assert subtopics is not None
-            judgments = qrels_from_subtopics(subtopics)
-        ranking, run_id = read_trec_run_and_tag(run)
+    protocol = ScoringProtocol.from_options(names, protocol_options)
+    if qrels is not None:
+        judgments = read_trec_qrels(qrels)
+    else:
+        assert subtopics is not None
+        judgments = qrels_from_subtopics(subtopics)
+    ranking, run_id = read_trec_run_and_tag(run)
     per_query_scores = evaluate(judgments, ranking, protocol, gains=float_gains, subtopics=subtopics)
     warnings = []
     judged = sorted(qid for qid, docs in judgments.items() if docs)
@@ -114,7 +99,7 @@ def evaluate_files(
     level = protocol.relevance_level
     if not any(grade >= level for qid in judged for grade in judgments[qid].values()):
         warnings.append(
-            f"no judged query has a relevant document (grade >= {level}) in {qrels or subtopic_qrels or result}; "
+            f"no judged query has a relevant document (grade >= {level}) in {qrels or subtopic_qrels}; "
             "every measure is 0"
         )
     spelled = trec_spelled(measures or [])
