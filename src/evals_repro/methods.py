@@ -90,6 +90,9 @@ RERANKERS: dict[str, MethodEntry] = {
     "multilingual-e5-small": MethodEntry(
         "evals_repro.rerankers.local:build", "offline: multilingual-e5-small cosine (a bi-encoder)"
     ),
+    # local cross-encoders on vLLM replicas (rerankers/local_models.py, vllm.py; `evals-repro serve-reranker`)
+    "qwen3-8b": MethodEntry("evals_repro.rerankers.vllm:build", "Qwen/Qwen3-Reranker-8B on vLLM (QWEN_RERANK_URLS)"),
+    "zerank-2": MethodEntry("evals_repro.rerankers.vllm:build", "zeroentropy/zerank-2 on vLLM (ZERANK_RERANK_URLS)"),
 }
 
 DEFAULT_RERANK_DEPTH = 50

@@ -165,6 +165,9 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: without TCP_NODELAY, Nagle holds the body until
+            # the client's delayed ACK (about 40 ms per request on a kept-alive connection).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args) -> None:
                 pass
@@ -183,7 +186,8 @@ class FakeServer:
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.json).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    if not any(key.lower() == "content-type" for key in reply.headers):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)

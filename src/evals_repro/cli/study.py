@@ -18,8 +18,8 @@ STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The 
 MODELS = typer.Option(
     None,
     "--models",
-    help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
-    "or reranker:model; several may follow one --models.",
+    help="Study models: mixedbread voyage cohere-pro cohere-fast (local on vLLM: qwen3-8b zerank-2; "
+    "offline: minilm e5), or reranker:model; several may follow one --models.",
 )
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}

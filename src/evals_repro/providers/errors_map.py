@@ -9,6 +9,8 @@ Per SDK (pinned versions; see the provider wire-format notes):
   timeouts are httpx2 exceptions, not httpx ones.
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
+- plain httpx (servers without an SDK, e.g. vLLM replicas): `httpx.HTTPStatusError` from `raise_for_status()`,
+  the body's `{"error": {"message": ...}}` as the message.
 """
 
 from __future__ import annotations
@@ -161,6 +163,19 @@ def classify_mixedbread(exc: BaseException) -> Failure | None:
     return _transport(exc)
 
 
+def classify_http(exc: BaseException) -> Failure | None:
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        response = exc.response
+        try:
+            message = _text(response.json())
+        except ValueError:
+            message = response.text or str(exc)
+        return _status_failure(response.status_code, response.headers, message)
+    return _transport(exc)
+
+
 CLASSIFIERS = {
     "voyage": classify_voyage,
     "cohere": classify_cohere,
@@ -170,5 +185,8 @@ CLASSIFIERS = {
 
 
 def classify(provider: str, exc: BaseException) -> Failure | None:
-    """A Failure for an error from `provider`'s SDK or transport; None for anything else."""
-    return CLASSIFIERS[provider](exc)
+    """A Failure for an error from `provider`'s SDK or transport; None for anything else.
+
+    Providers without an SDK (local servers spoken to with httpx) get the plain HTTP classifier.
+    """
+    return CLASSIFIERS.get(provider, classify_http)(exc)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import ProviderError
+from ..errors import EvalsError, ProviderError
 from ..usage import Usage
 from .errors_map import Failure, classify
 from .settings import KEY_ENV, ProviderSettings
@@ -34,7 +34,7 @@ def backoff_delay(retry_number: int, rng: random.Random | None = None, cap: floa
 
 def _rejected(settings: ProviderSettings, what: str, failure: Failure) -> ProviderError:
     status = f"HTTP {failure.status}" if failure.status is not None else "error"
-    if failure.status in (401, 403):
+    if failure.status in (401, 403) and settings.provider in KEY_ENV:
         hint = f"check {KEY_ENV[settings.provider]} (the provider refused the key)"
     else:
         hint = "the provider rejected the request; it is not retried"
@@ -43,9 +43,13 @@ def _rejected(settings: ProviderSettings, what: str, failure: Failure) -> Provid
 
 def _exhausted(settings: ProviderSettings, what: str, failure: Failure, attempts: int) -> ProviderError:
     status = f"HTTP {failure.status}" if failure.status is not None else "no answer"
+    hint = (
+        f"retry later, lower --{settings.provider}-tpm/--{settings.provider}-rpm, or raise --max-attempts"
+        if settings.provider in KEY_ENV
+        else "check that the server is up and healthy, or raise --max-attempts"
+    )
     return ProviderError(
-        f"{settings.provider} {what} failed after {attempts} attempts (last: {status}: {failure.message})",
-        f"retry later, lower --{settings.provider}-tpm/--{settings.provider}-rpm, or raise --max-attempts",
+        f"{settings.provider} {what} failed after {attempts} attempts (last: {status}: {failure.message})", hint
     )
 
 
@@ -78,7 +82,7 @@ def call_with_retries(
         started = time.perf_counter_ns()
         try:
             result = fn()
-        except ProviderError:
+        except EvalsError:  # already one clear line (a provider refusal, an input that cannot fit)
             throttle.release(ticket, 0)
             raise
         except Exception as exc:

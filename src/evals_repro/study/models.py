@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError, choices
+from ..rerankers.local_models import LOCAL_RERANKERS
 from ..retrieval.base import MethodContext
 from ..usage import Usage
 
@@ -23,6 +24,8 @@ STUDY_MODELS: dict[str, tuple[str, str | None]] = {
     # offline, for running the protocol without keys (bi-encoders: not comparable to the above)
     "minilm": ("minilm", None),
     "e5": ("multilingual-e5-small", None),
+    # local cross-encoders on vLLM: the model id is the pinned checkpoint@revision
+    **{name: (name, spec.model_id) for name, spec in LOCAL_RERANKERS.items()},
 }
 DEFAULT_MODELS = ("mixedbread", "voyage", "cohere-pro", "cohere-fast")
 
@@ -67,6 +70,21 @@ def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
     return reranker, ctx.usage
 
 
+def preflight(models: list[StudyModel], cache_dir: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """Check every model that can be checked before anything is sent (local replicas: model, tokenizer).
+
+    Returns the rerankers built for it, by model name, so that the caller can reuse them.
+    """
+    built = {}
+    for model in models:
+        reranker, usage = build_reranker(model, cache_dir, options)
+        check = getattr(reranker, "preflight", None)
+        if check is not None:
+            check()
+        built[model.name] = (reranker, usage)
+    return built
+
+
 def call_costs(before: dict[str, float], after: dict[str, float], provider: str) -> dict[str, float]:
     """Attempts, retries, 429s and waits of one call, from the worker's usage counters."""
 
@@ -74,6 +92,10 @@ def call_costs(before: dict[str, float], after: dict[str, float], provider: str)
         return after.get(f"{provider}_{key}", 0) - before.get(f"{provider}_{key}", 0)
 
     return {
+        # documents the reranker had to cut to fit its context (hosted: estimated; local: counted)
+        "truncated_documents": int(
+            after.get("rerank_documents_truncated", 0) - before.get("rerank_documents_truncated", 0)
+        ),
         "attempts": int(delta("attempts")),
         "retries": int(delta("retries")),
         "rate_limited": int(delta("rate_limited")),

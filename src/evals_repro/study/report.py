@@ -38,11 +38,15 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
     for candidate, _ in items:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
     answers: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
+    cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
     for record in read_jsonl(Path(study_dir) / QUALITY):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
                 record["request_digest"]
             ] = record["scores"]
+            cut[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[record["request_digest"]] = (
+                record.get("truncated_documents") or 0
+            )
     models = sorted(manifest.get("models", {}))
     table: dict[str, Any] = {}
     for (bench, subset), candidates in sorted(by_subset.items()):
@@ -63,6 +67,8 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
             "queries": len(candidates),
             "first_stage": entry["first_stage"],
             "scores": scores,
+            # documents each model had to cut to fit its context, over the subset's answered requests
+            "truncated_documents": {m: sum(cut[(bench, subset)].get(m, {}).values()) for m in models},
         }
     return {"models": models, "benchmarks": table}
 
@@ -191,6 +197,11 @@ def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
             f"First stage: {', '.join(first_stages)}; queries: "
             + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items())
         )
+        truncated = [
+            f"{m} {s} {n}" for s, row in subsets.items() for m, n in row.get("truncated_documents", {}).items() if n
+        ]
+        if truncated:
+            lines.append("Documents truncated to fit a model's context: " + ", ".join(truncated))
         if latency:
             lines += [
                 "",
