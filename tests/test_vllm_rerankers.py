@@ -278,11 +278,15 @@ def test_prometheus_exposition_parsing():
     assert samples[2].labels == {"note": 'say "hi"\nbye', "path": "C:\\x"}
     assert total(samples, "up") == float("inf") and total(samples, "absent") is None
     with pytest.raises(ValueError):
-        parse_exposition('bad{label=unquoted} 1\n')
+        parse_exposition("bad{label=unquoted} 1\n")
 
 
-def test_unknown_model_for_dry_run_and_fake_replies_are_vllm_errors(qwen):
+def test_the_servers_error_message_reaches_the_user(qwen):
     # the fake answers vLLM's error shape; the client reports the server's message
-    qwen.script(Reply(400, {"error": {"message": "boom", "type": "BadRequestError", "param": None, "code": 400}}, path="/classify"))
+    qwen.script(
+        Reply(
+            400, {"error": {"message": "boom", "type": "BadRequestError", "param": None, "code": 400}}, path="/classify"
+        )
+    )
     with pytest.raises(ProviderError, match="HTTP 400.*boom"):
         build("qwen3-8b")[0].rerank("q", ["d"])

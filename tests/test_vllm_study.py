@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evals_repro.errors import UsageError
+from evals_repro.errors import ConfigurationError, UsageError
 from evals_repro.io import read_jsonl
 from evals_repro.rerankers import vllm as client
 from evals_repro.rerankers.vllm_metrics import CacheCheckFailed
@@ -122,9 +122,7 @@ def test_latency_checks_every_replica_first_and_records_it(study, replicas, tmp_
         ({"prefix_caching": True, "cache_info": "False"}, "a repeated request moved its prefix-cache counters"),
     ],
 )
-def test_latency_refuses_a_replica_whose_cache_is_not_verifiably_off(
-    fake_options, why, study, monkeypatch, tmp_path
-):
+def test_latency_refuses_a_replica_whose_cache_is_not_verifiably_off(fake_options, why, study, monkeypatch, tmp_path):
     good, bad = FakeVllm(QWEN_ID, "yes-no"), FakeVllm(QWEN_ID, "yes-no", **fake_options)
     start(monkeypatch, "QWEN_RERANK_URLS", good, bad)
     try:
@@ -207,17 +205,17 @@ def test_quality_scores_with_local_models_and_counts_truncation_per_subset(study
     assert all(r["truncated_documents"] == 0 for r in records if r["model"] == "zerank-2")
     assert all(len(ids) <= 200 for f in replicas["qwen"] for inputs in f.classify_inputs for ids in inputs)
     report = write_report(study, resamples=50)["report"].read_text()
-    assert "Documents truncated to fit a model's context: " + ", ".join(
-        f"qwen3-8b {s} {n}" for s, n in sorted(expected.items())
-    ) in report
+    assert (
+        "Documents truncated to fit a model's context: "
+        + ", ".join(f"qwen3-8b {s} {n}" for s, n in sorted(expected.items()))
+        in report
+    )
 
 
 def test_quality_stops_at_once_on_an_unusable_replica(study, monkeypatch, tmp_path):
     with FakeVllm("someone/else", "yes-no") as fake:
         monkeypatch.setenv("ZERANK_RERANK_URLS", fake.url)
-        with pytest.raises(Exception, match=f"zerank-2 replica {fake.url} serves someone/else"):
-            run_quality(
-                QualityRequest(study_dir=study, models=["zerank-2"], cache_dir=tmp_path / "cache"), echo=QUIET
-            )
+        with pytest.raises(ConfigurationError, match=f"zerank-2 replica {fake.url} serves someone/else"):
+            run_quality(QualityRequest(study_dir=study, models=["zerank-2"], cache_dir=tmp_path / "cache"), echo=QUIET)
         assert [r.path for r in fake.requests] == ["/v1/models"]
     assert read_jsonl(study / QUALITY) == []

@@ -189,7 +189,9 @@ class FakeVllm(FakeServer):
                     delta["cached"] += hit
             delta["finished"] += 1
             delta["prompt_tokens"] += len(ids)
-            data.append({"index": index, "label": None, "probs": [self.score(prompt, use_activation)], "num_classes": 1})
+            data.append(
+                {"index": index, "label": None, "probs": [self.score(prompt, use_activation)], "num_classes": 1}
+            )
         if self.stats_recorded:
             with self._lock:
                 self._pending.append((self.stats_lag, delta))
