@@ -13,7 +13,8 @@ import threading
 import pytest
 
 from evals_repro.errors import ConfigurationError, DataError, ProviderError, UsageError
-from evals_repro.methods import RERANKERS, _import, resolve
+from evals_repro.pipeline import PipelineSpec
+from evals_repro.registry import RERANKERS
 from evals_repro.rerankers import vllm as client
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, route
@@ -58,7 +59,7 @@ def zerank(monkeypatch):
 
 def build(name: str, **options):
     ctx = MethodContext(benchmark="t", options={"timeout": 10, **options})
-    return _import(RERANKERS[name].target)(name, None, ctx), ctx
+    return RERANKERS.require(name).factory(name, None, ctx), ctx
 
 
 def classify_bodies(fake) -> list[dict]:
@@ -226,16 +227,18 @@ def test_replica_urls_default_and_validation(monkeypatch):
 
 
 def test_registered_as_rerankers_and_study_models():
-    from evals_repro.study.models import STUDY_MODELS, parse_models
+    from evals_repro.study.models import parse_models, study_models
 
-    method = resolve("bm25+qwen3-8b@50")
-    assert (method.reranker, method.depth, method.reranker_model) == ("qwen3-8b", 50, None)
-    assert resolve("bm25+zerank-2").label == "bm25+zerank-2@50"
-    assert STUDY_MODELS["qwen3-8b"] == ("qwen3-8b", QWEN_ID) and STUDY_MODELS["zerank-2"] == ("zerank-2", ZERANK_ID)
+    method = PipelineSpec.parse("bm25+qwen3-8b@50")
+    assert method.rerank is not None
+    assert (method.rerank.reranker, method.rerank.depth, method.rerank.model) == ("qwen3-8b", 50, None)
+    assert PipelineSpec.parse("bm25+zerank-2").label == "bm25+zerank-2@50"
+    aliases = study_models()
+    assert aliases["qwen3-8b"] == ("qwen3-8b", QWEN_ID) and aliases["zerank-2"] == ("zerank-2", ZERANK_ID)
     assert [m.provider for m in parse_models(["qwen3-8b", "zerank-2"])] == ["qwen3-8b", "zerank-2"]
     ctx = MethodContext(benchmark="t")
     with pytest.raises(UsageError, match="serves only"):
-        _import(RERANKERS["qwen3-8b"].target)("qwen3-8b", "Qwen/Qwen3-Reranker-4B", ctx)
+        RERANKERS.require("qwen3-8b").factory("qwen3-8b", "Qwen/Qwen3-Reranker-4B", ctx)
 
 
 def test_run_reranks_a_first_stage_and_records_the_pin(qwen, tmp_path):

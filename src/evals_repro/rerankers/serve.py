@@ -129,26 +129,31 @@ def visible_gpus() -> list[str]:
     )
 
 
+def vllm_installed() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
 def missing_requirements(
-    gpus: Callable[[], list[str]] = visible_gpus,
-    has_vllm: Callable[[], bool] = lambda: importlib.util.find_spec("vllm") is not None,
-    platform: str = sys.platform,
+    gpus: Callable[[], list[str]] | None = None,
+    has_vllm: Callable[[], bool] | None = None,
+    platform: str | None = None,
 ) -> list[str]:
+    platform = sys.platform if platform is None else platform
     missing = []
     if not platform.startswith("linux"):
         missing.append(f"Linux (this is {platform})")
-    if not has_vllm():
+    if not (has_vllm or vllm_installed)():
         missing.append("vLLM (the gpu dependency group is not installed)")
-    if not gpus():
+    if not (gpus or visible_gpus)():
         missing.append("an NVIDIA GPU (nvidia-smi finds none)")
     return missing
 
 
 def check_environment(
     commands: list[ReplicaCommand],
-    gpus: Callable[[], list[str]] = visible_gpus,
-    has_vllm: Callable[[], bool] = lambda: importlib.util.find_spec("vllm") is not None,
-    platform: str = sys.platform,
+    gpus: Callable[[], list[str]] | None = None,
+    has_vllm: Callable[[], bool] | None = None,
+    platform: str | None = None,
 ) -> None:
     """One line naming everything missing; then the GPUs asked for must exist and the ports be free."""
     missing = missing_requirements(gpus, has_vllm, platform)
@@ -159,7 +164,7 @@ def check_environment(
             "(--dry-run prints the commands anywhere)",
         )
     if "CUDA_VISIBLE_DEVICES" not in os.environ:
-        present = gpus()
+        present = (gpus or visible_gpus)()
         absent = [c.device for c in commands if c.device not in present]
         if absent:
             raise UsageError(
@@ -247,7 +252,7 @@ def serve(
     log_dir: Path = DEFAULT_LOG_DIR,
     startup_timeout: float = STARTUP_TIMEOUT,
     echo: Callable[[str], None] = print,
-    check: Callable[[list[ReplicaCommand]], None] = check_environment,
+    check: Callable[[list[ReplicaCommand]], None] | None = None,
     executable: list[str] | None = None,
     is_healthy: Callable[[str], bool] = healthy,
     poll: float = 2.0,
@@ -260,7 +265,7 @@ def serve(
         for command in commands:
             echo(command.shell())
         return 0
-    check(commands)
+    (check or check_environment)(commands)
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     program = executable or _vllm_executable()

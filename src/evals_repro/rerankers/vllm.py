@@ -34,9 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
-from ..retrieval.base import MethodContext
-from .local_models import LOCAL_RERANKERS, LocalRerankerSpec
+from ..registry import RERANKERS
+from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 
 DEFAULT_TIMEOUT = 600.0  # seconds per attempt: one query's candidates at up to 32k tokens each
 DEFAULT_MAX_ATTEMPTS = 6
@@ -391,6 +392,18 @@ class VllmReranker:
         }
 
 
+@RERANKERS.register(
+    QWEN3_8B.name,
+    description=f"{QWEN3_8B.checkpoint} on vLLM replicas ({QWEN3_8B.urls_env}; `evals-repro serve-reranker`)",
+    models=(QWEN3_8B.model_id,),
+    study_models={QWEN3_8B.name: QWEN3_8B.model_id},  # the study records checkpoint@revision as the model id
+)
+@RERANKERS.register(
+    ZERANK_2.name,
+    description=f"{ZERANK_2.checkpoint} on vLLM replicas ({ZERANK_2.urls_env}; `evals-repro serve-reranker`)",
+    models=(ZERANK_2.model_id,),
+    study_models={ZERANK_2.name: ZERANK_2.model_id},
+)
 def build(name: str, model: str | None, ctx: MethodContext) -> VllmReranker:
     """Registry factory: `+qwen3-8b@50`; the model may only name the pinned checkpoint."""
     spec = LOCAL_RERANKERS[name]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
-from ..retrieval.base import MethodContext
+from ..registry import METHODS
 from ..retrieval.parallel import run_queries
 from .common import (
     default_prefix,
@@ -137,6 +138,30 @@ class StoreRetriever:
         }
 
 
+@METHODS.register(
+    "mixedbread-markdown",
+    description="Mixedbread Store search over page markdown",
+    key_env="MXBAI_API_KEY",
+)
+@METHODS.register(
+    "mixedbread-images",
+    description="Mixedbread Store search over page images",
+    contents=("images",),
+    key_env="MXBAI_API_KEY",
+)
+@METHODS.register(
+    "mixedbread-markdown+rerank",
+    description="Mixedbread Store search over markdown, store reranker on top",
+    key_env="MXBAI_API_KEY",
+    report_group="mixedbread-markdown",
+)
+@METHODS.register(
+    "mixedbread-images+rerank",
+    description="Mixedbread Store search over images, store reranker on top",
+    contents=("images",),
+    key_env="MXBAI_API_KEY",
+    report_group="mixedbread-images",
+)
 def build(name: str, ctx: MethodContext) -> StoreRetriever:
     """Registry factory for the four store methods; the name says the content and the reranker."""
     base = name.removesuffix("+rerank")
