@@ -169,8 +169,9 @@ class FakeVllm(FakeServer):
             if len(ids) > self.max_model_len:
                 return vllm_error(
                     400,
-                    f"This model's maximum context length is {self.max_model_len} tokens. However, your request "
-                    f"has {len(ids)} input tokens. Please reduce the length of the input messages.",
+                    f"This model's maximum context length is {self.max_model_len} tokens. However, your prompt "
+                    f"contains {len(ids)} input tokens, which exceeds this limit even without any output tokens. "
+                    "Please reduce the length of the input prompt.",
                 )
         use_activation = body.get("use_activation")
         use_activation = self.default_use_activation if use_activation is None else use_activation

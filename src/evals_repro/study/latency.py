@@ -26,7 +26,7 @@ from ..progress import progress_bar
 from .candidates import Candidate
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
-from .models import DEFAULT_MODELS, StudyModel, call_costs, parse_models, preflight
+from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, parse_models, preflight
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
 from .sampling import sample_queries, shuffled
 
@@ -122,9 +122,10 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
         host = manifest.setdefault("host", {})
         if request.host_location is not None:
             host["location"] = request.host_location
-        rerankers = preflight(models, Path(request.cache_dir), options)
+        rerankers = build_all(models, Path(request.cache_dir), options)
         checked = [m for m in models if hasattr(rerankers[m.name][0], "verify_prefix_cache_off")]
         require_checked_sessions(study_dir, manifest, [m.name for m in checked])
+        preflight(rerankers)
         with recorded_session(study_dir, manifest, command) as outcome:
             invocation = len(manifest["sessions"])
             if checked:

@@ -72,19 +72,17 @@ def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
     return reranker, ctx.usage
 
 
-def preflight(models: list[StudyModel], cache_dir: Path, options: dict[str, Any]) -> dict[str, Any]:
-    """Check every model that can be checked before anything is sent (local replicas: model, tokenizer).
+def build_all(models: list[StudyModel], cache_dir: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """One reranker (with its Usage) per model, by model name; nothing is sent yet."""
+    return {model.name: build_reranker(model, cache_dir, options) for model in models}
 
-    Returns the rerankers built for it, by model name, so that the caller can reuse them.
-    """
-    built = {}
-    for model in models:
-        reranker, usage = build_reranker(model, cache_dir, options)
+
+def preflight(built: dict[str, Any]) -> None:
+    """Check, before anything is sent, every reranker that can be checked (local replicas: model, tokenizer)."""
+    for reranker, _ in built.values():
         check = getattr(reranker, "preflight", None)
         if check is not None:
             check()
-        built[model.name] = (reranker, usage)
-    return built
 
 
 def call_costs(before: dict[str, float], after: dict[str, float], provider: str) -> dict[str, float]:
