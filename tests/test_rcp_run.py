@@ -312,3 +312,21 @@ def test_pool_naming_unknown_pages_is_one_line(rcp, capsys):
     assert run(rcp, RERANKED, ["energy__german"]) == 4  # the subset failed (the run goes on past it)
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: 1 subset(s) failed (energy__german:") and "absent from the corpus" in last
+
+
+def test_a_hosted_reranker_on_the_reranking_view_builds_no_first_stage(rcp, monkeypatch, capsys):
+    """`voyage-4+cohere@50` on the reranking view: the pool is the first stage, so no Voyage key is needed,
+    no embedding request is sent, and the result is filed under what ran."""
+    from fakes.rerankers import FakeCohereRerank
+
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with FakeCohereRerank() as fake:
+        monkeypatch.setenv("COHERE_API_KEY", "k")
+        monkeypatch.setenv("CO_API_URL", fake.url)
+        assert run(rcp, "voyage-4+cohere@50", ["hr__english"]) == 0
+        paths = {r.path for r in fake.requests}
+    assert paths == {"/v2/rerank"}
+    assert "runs as pool+cohere" in capsys.readouterr().err
+    record = result(rcp, "pool+cohere", "hr__english")
+    assert record["first_stage"] == "pool" and record["config"]["pool"]["requested"] == "voyage-4+cohere@50"
+    assert record["config"]["pipeline"]["reranker"] == {"name": "cohere", "model": None, "depth": None}

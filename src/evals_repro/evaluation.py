@@ -393,15 +393,18 @@ def _record(
     path: Path,
 ) -> ResultRecord:
     """Score the run, write the run and qrels files, then the record (last: it points to them)."""
-    from .runs import write_trec_qrels, write_trec_run
+    from .runs import write_trec_gains, write_trec_qrels, write_trec_run
 
     started = time.perf_counter()
     blocks = score_run(subset, run, queries, languages, protocol)
     evaluation_seconds = time.perf_counter() - started
-    run_file, qrels_file = run_paths(path)
+    run_file, qrels_file, gains_file = run_paths(path)
     written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)
     judged = {q.id: subset.qrels[q.id] for q in queries if q.id in subset.qrels}
     written_qrels = write_trec_qrels(qrels_file, judged)
+    written_gains = None
+    if subset.gains is not None:
+        written_gains = write_trec_gains(gains_file, {q: subset.gains[q] for q in judged if q in subset.gains})
     digests = subset.digests()
     record = ResultRecord(
         benchmark=decl.name,
@@ -429,6 +432,8 @@ def _record(
             qrels_sha256=written_qrels.sha256,
             n_queries=written_run.n_queries,
             n_lines=written_run.n_lines,
+            gains_path=gains_file.name if written_gains else None,
+            gains_sha256=written_gains.sha256 if written_gains else None,
         ),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         **blocks,

@@ -69,6 +69,8 @@ class SavedRun(_Model):
     qrels_sha256: str
     n_queries: int
     n_lines: int
+    gains_path: str | None = None  # float gains (RCP-nDCG), TREC qrels layout
+    gains_sha256: str | None = None
     order: str = "score descending, then doc id descending (trec_eval)"
 
 
@@ -215,10 +217,10 @@ def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> P
     return Path(results_dir) / benchmark / label / f"{subset}.json"
 
 
-def run_paths(path: Path) -> tuple[Path, Path]:
-    """The saved run and qrels beside a result file."""
+def run_paths(path: Path) -> tuple[Path, Path, Path]:
+    """The saved run, qrels and gains beside a result file."""
     stem = Path(path).name.removesuffix(".json")
-    return Path(path).with_name(f"{stem}.run.gz"), Path(path).with_name(f"{stem}.qrels.gz")
+    return tuple(Path(path).with_name(f"{stem}.{kind}.gz") for kind in ("run", "qrels", "gains"))  # type: ignore[return-value]
 
 
 class DamagedResult(DataError):

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .io import atomic_write_bytes
 from .metrics.ranking import trec_ranked
@@ -63,6 +64,12 @@ def write_trec_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> Writ
     return WrittenFile(Path(path), _write_gz(Path(path), lines), len(qrels), len(lines))
 
 
+def write_trec_gains(path: Path, gains: Mapping[str, Mapping[str, float]]) -> WrittenFile:
+    """Float gains in TREC qrels layout (`qid 0 docid gain`), as `evaluate --gains` reads them."""
+    lines = [f"{qid} 0 {doc} {float(g)!r}" for qid in sorted(gains) for doc, g in sorted(gains[qid].items())]
+    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(gains), len(lines))
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -83,10 +90,58 @@ def read_saved_run(path: Path) -> dict[str, dict[str, float]]:
 
 
 def read_saved_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
+    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_judgments(path).items()}
+
+
+def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
+    return _read_judgments(path)
+
+
+def _read_judgments(path: Path) -> dict[str, dict[str, float]]:
+    judgments: dict[str, dict[str, float]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             fields = line.split()
             if len(fields) >= 4:
-                qrels.setdefault(fields[0], {})[fields[2]] = int(fields[3])
-    return qrels
+                judgments.setdefault(fields[0], {})[fields[2]] = float(fields[3])
+    return judgments
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A result record with its saved run, judgments and (float-gain results) gains, checked against the record."""
+
+    record: Any
+    run_path: Path
+    run: dict[str, dict[str, float]]
+    qrels: dict[str, dict[str, int]]
+    gains: dict[str, dict[str, float]] | None
+
+
+def load_saved(result_path: Path) -> Saved:
+    """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
+    from .errors import DataError
+    from .results import load_record
+
+    record = load_record(result_path)
+    folder = Path(result_path).parent
+    files = [(record.run.path, record.run.sha256), (record.run.qrels_path, record.run.qrels_sha256)]
+    if record.run.gains_path:
+        files.append((record.run.gains_path, record.run.gains_sha256 or ""))
+    for name, digest in files:
+        path = folder / name
+        if not path.exists():
+            raise DataError(f"{path}: the saved file of {result_path} is missing", "rerun that subset to write it")
+        if file_sha256(path) != digest:
+            raise DataError(
+                f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
+                "rerun that subset, or restore the file",
+            )
+    gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else None
+    return Saved(
+        record,
+        folder / record.run.path,
+        read_saved_run(folder / record.run.path),
+        read_saved_qrels(folder / record.run.qrels_path),
+        gains,
+    )
