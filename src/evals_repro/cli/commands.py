@@ -8,4 +8,5 @@ from . import (
     serve,  # noqa: F401
     stores,  # noqa: F401
     study,  # noqa: F401
+    vidore_paper,  # noqa: F401
 )

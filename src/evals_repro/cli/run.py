@@ -10,7 +10,9 @@ import typer
 from . import app, given_options
 
 STATUSES = ("written", "rescored", "skipped", "failed")
-TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
+TIE_RULE_HELP = (
+    "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's) | input-order (run order)."
+)
 
 
 @app.command("run")
@@ -33,7 +35,7 @@ def run_command(
     score_precision: str = typer.Option(
         "float32",
         "--score-precision",
-        help="Compare scores as float32 (trec_eval 9, pytrec_eval: the default) or float64 (trec_eval 10).",
+        help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
@@ -59,6 +61,7 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..metrics.protocol import check_tie_rule
     from ..progress import console
 
     options = {
@@ -95,7 +98,7 @@ def run_command(
         revision=revision,
         measures=measure or None,
         language=language,
-        tie_rule=tie_rule,
+        tie_rule=check_tie_rule(tie_rule),
         score_precision=score_precision,
         rerank=rerank,
         rerank_depth=rerank_depth,
@@ -142,7 +145,7 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
-    check_tie_rule(tie_rule)
+    tie_rule = check_tie_rule(tie_rule)
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report

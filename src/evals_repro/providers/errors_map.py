@@ -9,8 +9,9 @@ Per SDK (pinned versions; see the provider wire-format notes):
   timeouts are httpx2 exceptions, not httpx ones.
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
-- plain httpx (servers without an SDK, e.g. vLLM replicas): `httpx.HTTPStatusError` from `raise_for_status()`,
-  the body's `{"error": {"message": ...}}` as the message.
+- openai (any OpenAI-compatible server, called with httpx): httpx.HTTPStatusError (`response.status_code`,
+  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors. Providers with
+  no classifier of their own (the local vLLM rerankers, also spoken to with httpx) are classified the same way.
 """
 
 from __future__ import annotations
@@ -163,16 +164,16 @@ def classify_mixedbread(exc: BaseException) -> Failure | None:
     return _transport(exc)
 
 
-def classify_http(exc: BaseException) -> Failure | None:
+def classify_openai(exc: BaseException) -> Failure | None:
     import httpx
 
     if isinstance(exc, httpx.HTTPStatusError):
         response = exc.response
         try:
-            message = _text(response.json())
+            body = response.json()
         except ValueError:
-            message = response.text or str(exc)
-        return _status_failure(response.status_code, response.headers, message)
+            body = response.text
+        return _status_failure(response.status_code, response.headers, _text(body) or response.reason_phrase)
     return _transport(exc)
 
 
@@ -181,12 +182,13 @@ CLASSIFIERS = {
     "cohere": classify_cohere,
     "gemini": classify_gemini,
     "mixedbread": classify_mixedbread,
+    "openai": classify_openai,
 }
 
 
 def classify(provider: str, exc: BaseException) -> Failure | None:
     """A Failure for an error from `provider`'s SDK or transport; None for anything else.
 
-    Providers without an SDK (local servers spoken to with httpx) get the plain HTTP classifier.
+    Providers without an SDK of their own (local vLLM replicas spoken to with httpx) get the httpx one.
     """
-    return CLASSIFIERS.get(provider, classify_http)(exc)
+    return CLASSIFIERS.get(provider, classify_openai)(exc)

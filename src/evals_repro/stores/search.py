@@ -13,8 +13,10 @@ from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
 from ..registry import METHODS
+from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .common import (
+    PAGE_STYLE,
     default_prefix,
     external_id_of,
     find_store,
@@ -133,6 +135,11 @@ class StoreRetriever:
             "stores": dict(self.stores),
             "chunks_per_query": "top_k",
             "page_score": "best chunk",
+            "rendering": (
+                describe_style(PAGE_STYLE)
+                if self.content == "markdown"
+                else {"style": "image", "template": "the page image file, title as metadata"}
+            ),
             "rerank": {"model": RERANK_MODEL, "top_k": self.rerank_top_k} if self.rerank else None,
             "meaningful_depth": self.meaningful_depth,
         }
