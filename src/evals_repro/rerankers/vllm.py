@@ -27,17 +27,18 @@ whole attempt: tokenization and scoring) are counted exactly as for the hosted r
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
 from ..registry import RERANKERS
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
+from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets
+
+__all__ = ["VllmReranker", "build", "replica_urls", "reset_replica_sets"]
 
 DEFAULT_TIMEOUT = 600.0  # seconds per attempt: one query's candidates at up to 32k tokens each
 DEFAULT_MAX_ATTEMPTS = 6
@@ -49,23 +50,6 @@ PROBE_DOCUMENT = (
     "pressure, the antifreeze concentration and the condition of the filters are checked at the same "
     "visit, and the compressor's operating hours are recorded so that wear can be compared between years."
 )
-
-
-def replica_urls(spec: LocalRerankerSpec, environ: dict[str, str] | None = None) -> list[str]:
-    """The replicas named by the spec's environment variable, or serve-reranker's first local port."""
-    raw = (os.environ if environ is None else environ).get(spec.urls_env, "").strip()
-    if not raw:
-        return [f"http://127.0.0.1:{spec.base_port}"]
-    urls = [part.strip().rstrip("/") for part in raw.split(",") if part.strip()]
-    for url in urls:
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(
-                f"{spec.urls_env}: '{url}' is not an http(s) URL",
-                f"write e.g. {spec.urls_env}=http://127.0.0.1:{spec.base_port},http://127.0.0.1:{spec.base_port + 1}",
-            )
-    if len(set(urls)) != len(urls):
-        raise UsageError(f"{spec.urls_env} names a replica twice: {raw}", "list each replica URL once")
-    return urls
 
 
 def _option(options: dict[str, Any], key: str, default: float, kind: type) -> float:
@@ -85,62 +69,13 @@ def _start_hint(spec: LocalRerankerSpec) -> str:
     return f"start it with `evals-repro serve-reranker {spec.name} --devices 0`, or point {spec.urls_env} at a replica"
 
 
-@dataclass
-class Replica:
-    url: str
-    index: int
-    in_flight: int = 0
-    sent: int = 0
-    tail_ids: tuple[int, ...] | None = None  # the template tail's tokens, fetched when verified
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-class ReplicaSet:
-    """The replicas of one model in this process, shared by every reranker instance and thread."""
-
-    def __init__(self, urls: list[str]) -> None:
-        self.replicas = [Replica(url, i) for i, url in enumerate(urls)]
-        self._lock = threading.Lock()
-        self._next = 0
-
-    def acquire(self) -> Replica:
-        """The replica with the fewest requests in flight; among equals, the next in round-robin order."""
-        with self._lock:
-            count = len(self.replicas)
-            low = min(r.in_flight for r in self.replicas)
-            pick = min((r for r in self.replicas if r.in_flight == low), key=lambda r: (r.index - self._next) % count)
-            self._next = pick.index + 1
-            pick.in_flight += 1
-            pick.sent += 1
-            return pick
-
-    def release(self, replica: Replica) -> None:
-        with self._lock:
-            replica.in_flight -= 1
-
-
-_SETS: dict[tuple[str, tuple[str, ...]], ReplicaSet] = {}
-_SETS_LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
-
-
-def replica_set(name: str, urls: list[str]) -> ReplicaSet:
-    with _SETS_LOCK:
-        key = (name, tuple(urls))
-        if key not in _SETS:
-            _SETS[key] = ReplicaSet(urls)
-        return _SETS[key]
-
-
-def reset_replica_sets() -> None:
-    """Forget verified replicas and load counts (tests start fresh servers on new ports)."""
-    with _SETS_LOCK:
-        _SETS.clear()
+_POOL_LOCK = threading.Lock()
 
 
 def _tokenize_pool() -> ThreadPoolExecutor:
     global _POOL
-    with _SETS_LOCK:
+    with _POOL_LOCK:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=TOKENIZE_WORKERS, thread_name_prefix="vllm-tokenize")
         return _POOL
