@@ -1,12 +1,16 @@
 """The shared loop of every API embedder: plan batches, run them on a few threads under the provider's
 throttle and retries, check every answer, and return unit rows in item order or raise (never a partial matrix).
 
-A subclass says how to estimate an item's cost, how to send one batch and how to read the vectors back.
+Paid-for rows are never held back: `embed(..., on_rows=f)` calls `f(positions, rows)` from the worker
+thread the moment each request's answer is checked, so a caller (the embedding cache) can persist them
+before the rest of the call finishes. A subclass says how to estimate an item's cost, how to send one
+batch and how to read the vectors back.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
@@ -22,6 +26,8 @@ from ..retrieval.base import MethodContext
 from .base import EmbedItem, InputType, normalise
 
 DEFAULT_WORKERS = 4
+
+RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their unit rows)
 
 
 class ApiEmbedder(ABC):
@@ -89,7 +95,14 @@ class ApiEmbedder(ABC):
             if item.image is None and item.text is None:
                 raise UsageError(f"{self.name}: item {position} has neither text nor image", "check the subset")
 
-    def _one_batch(self, items: list[EmbedItem], input_type: InputType, tokens: int) -> np.ndarray:
+    def _one_batch(
+        self,
+        items: list[EmbedItem],
+        input_type: InputType,
+        tokens: int,
+        positions: list[int] | None = None,
+        on_rows: RowsCallback | None = None,
+    ) -> np.ndarray:
         def send() -> tuple[np.ndarray, int | None]:
             rows, reported = self.request(items, input_type)
             return self._checked(rows, len(items)), reported
@@ -103,6 +116,8 @@ class ApiEmbedder(ABC):
             what=f"{self.model} embed",
             reported_tokens=lambda result: result[1],
         )
+        if on_rows is not None and positions is not None:
+            on_rows(positions, normalise(matrix))  # persisted before this request counts as done
         return matrix
 
     def _checked(self, rows, expected: int) -> np.ndarray:
@@ -131,8 +146,11 @@ class ApiEmbedder(ABC):
             )
         return matrix
 
-    def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
-        """Embed any number of items; unit float32 rows in item order, or an error (no partial result)."""
+    def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
+        """Embed any number of items; unit float32 rows in item order, or an error (no partial result).
+
+        `on_rows(positions, rows)`, when given, receives each request's unit rows as soon as it completes
+        (from a worker thread), whatever happens to the rest of the call."""
         if input_type not in ("query", "document"):
             raise UsageError(f"input type '{input_type}' is not query or document", "use query or document")
         self.check_items(items)
@@ -147,7 +165,14 @@ class ApiEmbedder(ABC):
             ThreadPoolExecutor(max_workers=min(self.workers, len(plan))) as pool,
         ):
             futures = {
-                pool.submit(self._one_batch, [items[i] for i in batch], input_type, sum(costs[i] for i in batch)): index
+                pool.submit(
+                    self._one_batch,
+                    [items[i] for i in batch],
+                    input_type,
+                    sum(costs[i] for i in batch),
+                    batch,
+                    on_rows,
+                ): index
                 for index, batch in enumerate(plan)
             }
             pending = set(futures)
