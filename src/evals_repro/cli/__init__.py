@@ -38,16 +38,25 @@ def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show trac
 from . import commands  # noqa: E402,F401  (registers the subcommands)
 
 
+def _print_traceback(exc: BaseException) -> None:
+    """`--verbose`: the traceback with its whole exception chain, every API key redacted."""
+    from ..providers.keys import redacted_traceback
+
+    print(redacted_traceback(exc), end="", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: one line per user error, a traceback only with --verbose."""
+    """Entry point: one line per user error, a traceback only with --verbose (never showing a key)."""
+    from ..providers.keys import redact
+
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in args or "-v" in args
     try:
         app(args=args, standalone_mode=False)
     except EvalsError as exc:
         if verbose:
-            raise
-        print(f"error: {exc.one_line()}", file=sys.stderr)
+            _print_traceback(exc)
+        print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished subsets are kept; rerun with --resume", file=sys.stderr)
@@ -66,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             return int(exc.exit_code) or 2
         if verbose:
-            raise
-        print(f"error: {type(exc).__name__}: {exc} (rerun with --verbose for the traceback)", file=sys.stderr)
+            _print_traceback(exc)
+            print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+            return 1
+        print(
+            f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
+from ..providers.errors_map import MalformedAnswer
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings
 from ..retrieval.base import MethodContext
@@ -121,29 +122,21 @@ class ApiEmbedder(ABC):
         return matrix
 
     def _checked(self, rows, expected: int) -> np.ndarray:
-        """Rows as a float32 matrix, or ProviderError when the answer does not fit the request."""
+        """Rows as a float32 matrix. An answer that does not fit the request (a cut-short or garbled body
+        the SDK still parsed) is MalformedAnswer, retried like a 5xx; a wrong dimension is a ProviderError."""
         try:
             matrix = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise ProviderError(
-                f"{self.provider} {self.model}: malformed embeddings ({exc})",
-                "the provider or proxy answered something unexpected",
-            ) from None
+            raise MalformedAnswer(f"embeddings are not numbers ({exc})") from None
         if matrix.ndim != 2 or matrix.shape[0] != expected or matrix.shape[1] == 0:
-            raise ProviderError(
-                f"{self.provider} {self.model}: asked for {expected} embeddings, got shape {matrix.shape}",
-                "the provider or proxy answered something unexpected; nothing was saved",
-            )
+            raise MalformedAnswer(f"asked for {expected} embeddings, got shape {matrix.shape}")
         if self.dimension and matrix.shape[1] != self.dimension:
             raise ProviderError(
                 f"{self.provider} {self.model}: asked for dimension {self.dimension}, got {matrix.shape[1]}",
                 "check the model and --dimension",
             )
         if not np.isfinite(matrix).all():
-            raise ProviderError(
-                f"{self.provider} {self.model}: embeddings contain NaN or infinity",
-                "the provider answered garbage; retry later",
-            )
+            raise MalformedAnswer("embeddings contain NaN or infinity")
         return matrix
 
     def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
