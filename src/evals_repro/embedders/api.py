@@ -9,6 +9,7 @@ batch and how to read the vectors back.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -22,7 +23,8 @@ from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
 from ..providers.retry import call_with_retries
-from ..providers.settings import ProviderSettings, provider_settings
+from ..providers.settings import ProviderSettings, provider_settings, workers_option
+from ..providers.throttle import get_throttle
 from ..retrieval.base import MethodContext
 from .base import EmbedItem, InputType, normalise
 
@@ -55,9 +57,7 @@ class ApiEmbedder(ABC):
             max_batch_items=min(settings.max_batch_items, max_batch_items or settings.max_batch_items),
             max_batch_tokens=min(settings.max_batch_tokens, max_batch_tokens or settings.max_batch_tokens),
         )
-        self.workers = int(ctx.options.get("workers") or DEFAULT_WORKERS)
-        if self.workers < 1:
-            raise UsageError(f"option workers={self.workers} is below 1", "give 1 or more")
+        self.workers = workers_option(ctx.options, DEFAULT_WORKERS)
         self.client = self.make_client(self.settings)  # a missing key fails here, before any request
 
     # -- what a provider supplies -------------------------------------------------------------------
@@ -86,6 +86,30 @@ class ApiEmbedder(ABC):
         return self.settings
 
     # -- the shared loop ----------------------------------------------------------------------------
+    def _budget_limits(self, items: list[EmbedItem], costs: list[int], plan_costs: list[int]) -> tuple[int, int]:
+        """Batch limits, shrunk so that a request always fits the per-minute budget with room to spare.
+
+        A request larger than the provider's whole budget is refused with a 429 however long we wait, so
+        batches are capped at half the token budget (in estimated tokens times the learned ratio of
+        reported to estimated tokens) and half the item budget. An item too large on its own is refused
+        here, naming the option to raise."""
+        max_items, max_plan = self.batch_limits(items)
+        settings = self.batch_settings(items)
+        if settings.items_per_minute:
+            max_items = max(1, min(max_items, settings.items_per_minute // 2))
+        if settings.tokens_per_minute:
+            scale = get_throttle(settings).scale
+            largest = max(range(len(costs)), key=costs.__getitem__)
+            if costs[largest] * scale > settings.tokens_per_minute:
+                raise UsageError(
+                    f"{self.name}: item {largest} needs about {math.ceil(costs[largest] * scale):,} tokens, more than "
+                    f"the whole budget of {settings.tokens_per_minute:,} tokens per minute",
+                    f"raise --{self.provider}-tpm (0 = no budget)",
+                )
+            if plan_costs == costs:  # planned by tokens (not, e.g., by image bytes)
+                max_plan = max(1, min(max_plan, int(settings.tokens_per_minute / (2 * scale))))
+        return max_items, max_plan
+
     def check_items(self, items: list[EmbedItem]) -> None:
         for position, item in enumerate(items):
             if item.image is not None and not self.supports_images:
@@ -151,7 +175,7 @@ class ApiEmbedder(ABC):
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         costs = [self.cost(item, input_type) for item in items]
         plan_costs = [self.plan_cost(item, input_type) for item in items]
-        plan = plan_batches(plan_costs, *self.batch_limits(items))
+        plan = plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs))
         parts: list[np.ndarray | None] = [None] * len(plan)
         with (
             progress_bar(f"{self.name} {input_type}s", total=len(items)) as bar,
