@@ -9,6 +9,7 @@ import typer
 
 from . import app, given_options
 
+REPORT_SUFFIXES = (".md", ".csv")
 TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
 
 
@@ -33,7 +34,7 @@ def run_command(
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
     rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
-    workers: int = typer.Option(4, help="Concurrent API requests per provider."),
+    workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
@@ -51,7 +52,10 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..io import ensure_directories
     from ..progress import console
+
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
 
     if rerank:
         method = f"{method}+{rerank}@{rerank_depth}"
@@ -130,6 +134,13 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
+    if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
+        from ..errors import UsageError, choices
+
+        raise UsageError(
+            f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+        )
     check_tie_rule(tie_rule)
     decl = get_benchmark(benchmark)
     if by is not None:
@@ -138,7 +149,7 @@ def report_command(
         text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            atomic_write_text(output, text)
+            atomic_write_text(output, text)  # the breakdown is Markdown, whatever the suffix
         return
     tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
     for note in notes:
@@ -146,4 +157,4 @@ def report_command(
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix == ".csv" else text)
+        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)

@@ -53,8 +53,10 @@ def prepare_command(
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
+    ensure_directory(cache_dir, "--cache-dir")
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
@@ -74,7 +76,9 @@ def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
+    quality_workers: int = typer.Option(
+        2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
+    ),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
     voyage_interval: Optional[float] = typer.Option(
         None, "--voyage-interval", help="Seconds between Voyage calls (3)."
