@@ -30,6 +30,8 @@ def content_text(content: dict) -> str:
 
 
 class FakeGemini(FakeServer):
+    report_usage = True  # False: answer without usageMetadata (as an older API or a proxy might)
+
     def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
         return Reply(
             status,
@@ -46,6 +48,8 @@ class FakeGemini(FakeServer):
         requests = request.json["requests"]
         if len(requests) > 100:
             return self.error_reply(400, "BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch")
+        if not self.report_usage:
+            return Reply(200, {"embeddings": [self._values(r) for r in requests]})
         tokens = sum(count_tokens(content_text(r["content"])) for r in requests)
         # As the Gemini API does: usage in the top-level usageMetadata (promptTokenCount, no total for embeddings).
         return Reply(

@@ -12,6 +12,7 @@ now, pages an earlier run uploaded that only finished processing now, and pages 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -143,10 +144,10 @@ class StoreUploader:
             entry = existing.get(page.id)
             metadata = entry.metadata if entry is not None and isinstance(entry.metadata, dict) else {}
             same = entry is not None and metadata.get("sha256") == payload.digest
-            if same and entry.status == "completed":
+            if entry is not None and same and entry.status == "completed":
                 summary.skipped += 1
                 continue
-            if same and entry.status not in TERMINAL:
+            if entry is not None and same and entry.status not in TERMINAL:
                 waiting[page.id] = entry.id  # still processing from an earlier run: only wait for it
                 continue
             # new, failed, cancelled or changed: attach an interrupted run's upload of these bytes, or upload
@@ -172,10 +173,10 @@ class StoreUploader:
             kwargs: dict[str, Any] = {"limit": 100, "q": sending.filename}
             if cursor:
                 kwargs["after"] = cursor
-            page = self.call(lambda kw=kwargs: self.client.files.list(**kw), f"file lookup {sending.page}")
+            page = self.call(functools.partial(self.client.files.list, **kwargs), f"file lookup {sending.page}")
             for item in page.data:
                 created = getattr(item, "created_at", None)
-                when = created.timestamp() if hasattr(created, "timestamp") else None
+                when = created.timestamp() if created is not None and hasattr(created, "timestamp") else None
                 if (
                     item.id in known
                     or item.filename != sending.filename
@@ -183,9 +184,7 @@ class StoreUploader:
                     or (when is not None and when < sending.at - RECENT)
                 ):
                     continue
-                content = self.call(
-                    lambda fid=item.id: self.client.files.content(fid).read(), f"file check {sending.page}"
-                )
+                content = self.call(functools.partial(self._download, item.id), f"file check {sending.page}")
                 if hashlib.sha256(content).hexdigest() == sending.sha256:
                     return item.id
             pagination = page.pagination
@@ -193,6 +192,9 @@ class StoreUploader:
                 return None
             cursor = pagination.last_cursor
         return None
+
+    def _download(self, file_id: str) -> bytes:
+        return self.client.files.content(file_id).read()
 
     def _discard(
         self,
@@ -213,7 +215,7 @@ class StoreUploader:
         remaining = 0
         for file_id in file_ids:
             try:
-                self.call(lambda fid=file_id: self.client.files.delete(fid), f"orphan deletion {file_id}")
+                self.call(functools.partial(self.client.files.delete, file_id), f"orphan deletion {file_id}")
             except ProviderError as exc:
                 if "HTTP 404" not in exc.message:  # already gone is as good as deleted
                     remaining += 1

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import UsageError
 
@@ -36,7 +37,7 @@ class StudyLock:
         self.path = Path(study_dir) / LOCK_NAME
         self.command = command
         self.stale_note: str | None = None
-        self._handle = None
+        self._handle: BinaryIO | None = None
 
     def acquire(self) -> StudyLock:
         import fcntl
@@ -45,7 +46,7 @@ class StudyLock:
 
         ensure_directory(self.path.parent, "--study-dir")
         # Opened without O_TRUNC: a refused writer must not erase the holder's label.
-        handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
+        handle: BinaryIO = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
