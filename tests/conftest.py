@@ -1,8 +1,12 @@
-"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it."""
+"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it,
+except under `CI=true`, where a missing file fails the test (CI must run them)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,12 @@ from fakehub import FakeHub, install_environment  # noqa: E402
 FAKE_HUB = FakeHub()
 FAKE_HUB_HOME = install_environment(FAKE_HUB)
 
+# ir_datasets reads IR_DATASETS_HOME when it is first imported (its datasets resolve their cache
+# folders at import): one session folder, pre-filled by tests/text_fixtures.py, removed at exit.
+IRDS_HOME = Path(tempfile.mkdtemp(prefix="evals-repro-irds-"))
+atexit.register(shutil.rmtree, IRDS_HOME, ignore_errors=True)
+os.environ["IR_DATASETS_HOME"] = str(IRDS_HOME)
+
 
 @pytest.fixture(scope="session")
 def fake_hub() -> FakeHub:
@@ -28,10 +38,13 @@ def fake_hub() -> FakeHub:
 
 
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared, or skip the test when it is absent."""
+    """A file under ../shared, or skip the test when it is absent (fail instead under CI=true)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"../shared/{'/'.join(parts)} is not available")
+        message = f"../shared/{'/'.join(parts)} is not available (looked in {SHARED})"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{message}; CI=true requires it")
+        pytest.skip(message)
     return path
 
 
@@ -43,3 +56,26 @@ def fresh_provider_throttles():
     reset_throttles()
     yield
     reset_throttles()
+
+
+@pytest.fixture(scope="session")
+def irds_home() -> Path:
+    """The session's IR_DATASETS_HOME, filled with the msmarco-passage / TREC DL fixture."""
+    from text_fixtures import fill_irds_home
+
+    fill_irds_home(IRDS_HOME)
+    return IRDS_HOME
+
+
+@pytest.fixture
+def registered():
+    """Register test components for one test: `registered(METHODS, "scripted", scripted_method.build)`."""
+    added = []
+
+    def add(registry, name, factory, **details):
+        registry.register(name, **details)(factory)
+        added.append((registry, name))
+
+    yield add
+    for registry, name in added:
+        registry.unregister(name)

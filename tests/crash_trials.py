@@ -21,6 +21,7 @@ interpreter start. `EVALS_REPRO_CRASH_KILLS` (default 10) sets the kills per com
 
 from __future__ import annotations
 
+import gzip
 import json
 import multiprocessing
 import os
@@ -224,6 +225,11 @@ def check_files(root: Path, final: bool) -> None:
             else:
                 header = json.loads(data.split(b"\n", 2)[1])
                 decode(data, int(header["rows"]))
+        elif name.endswith(".gz"):
+            try:
+                gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise AssertionError(f"{path}: partial or corrupt gzip ({exc})") from None
         else:
             assert data, f"{path}: an empty file"
 

@@ -75,18 +75,15 @@ class LedgerStores(Ledger, FakeMixedbreadStores):
 # -- scenarios --------------------------------------------------------------------------------------
 
 
-def without_volatile(result: dict) -> dict:
-    return {k: v for k, v in result.items() if k not in ("timings", "usage")}
-
-
 def run_outcome(directory: Path, fakes) -> dict:
-    from evals_repro.results import read_result
+    from evals_repro.results import load_record
 
     found = {}
     for path in sorted((directory / "results").rglob("*.json")):
-        data = read_result(path)
-        assert data is not None, f"{path}: not a complete result"
-        found[str(path.relative_to(directory))] = without_volatile(data)
+        record = load_record(path).model_dump(mode="json")  # complete and valid, or it raises
+        found[str(path.relative_to(directory))] = {
+            k: v for k, v in record.items() if k not in ("timings", "usage", "created")
+        }
     assert len(found) == 2
     return found
 

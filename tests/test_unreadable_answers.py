@@ -11,8 +11,8 @@ import pytest
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
 from evals_repro.errors import ProviderError
-from evals_repro.methods import RERANKERS, _import
 from evals_repro.providers import errors_map, retry
+from evals_repro.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, Request, bag_of_words
 from fakes.cohere import FakeCohere
@@ -56,7 +56,7 @@ def embed(method: str, ctx: MethodContext):
 
 
 def rerank(name: str, ctx: MethodContext):
-    reranker = _import(RERANKERS[name].target)(name, None, ctx)
+    reranker = RERANKERS.require(name).factory(name, None, ctx)
     assert reranker.rerank("cat on mat", TEXTS) == pytest.approx([relevance("cat on mat", t) for t in TEXTS])
 
 

@@ -45,10 +45,14 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
 
 @study_app.command("prepare")
 def prepare_command(
-    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="'all' = every study benchmark."),
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help="'all' = the study's seven groups (every [study] benchmark)."
+    ),
     subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s"),
     study_dir: Path = STUDY_DIR,
-    first_stage: Optional[str] = typer.Option(None, "--first-stage", help="bm25, mixedbread-markdown, ..."),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="ViDoRe's first stage: mixedbread-markdown (declared) or bm25."
+    ),
     cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
 ) -> None:
@@ -76,6 +80,10 @@ def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
+    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="Prepared benchmarks or groups to score."),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
+    ),
     quality_workers: int = typer.Option(
         2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
     ),
@@ -95,6 +103,8 @@ def quality_command(
             models=_models(models, ctx.args),
             workers=quality_workers,
             cache_dir=cache_dir,
+            first_stage=first_stage,
+            benchmarks=benchmark,
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
         echo=_echo,
@@ -108,7 +118,8 @@ def latency_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    samples: int = typer.Option(20, help="Timed queries per benchmark."),
+    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="Prepared benchmarks or groups to time."),
+    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
@@ -129,6 +140,7 @@ def latency_command(
             seed=seed,
             host_location=host_location,
             cache_dir=cache_dir,
+            benchmarks=benchmark,
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
         echo=_echo,

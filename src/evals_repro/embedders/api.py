@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..context import MethodContext
 from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
@@ -25,7 +26,7 @@ from ..providers.errors_map import MalformedAnswer
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import get_throttle
-from ..retrieval.base import MethodContext
+from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 DEFAULT_WORKERS = 4
@@ -36,6 +37,7 @@ RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their
 class ApiEmbedder(ABC):
     provider: str = ""
     supports_images = False
+    text_style = PageStyle.LABELLED
 
     def __init__(
         self,
