@@ -90,6 +90,9 @@ PROVIDERS = {
 
 
 def run(monkeypatch, provider: str, throttled: bool, items: int, reported: bool = True) -> dict:
+    from evals_repro.providers.throttle import reset_throttles
+
+    reset_throttles()  # each run learns its ratio from scratch
     fake_class, method, budget, (url_env, key_env, suffix), kind = PROVIDERS[provider]
     with fake_class(budget, WINDOW) as fake:
         fake.report_usage = reported
