@@ -116,9 +116,10 @@ def call_with_retries(
             throttle.release(ticket, 0)
             raise
         except Exception as exc:
-            throttle.release(ticket, 0)
             scrub_exception(exc)  # a key in a message, a body or a request object never reaches a traceback
             failure = classify(p, exc)
+            # An unreadable 200 was processed (and counted) by the provider: keep its estimate booked.
+            throttle.release(ticket, None if failure is not None and failure.kind == errors_map.MALFORMED else 0)
             if failure is None:
                 detail = " ".join(redact(str(exc)).split())[: errors_map.EXCERPT]
                 raise ProviderError(
