@@ -130,6 +130,9 @@ class FakeServer:
         """Hook run before routing (e.g. a rate limiter); return a Reply to answer instead."""
         return None
 
+    def after(self, request: Request, reply: Reply) -> None:
+        """Hook run once the reply was written in full (e.g. to record when a request completed)."""
+
     # -- dispatch ----------------------------------------------------------------------------------
     def dispatch(self, request: Request) -> Reply:
         with self._lock:
@@ -176,7 +179,8 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = fake.dispatch(Request(self.command, self.path, headers, body))
+                request = Request(self.command, self.path, headers, body)
+                reply = fake.dispatch(request)
                 if reply.sleep:
                     time.sleep(reply.sleep)
                 if reply.drop:
@@ -193,8 +197,10 @@ class FakeServer:
                         self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(payload)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    return
+                fake.after(request, reply)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
