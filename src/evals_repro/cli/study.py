@@ -18,8 +18,8 @@ STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The 
 MODELS = typer.Option(
     None,
     "--models",
-    help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
-    "or reranker:model; several may follow one --models.",
+    help="Study models: mixedbread voyage cohere-pro cohere-fast (local on vLLM: qwen3-8b zerank-2; "
+    "offline: minilm e5), or reranker:model; several may follow one --models.",
 )
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
@@ -57,8 +57,10 @@ def prepare_command(
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
+    ensure_directory(cache_dir, "--cache-dir")
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
@@ -82,7 +84,9 @@ def quality_command(
     first_stage: Optional[str] = typer.Option(
         None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
     ),
-    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
+    quality_workers: int = typer.Option(
+        2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
+    ),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
     voyage_interval: Optional[float] = typer.Option(
         None, "--voyage-interval", help="Seconds between Voyage calls (3)."
