@@ -175,15 +175,15 @@ def test_a_reranker_reads_its_candidates_from_the_stored_corpus(text_data, tmp_p
     from evals_repro.rerankers import pipeline
 
     seen: list[str] = []
-    original = pipeline.page_document
+    original = pipeline.page_text
 
-    def spy(page):
+    def spy(page, style):
         seen.append(page.id)
-        return original(page)
+        return original(page, style)
 
     args = ["--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pipeline, "page_document", spy)
+        patch.setattr(pipeline, "page_text", spy)
         assert main(["run", "bm25+minilm@2", "--benchmark", "text", "--subsets", "dl19", *args]) == 0
     result = json.loads((tmp_path / "results" / "text" / "bm25+minilm@2" / "dl19.json").read_text())
     assert result["n_queries"] == 2 and result["reranked"] is True

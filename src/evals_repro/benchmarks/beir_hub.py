@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..data import Query, Subset
 from ..errors import DataError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import load_config, pinned_source, require_columns
 from .textsets import check_counts, corpus_store, document_text, read_judgments
@@ -22,6 +23,9 @@ from .textsets import check_counts, corpus_store, document_text, read_judgments
 BATCH = 10_000
 
 
+@LOADERS.register(
+    "beir-hub", description="BEIR datasets as mteb publishes them on the Hub: configs corpus, queries, default (qrels)"
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source, repo, revision = pinned_source(decl, name, options)
     split = str(source.get("split", "test"))

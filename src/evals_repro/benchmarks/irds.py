@@ -24,6 +24,7 @@ from typing import Any
 
 from ..data import Query, Subset
 from ..errors import ConfigurationError, DataError, UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .textsets import check_counts, corpus_store, read_judgments
 
@@ -60,6 +61,7 @@ def _fetch_error(label: str, dataset_id: str, exc: BaseException) -> Configurati
     )
 
 
+@LOADERS.register("ir-datasets", description="a dataset through ir_datasets (version pinned by uv.lock), e.g. TREC DL")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source = decl.subset_source(name)
     dataset_id = source.get("dataset")

@@ -1,6 +1,6 @@
 """BM25 (`bm25`): bm25s with Lucene scoring, k1 = 1.5, b = 0.75, the corpus language's Snowball stemmer.
 
-Pages with a title are indexed as `title + "\\n" + text`. Queries are analysed with the corpus
+Pages are indexed in the renderer's `plain` style (title, blank line, text). Queries are analysed with the corpus
 language's stemmer whatever their own language, since only corpus stems can match. No stopwords.
 
 The corpus is streamed into the index a chunk at a time (a `PageStore` corpus is never loaded whole),
@@ -24,10 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Page, Query, Run, Subset, ranked
+from ..context import MethodContext
+from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..metrics.ranking import trec_ranked as ranked
 from ..progress import progress_bar
-from .base import MethodContext
+from ..registry import METHODS
+from ..rendering import PageStyle, page_text
+from ..rendering import describe as describe_style
 from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index, staging_dir
 from .tokenize import TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
@@ -37,9 +41,7 @@ METHOD = "lucene"
 QUERY_BATCH = 256
 
 
-def page_text(page: Page) -> str:
-    """What BM25 indexes for a page: the title (MIRACL-VISION's "prefixed text") then the text."""
-    return f"{page.title}\n{page.text}" if page.title else page.text
+PAGE_STYLE = PageStyle.PLAIN  # the title (MIRACL-VISION's "prefixed text"), then the text
 
 
 def numba_available() -> bool:
@@ -74,7 +76,8 @@ def tie_safe_fetch(top_k: int, n_docs: int) -> int:
 
 
 def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
-    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk."""
+    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk
+    (its pages have no title, so their plain rendering is their text)."""
     from ..pagestore import PageStore
 
     if isinstance(subset.pages, PageStore):
@@ -82,7 +85,7 @@ def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
         return
     pages = subset.pages
     for start in range(0, len(pages), chunk):
-        yield [page_text(p) for p in pages[start : start + chunk]]
+        yield [page_text(p, PAGE_STYLE) for p in pages[start : start + chunk]]
 
 
 def subset_page_ids(subset: Subset) -> PageIds:
@@ -247,10 +250,12 @@ class BM25Retriever:
             "stopwords": None,
             "tokenizer": f"regex {TOKENIZER_VERSION}, lower-cased, Snowball stemmer of the corpus language",
             "backend": self.backend,
+            "rendering": describe_style(PAGE_STYLE),
             **self._last,
         }
 
 
+@METHODS.register("bm25", description="BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)")
 def build(name: str, ctx: MethodContext) -> BM25Retriever:
     if ctx.content == "images":
         raise UsageError(
