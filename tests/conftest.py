@@ -1,4 +1,5 @@
-"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it."""
+"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it,
+except under `CI=true`, where a missing file fails the test (CI must run them)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ SHARED = ROOT.parent / "shared"
 
 os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+# The environment as the user had it, before the fake Hub's variables below: for tests that start real
+# tools needing the real Hub (tests/gpu).
+ORIGINAL_ENVIRON = dict(os.environ)
 
 # A fake Hugging Face Hub for the whole session (tests/fakehub.py). huggingface_hub and datasets
 # read HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE once, at import, so this runs before any test imports them.
@@ -37,10 +42,13 @@ def fake_hub() -> FakeHub:
 
 
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared, or skip the test when it is absent."""
+    """A file under ../shared, or skip the test when it is absent (fail instead under CI=true)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"../shared/{'/'.join(parts)} is not available")
+        message = f"../shared/{'/'.join(parts)} is not available (looked in {SHARED})"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{message}; CI=true requires it")
+        pytest.skip(message)
     return path
 
 
@@ -52,6 +60,15 @@ def fresh_provider_throttles():
     reset_throttles()
     yield
     reset_throttles()
+
+
+@pytest.fixture(scope="session")
+def irds_home() -> Path:
+    """The session's IR_DATASETS_HOME, filled with the msmarco-passage / TREC DL fixture."""
+    from text_fixtures import fill_irds_home
+
+    fill_irds_home(IRDS_HOME)
+    return IRDS_HOME
 
 
 @pytest.fixture
@@ -66,12 +83,3 @@ def registered():
     yield add
     for registry, name in added:
         registry.unregister(name)
-
-
-@pytest.fixture(scope="session")
-def irds_home() -> Path:
-    """The session's IR_DATASETS_HOME, filled with the msmarco-passage / TREC DL fixture."""
-    from text_fixtures import fill_irds_home
-
-    fill_irds_home(IRDS_HOME)
-    return IRDS_HOME

@@ -161,11 +161,11 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
     counts = run_quality(request, echo=QUIET)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
-    (study / "study.lock").write_text(
-        json.dumps({"pid": os.getppid(), "host": os.uname().nodename, "command": "evals-repro rerank-study quality"})
-    )
-    with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
-        run_quality(request, echo=QUIET)
+    from evals_repro.study.lock import StudyLock
+
+    with StudyLock(study, "evals-repro rerank-study quality"):  # a live writer (the OS lock is held)
+        with pytest.raises(UsageError, match=f"pid {os.getpid()}"):
+            run_quality(request, echo=QUIET)
 
 
 def _spawn(code: str, env: dict) -> subprocess.Popen:

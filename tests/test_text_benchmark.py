@@ -158,7 +158,10 @@ def test_run_bm25_on_text_end_to_end_with_hand_computed_metrics(text_data, tmp_p
     assert written["scifact"]["per_query"]["1"]["metrics"]["ndcg_at_10"] == pytest.approx(1 / LOG2_3, abs=1e-6)
     assert written["dl19"]["metrics"]["ndcg_at_10"] == pytest.approx(DL19_NDCG10, abs=1e-6)
     assert written["dl20"]["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
-    assert written["trec-covid"]["n_queries"] == 2 and written["trec-covid"]["skipped_queries"] == ["3"]
+    # Query 3 is judged (grade 0 and -1 only): every judged query counts, so it scores 0 and stays in.
+    covid = written["trec-covid"]
+    assert covid["n_queries"] == 3 and covid["skipped_queries"] == []
+    assert covid["per_query"]["3"]["metrics"]["ndcg_at_10"] == 0.0
     # One index for the one MS MARCO collection, and the loaded/published counts in every result.
     keys = {name: written[name]["config"]["retriever"]["index_key"] for name in ("dl19", "dl20")}
     assert keys["dl19"] == keys["dl20"]

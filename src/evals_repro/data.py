@@ -24,6 +24,8 @@ QUERY_METADATA_FIELDS = ("query_type", "query_format", "content_type", "relevant
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 Gains = dict[str, dict[str, float]]
+# qid -> subtopic (nugget) -> docid -> judgment (>0: the document covers the subtopic); ndeval's qrels.
+SubtopicQrels = dict[str, dict[str, dict[str, int]]]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ class Subset:
 
     `qrels` hold graded integer judgments (>0 relevant); `gains` optional float gains
     (RCP-nDCG). `source` records where the data came from (repo, revision, files) so
-    result files can pin it.
+    result files can pin it. `subtopics` holds nugget judgments for the diversity measures
+    (FreshStack); `changed_docs` maps a base query id to the documents whose judgment its
+    changed instruction flipped (FollowIR's `qrel_diff`, read by p-MRR).
     """
 
     benchmark: str
@@ -81,6 +85,8 @@ class Subset:
     source: dict[str, Any] = field(default_factory=dict)
     # Optional per-query candidate pools (reranking views): qid -> ordered page ids.
     pools: dict[str, list[str]] | None = None
+    subtopics: SubtopicQrels | None = None
+    changed_docs: dict[str, list[str]] | None = None
 
     @property
     def languages(self) -> list[str]:
@@ -140,12 +146,14 @@ class Subset:
             "qrels": digest(self.qrels),
             "gains": digest(self.gains),
             "pools": digest(self.pools),
+            **({"subtopics": digest(self.subtopics)} if self.subtopics is not None else {}),
+            **({"changed_docs": digest(self.changed_docs)} if self.changed_docs is not None else {}),
             "combined": self.data_digest(),
         }
 
     def data_digest(self) -> str:
-        """Digest of corpus, queries and qrels (and gains and pools where present): what a result or a
-        study was computed on."""
+        """Digest of corpus, queries and qrels (and gains, pools, nugget judgments and changed documents
+        where present): what a result or a study was computed on."""
         digest = hashlib.sha256(self.fingerprint().encode())
         for query in self.queries:
             parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
@@ -155,6 +163,9 @@ class Subset:
             digest.update(json.dumps(self.gains, sort_keys=True).encode())
         if self.pools is not None:
             digest.update(json.dumps(self.pools, sort_keys=True).encode())
+        for extra in (self.subtopics, self.changed_docs):
+            if extra is not None:
+                digest.update(json.dumps(extra, sort_keys=True).encode())
         return digest.hexdigest()
 
 

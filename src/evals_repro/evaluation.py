@@ -157,7 +157,12 @@ def ranked_queries(subset: Subset, languages: list[str]) -> tuple[list[Query], l
 
 
 def score_run(
-    subset: Subset, run: Run, queries: list[Query], languages: list[str], protocol: ScoringProtocol
+    subset: Subset,
+    run: Run,
+    queries: list[Query],
+    languages: list[str],
+    protocol: ScoringProtocol,
+    depth: int | None = None,
 ) -> dict[str, Any]:
     """Score a run: per query (with metadata), per language (macro mean), and the mean of the language means.
 
@@ -170,11 +175,7 @@ def score_run(
     qrels = {q.id: subset.qrels[q.id] for q in judged}
     per_query_metrics = (
         M.evaluate(
-            qrels,
-            {q.id: run.get(q.id, {}) for q in judged},
-            list(protocol.measures),
-            gains=subset.gains,
-            options={"tie_rule": protocol.tie_rule},
+            qrels, {q.id: run.get(q.id, {}) for q in judged}, protocol, gains=subset.gains, subtopics=subset.subtopics
         )
         if qrels
         else {}
@@ -199,12 +200,25 @@ def score_run(
         if language_blocks
         else {}
     )
+    variants = None
+    if subset.changed_docs is not None:  # instruction pairs (FollowIR): per-variant means and p-MRR
+        from .metrics.variants import variant_blocks
+
+        # p-MRR: a changed document missing from a ranking takes rank depth + 1 (101 for a top 100).
+        extra = variant_blocks(queries, per_query_metrics, run, subset.changed_docs, depth, protocol.score_precision)
+        variants = {v: LanguageBlock(**block) for v, block in extra["variants"].items()}
+        aggregate["p_mrr"] = extra["p_mrr"]
+        language_blocks = {
+            lang: LanguageBlock(n_queries=b.n_queries, metrics={**b.metrics, "p_mrr": extra["p_mrr"]})
+            for lang, b in language_blocks.items()
+        }
     return {
         "metrics": aggregate,
         "languages": language_blocks,
         "per_query": per_query,
         "n_queries": len(per_query),
         "skipped_queries": sorted(q.id for q in queries if q.id not in per_query),
+        **({"variants": variants} if variants is not None else {}),
     }
 
 
@@ -396,7 +410,7 @@ def _record(
     from .runs import write_trec_gains, write_trec_qrels, write_trec_run
 
     started = time.perf_counter()
-    blocks = score_run(subset, run, queries, languages, protocol)
+    blocks = score_run(subset, run, queries, languages, protocol, depth=config.top_k)
     evaluation_seconds = time.perf_counter() - started
     run_file, qrels_file, gains_file = run_paths(path)
     written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)

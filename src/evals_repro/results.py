@@ -57,6 +57,8 @@ class DataDigest(_Model):
     qrels: str
     gains: str | None = None
     pools: str | None = None
+    subtopics: str | None = None  # nugget judgments (FreshStack)
+    changed_docs: str | None = None  # instruction pairs' changed documents (FollowIR)
     combined: str
 
 
@@ -114,6 +116,7 @@ class ResultRecord(_Model):
     n_queries: int
     skipped_queries: list[str] = Field(default_factory=list)
     unpooled_queries: list[str] | None = None
+    variants: dict[str, LanguageBlock] | None = None  # per instruction variant (FollowIR: og, changed)
     timings: dict[str, float] = Field(default_factory=dict)
     flags: Flags | None = None
     run: SavedRun

@@ -24,7 +24,8 @@ BATCH = 10_000
 
 
 @LOADERS.register(
-    "beir-hub", description="BEIR datasets as mteb publishes them on the Hub: configs corpus, queries, default (qrels)"
+    "beir-hub",
+    description="BEIR datasets as mteb publishes them on the Hub (`mteb/fiqa`, `mteb/trec-covid`, ...), pinned by sha",
 )
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source, repo, revision = pinned_source(decl, name, options)

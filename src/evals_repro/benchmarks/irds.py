@@ -61,7 +61,10 @@ def _fetch_error(label: str, dataset_id: str, exc: BaseException) -> Configurati
     )
 
 
-@LOADERS.register("ir-datasets", description="a dataset through ir_datasets (version pinned by uv.lock), e.g. TREC DL")
+@LOADERS.register(
+    "ir-datasets",
+    description="Datasets through `ir_datasets` (pinned by uv.lock): TREC DL 2019/2020 passage over MS MARCO",
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source = decl.subset_source(name)
     dataset_id = source.get("dataset")

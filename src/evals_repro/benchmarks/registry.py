@@ -95,7 +95,31 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
             f"benchmark {decl.name}: unknown loader '{kind}' in {decl.origin}",
             f"choose from {choices(LOADERS.names())}",
         )
+    if any(decl.subset_source(s).get("gated") for s in decl.subset_names):
+        from .hub import require_access
+
+        require_access(decl)
     subset = entry.factory(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
+    for note in subset.source.get("notes", []):
+        from ..progress import console
+
+        console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
     return subset
+
+
+def subset_counts(subset: Subset) -> dict[str, int]:
+    """What a subset holds (recorded by the study per dataset): queries, pages, judgments, positives,
+    nugget and changed-document counts where the subset has them."""
+    counts = {
+        "queries": len(subset.queries),
+        "pages": len(subset.pages),
+        "judgments": sum(len(docs) for docs in subset.qrels.values()),
+        "relevant": sum(1 for docs in subset.qrels.values() for grade in docs.values() if grade > 0),
+    }
+    if subset.subtopics is not None:
+        counts["subtopics"] = sum(len(nuggets) for nuggets in subset.subtopics.values())
+    if subset.changed_docs is not None:
+        counts["changed_docs"] = sum(len(docs) for docs in subset.changed_docs.values())
+    return counts

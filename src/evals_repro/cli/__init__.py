@@ -33,21 +33,72 @@ GROUPS = ("rerank-study", "rcp", "grounding")  # commands with subcommands
 @app.callback()
 def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tracebacks on errors.")) -> None:
     VERBOSE["on"] = verbose
+    if verbose:
+        _verbose_logging()
+
+
+def _verbose_logging() -> None:
+    """`--verbose`: evals_repro's debug log (e.g. the traceback of a failed subset) on stderr, keys redacted.
+
+    Only the `evals_repro` loggers: the SDKs' own debug logs (request options, headers) stay off."""
+    import logging
+
+    from ..providers.keys import redact, scrub_exception
+
+    class Redacting(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            if record.exc_info and record.exc_info[1] is not None:
+                scrub_exception(record.exc_info[1])
+            return redact(super().format(record))
+
+    logger = logging.getLogger("evals_repro")
+    if not any(getattr(h, "evals_repro_verbose", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Redacting("%(levelname)s %(name)s: %(message)s"))
+        handler.evals_repro_verbose = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+
+
+def _end_verbose_logging() -> None:
+    import logging
+
+    logger = logging.getLogger("evals_repro")
+    for handler in [h for h in logger.handlers if getattr(h, "evals_repro_verbose", False)]:
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
 
 
 from . import commands  # noqa: E402,F401  (registers the subcommands)
 
 
+def _print_traceback(exc: BaseException) -> None:
+    """`--verbose`: the traceback with its whole exception chain, every API key redacted."""
+    from ..providers.keys import redacted_traceback
+
+    print(redacted_traceback(exc), end="", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: one line per user error, a traceback only with --verbose."""
+    """Entry point: one line per user error, a traceback only with --verbose (never showing a key)."""
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in args or "-v" in args
+    try:
+        return _main(args, verbose)
+    finally:
+        if verbose:
+            _end_verbose_logging()
+
+
+def _main(args: list[str], verbose: bool) -> int:
+    from ..providers.keys import redact
+
     try:
         code = app(args=args, standalone_mode=False)
     except EvalsError as exc:
         if verbose:
-            raise
-        print(f"error: {exc.one_line()}", file=sys.stderr)
+            _print_traceback(exc)
+        print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished subsets are kept; rerun with --resume", file=sys.stderr)
@@ -66,8 +117,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             return int(exc.exit_code) or 2
         if verbose:
-            raise
-        print(f"error: {type(exc).__name__}: {exc} (rerun with --verbose for the traceback)", file=sys.stderr)
+            _print_traceback(exc)
+            print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+            return 1
+        print(
+            f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
+            file=sys.stderr,
+        )
         return 1
     # Outside standalone mode click returns a `typer.Exit(n)`'s code instead of exiting.
     return code if isinstance(code, int) else 0

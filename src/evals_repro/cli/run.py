@@ -9,8 +9,11 @@ import typer
 
 from . import app, given_options
 
+REPORT_SUFFIXES = (".md", ".csv")
 STATUSES = ("written", "rescored", "skipped", "failed")
-TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
+TIE_RULE_HELP = (
+    "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's) | input-order (run order)."
+)
 
 
 @app.command("run")
@@ -33,7 +36,7 @@ def run_command(
     score_precision: str = typer.Option(
         "float32",
         "--score-precision",
-        help="Compare scores as float32 (trec_eval 9, pytrec_eval: the default) or float64 (trec_eval 10).",
+        help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
@@ -41,7 +44,7 @@ def run_command(
         None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
-    workers: int = typer.Option(4, help="Concurrent API requests per provider."),
+    workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
@@ -59,8 +62,11 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..io import ensure_directories
+    from ..metrics.protocol import check_tie_rule
     from ..progress import console
 
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
         "workers": workers,
         **given_options(
@@ -95,14 +101,16 @@ def run_command(
         revision=revision,
         measures=measure or None,
         language=language,
-        tie_rule=tie_rule,
+        tie_rule=check_tie_rule(tie_rule),
         score_precision=score_precision,
         rerank=rerank,
         rerank_depth=rerank_depth,
         options=options,
     )
-    summary = run_benchmark(
-        request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from ..providers.keys import redact
+
+    summary = run_benchmark(  # every line a run prints passes the key redaction (a failure may quote a provider)
+        request, echo=lambda line: console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
     )
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
@@ -142,7 +150,14 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
-    check_tie_rule(tie_rule)
+    if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
+        from ..errors import UsageError, choices
+
+        raise UsageError(
+            f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+        )
+    tie_rule = check_tie_rule(tie_rule)
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report
@@ -150,7 +165,7 @@ def report_command(
         text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            fmt = "csv" if output.suffix == ".csv" else "markdown"
+            fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
             atomic_write_text(
                 output,
                 text
@@ -166,4 +181,4 @@ def report_command(
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix == ".csv" else text)
+        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)

@@ -18,8 +18,8 @@ STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The 
 MODELS = typer.Option(
     None,
     "--models",
-    help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
-    "or reranker:model; several may follow one --models.",
+    help="Study models: mixedbread voyage cohere-pro cohere-fast (local on vLLM: qwen3-8b zerank-2; "
+    "offline: minilm e5), or reranker:model; several may follow one --models.",
 )
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
@@ -45,16 +45,22 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
 
 @study_app.command("prepare")
 def prepare_command(
-    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="'all' = every study benchmark."),
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help="'all' = the study's seven groups (every [study] benchmark)."
+    ),
     subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s"),
     study_dir: Path = STUDY_DIR,
-    first_stage: Optional[str] = typer.Option(None, "--first-stage", help="bm25, mixedbread-markdown, ..."),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="ViDoRe's first stage: mixedbread-markdown (declared) or bm25."
+    ),
     cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
+    ensure_directory(cache_dir, "--cache-dir")
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
@@ -74,7 +80,13 @@ def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
+    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="Prepared benchmarks or groups to score."),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
+    ),
+    quality_workers: int = typer.Option(
+        2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
+    ),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
     voyage_interval: Optional[float] = typer.Option(
         None, "--voyage-interval", help="Seconds between Voyage calls (3)."
@@ -91,6 +103,8 @@ def quality_command(
             models=_models(models, ctx.args),
             workers=quality_workers,
             cache_dir=cache_dir,
+            first_stage=first_stage,
+            benchmarks=benchmark,
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
         echo=_echo,
@@ -104,7 +118,8 @@ def latency_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    samples: int = typer.Option(20, help="Timed queries per benchmark."),
+    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="Prepared benchmarks or groups to time."),
+    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
@@ -125,6 +140,7 @@ def latency_command(
             seed=seed,
             host_location=host_location,
             cache_dir=cache_dir,
+            benchmarks=benchmark,
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
         echo=_echo,
