@@ -24,7 +24,6 @@ from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
 
-QUIET = lambda _line: None  # noqa: E731
 FAST = {"voyage_interval": 0.0}
 
 
@@ -76,7 +75,6 @@ def prepared(tmp_path_factory):
             study_dir=root / "study",
             cache_dir=root / "cache",
         ),
-        echo=QUIET,
     )
     return root
 
@@ -110,7 +108,6 @@ def test_prepare_refuses_changed_dataset(study, tmp_path):
             PrepareRequest(
                 benchmarks=["sample"], subsets=["heat-pumps"], study_dir=study, cache_dir=tmp_path / "cache"
             ),
-            echo=QUIET,
         )
     assert "pick a new --study-dir" in raised.value.hint
 
@@ -122,7 +119,6 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
         QualityRequest(
             study_dir=study, models=["cohere-pro", "voyage", "mixedbread"], cache_dir=tmp_path / "cache", options=FAST
         ),
-        echo=QUIET,
     )
     records = read_jsonl(study / QUALITY)
     queries = sum(len(read_jsonl(p)) for p in (study / "candidates/sample").glob("*.jsonl"))
@@ -136,7 +132,6 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
         QualityRequest(
             study_dir=study, models=["cohere-pro", "cohere-fast"], cache_dir=tmp_path / "cache", options=FAST
         ),
-        echo=QUIET,
     )
     assert counts["reused"] == queries and counts["sent"] == queries
     assert count_requests(cohere, "POST", "/v2/rerank") - before == queries
@@ -145,27 +140,27 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
 def test_quality_failure_recorded_then_completed(study, providers, tmp_path):
     providers["cohere"].fail(400, times=1, path="/v2/rerank")
     request = QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache", options=FAST)
-    counts = run_quality(request, echo=QUIET)
+    counts = run_quality(request)
     assert counts["failed"] == 1
     failed = [r for r in read_jsonl(study / QUALITY) if r["status"] == "failed"]
     assert "400" in failed[0]["error"] and "k" != failed[0]["error"]
-    counts = run_quality(request, echo=QUIET)
+    counts = run_quality(request)
     assert counts == {"sent": 1, "failed": 0, "reused": counts["reused"]}
 
 
 def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tmp_path):
     request = QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache", options=FAST)
-    run_quality(request, echo=QUIET)
+    run_quality(request)
     lines = (study / QUALITY).read_bytes().splitlines(keepends=True)
     (study / QUALITY).write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
-    counts = run_quality(request, echo=QUIET)
+    counts = run_quality(request)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
     (study / "study.lock").write_text(
         json.dumps({"pid": os.getppid(), "host": os.uname().nodename, "command": "evals-repro rerank-study quality"})
     )
     with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
-        run_quality(request, echo=QUIET)
+        run_quality(request)
 
 
 def _spawn(code: str, env: dict) -> subprocess.Popen:
@@ -190,13 +185,13 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     code = (
         "from pathlib import Path; from evals_repro.study.quality import QualityRequest, run_quality; "
         f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
-        f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
+        f"cache_dir=Path({str(tmp_path / 'cache')!r})))"
     )
     _kill_when(_spawn(code, providers["env"]), study / QUALITY, 5)
     done_before = {r["query_id"] for r in read_jsonl(study / QUALITY) if r["status"] == "ok"}
     assert 5 <= len(done_before) < 52
     sent_before = len(cohere.requests)
-    run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"), echo=QUIET)
+    run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"))
     resent = [r.json["query"] for r in cohere.requests[sent_before:]]
     queries = {r["query_id"]: r["query"] for p in (study / "candidates/sample").glob("*.jsonl") for r in read_jsonl(p)}
     assert not {queries[q] for q in done_before} & set(resent)
@@ -205,7 +200,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     code = (
         "from pathlib import Path; from evals_repro.study.latency import LatencyRequest, run_latency; "
         f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
-        f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
+        f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})))"
     )
     _kill_when(_spawn(code, providers["env"]), study / LATENCY, 4)
     plan = json.loads((study / PLAN).read_text())
@@ -213,7 +208,6 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     assert timed_before and sum(len(v) for v in plan["queries"]["sample"].values()) == 6
     counts = run_latency(
         LatencyRequest(study_dir=study, models=["cohere-pro"], samples=6, repeats=3, cache_dir=tmp_path / "cache"),
-        echo=QUIET,
     )
     assert counts["timed"] == 18 - len(timed_before)
     records = read_jsonl(study / LATENCY)
@@ -228,7 +222,6 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     with pytest.raises(UsageError, match="latency plan"):
         run_latency(
             LatencyRequest(study_dir=study, models=["cohere-pro"], samples=7, repeats=3, cache_dir=tmp_path / "cache"),
-            echo=QUIET,
         )
 
 
@@ -245,9 +238,8 @@ def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp
             host_location="test-host",
             cache_dir=tmp_path / "cache",
         ),
-        echo=QUIET,
     )
-    run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"), echo=QUIET)
+    run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"))
     paths = write_report(study, resamples=400)
     summary = json.loads(paths["latency"].read_text())
     check = summary["models"]["cohere-fast"]["benchmarks"]["sample"]["repeat_check"]
@@ -261,3 +253,17 @@ def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp
     assert {r["subset"] for r in rows} == {"heat-pumps", "railway-maintenance"}
     nd = [r for r in rows if r["metric"] == "ndcg_at_10"]
     assert all(r["baseline"] and r["cohere-fast"] for r in nd)
+
+
+def test_quality_failures_exit_3_through_the_cli(study, providers, tmp_path, capsys):
+    """A failed provider request is a provider error: exit 3 with one line (it used to exit 0)."""
+    from evals_repro.cli import main
+
+    providers["cohere"].fail(400, times=1, path="/v2/rerank")
+    args = ["rerank-study", "quality", "--study-dir", str(study), "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--models", "cohere-pro,cohere-fast"]) == 3
+    err = capsys.readouterr().err
+    assert "error: 1 quality request(s) failed" in err and "rerun the same command" in err
+    assert {r["model"] for r in read_jsonl(study / QUALITY)} == {"cohere-pro", "cohere-fast"}
+    assert main([*args, "--models", "cohere-pro", "--models", "cohere-fast"]) == 0
+    assert "quality: 1 sent, 0 failed" in capsys.readouterr().err

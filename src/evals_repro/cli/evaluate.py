@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
+from .options import TieRule, value_of
 
 
 @app.command("evaluate")
@@ -22,20 +23,21 @@ def evaluate_command(
     gains: Optional[Path] = typer.Option(
         None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."
     ),
-    tie_rule: str = typer.Option("group-mean", "--tie-rule", help="Ties for ndcg_float: group-mean or doc-id."),
+    tie_rule: TieRule = typer.Option(TieRule.group_mean, "--tie-rule", help="How ndcg_float treats tied scores."),
 ) -> None:
     """Score a run like `trec_eval -c`: judged queries missing from the run score 0 and count in the mean."""
     from .. import metrics as M
     from ..metrics.ndcg_float import check_tie_rule, read_trec_gains
 
-    check_tie_rule(tie_rule)
+    rule = value_of(tie_rule)
+    check_tie_rule(rule)
     measures = M.parse_measures(measure) if measure else list(M.DEFAULT_MEASURES)
     float_gains = read_trec_gains(gains) if gains else None
     if float_gains is not None and not any(m.startswith("ndcg_float_at_") for m in measures):
         measures.append("ndcg_float_at_10")
     judgments = M.read_trec_qrels(qrels)
     ranking = M.read_trec_run(run)
-    per_query_scores = M.evaluate(judgments, ranking, measures, gains=float_gains, options={"tie_rule": tie_rule})
+    per_query_scores = M.evaluate(judgments, ranking, measures, gains=float_gains, options={"tie_rule": rule})
     missing = [qid for qid in per_query_scores if not ranking.get(qid)]
     if missing:
         typer.echo(

@@ -9,8 +9,8 @@ and throttle waits. Calls that needed a retry are kept but flagged and left out 
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from .manifest import recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
 from .sampling import sample_queries, shuffled
+
+log = logging.getLogger(__name__)
 
 PLAN = "latency-plan.json"
 LATENCY = "latency.jsonl"
@@ -105,13 +107,13 @@ def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts:
     return record
 
 
-def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_latency(request: LatencyRequest) -> dict[str, int]:
     study_dir = Path(request.study_dir)
     if request.samples < 1 or request.repeats < 1:
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
     models = parse_models(request.models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
-    with study_writer(study_dir, echo) as command:
+    with study_writer(study_dir, log.info) as command:
         manifest, items = load_prepared(study_dir)
         plan = load_or_make_plan(study_dir, items, request)
         host = manifest.setdefault("host", {})
@@ -119,7 +121,7 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
             host["location"] = request.host_location
         with recorded_session(study_dir, manifest, command) as outcome:
             invocation = len(manifest["sessions"])
-            counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"), echo)
+            counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"))
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -133,7 +135,6 @@ def _run(
     options,
     invocation: int,
     location: str | None,
-    echo: Callable[[str], None],
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     # Warm up on a query outside the plan where the subset has one, so that no timed query has
@@ -150,7 +151,7 @@ def _run(
         if r.get("status") == "ok"
     }
     calls = [c for c in schedule(plan, models) if (c[4].name, c[0], c[1], c[2], c[3]) not in done]
-    echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
+    log.info(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
@@ -174,7 +175,7 @@ def _run(
             counts["timed"] += 1
             if record["status"] != "ok":
                 counts["failed"] += 1
-                echo(f"latency: {model.name} {bench}/{subset} {qid} failed: {record['error']}")
+                log.info(f"latency: {model.name} {bench}/{subset} {qid} failed: {record['error']}")
             bar.advance()
-    echo(f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s)")
+    log.info(f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s)")
     return counts

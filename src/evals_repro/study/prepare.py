@@ -7,7 +7,7 @@ everything else uses BM25, whose index is cached by corpus and implementation fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from ..retrieval.base import MethodContext
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
+
+log = logging.getLogger(__name__)
 
 TOP_K = 100
 DEFAULT_FIRST_STAGE = "bm25"
@@ -57,7 +59,7 @@ def first_stage_for(decl: BenchmarkDeclaration, override: str | None) -> str:
     return override or decl.extra.get("study_first_stage") or DEFAULT_FIRST_STAGE
 
 
-def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def prepare(request: PrepareRequest) -> dict[str, Any]:
     """Freeze candidates for every requested subset; returns the manifest."""
     study_dir = Path(request.study_dir)
     decls = study_benchmarks(request.benchmarks)
@@ -65,7 +67,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
         raise UsageError(
             "--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}"
         )
-    with study_writer(study_dir, echo) as command:
+    with study_writer(study_dir, log.info) as command:
         manifest = load_manifest(study_dir) or {}
         protocol = {"version": PROTOCOL_VERSION, "top_k": TOP_K, "query_languages": "native"}
         require_same(study_dir, "the protocol", manifest.get("protocol"), protocol)
@@ -79,7 +81,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
                 ctx = MethodContext(benchmark=decl.name, cache_dir=Path(request.cache_dir), options=request.options)
                 retriever = build(resolve(first), ctx)
                 for name in resolve_subsets(decl, request.subsets):
-                    _prepare_subset(study_dir, manifest, decl, name, first, retriever, echo)
+                    _prepare_subset(study_dir, manifest, decl, name, first, retriever)
                     save_manifest(study_dir, manifest)
             outcome["status"] = "completed"
     return manifest
@@ -92,7 +94,6 @@ def _prepare_subset(
     name: str,
     first: str,
     retriever,
-    echo: Callable[[str], None],
 ) -> None:
     key = f"{decl.name}/{name}"
     subset = load_subset(decl, name, LoadOptions())
@@ -114,7 +115,7 @@ def _prepare_subset(
             {k: entry[k] for k in ("data_digest", "first_stage")},
         )
         if path.exists() and len(read_candidates(path, decl.name, name)) == len(stored.get("query_ids", [])):
-            echo(f"{key}: candidates already frozen ({path}), kept")
+            log.info(f"{key}: candidates already frozen ({path}), kept")
             return
     queries = [
         q
@@ -143,4 +144,4 @@ def _prepare_subset(
     entry["candidates_digest"] = write_candidates(path, records, texts)
     entry["query_ids"] = [r.query_id for r in records]
     manifest["datasets"][key] = entry
-    echo(f"{key}: {len(records)} queries frozen with {first} -> {path}")
+    log.info(f"{key}: {len(records)} queries frozen with {first} -> {path}")

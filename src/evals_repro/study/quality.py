@@ -7,9 +7,9 @@ a killed run resumes without repeating a completed request; adding a model reuse
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,8 @@ from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+
+log = logging.getLogger(__name__)
 
 QUALITY = "quality.jsonl"
 STUDY_DEFAULT_OPTIONS = {"voyage_tpm": 2_000_000, "voyage_interval": 3.0}
@@ -64,13 +66,13 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
     return manifest, items
 
 
-def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_quality(request: QualityRequest) -> dict[str, int]:
     study_dir = Path(request.study_dir)
     if request.workers < 1:
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
     models = parse_models(request.models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
-    with study_writer(study_dir, echo) as command:
+    with study_writer(study_dir, log.info) as command:
         manifest, items = load_prepared(study_dir)
         configs = manifest.setdefault("models", {})
         for model in models:
@@ -86,7 +88,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
         )
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
         with recorded_session(study_dir, manifest, command) as outcome:
-            counts = _score_all(study_dir, models, items, request, options, echo)
+            counts = _score_all(study_dir, models, items, request, options)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -97,7 +99,6 @@ def _score_all(
     items,
     request: QualityRequest,
     options: dict[str, Any],
-    echo: Callable[[str], None],
 ) -> dict[str, int]:
     done = completed_requests(study_dir)
     todo: dict[str, list[tuple[StudyModel, Candidate, dict[str, str]]]] = {}
@@ -109,7 +110,7 @@ def _score_all(
                 continue
             todo.setdefault(model.provider, []).append((model, candidate, texts))
     total = sum(len(v) for v in todo.values())
-    echo(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
+    log.info(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
     counts = {"sent": 0, "failed": 0, "reused": reused}
     write_lock = threading.Lock()
     local = threading.local()
@@ -150,7 +151,7 @@ def _score_all(
                 counts["sent"] += 1
                 if record["status"] != "ok":
                     counts["failed"] += 1
-                    echo(
+                    log.info(
                         f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
                         f"{record['query_id']} failed: {record['error']}"
                     )
@@ -158,5 +159,5 @@ def _score_all(
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
-    echo(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
+    log.info(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
     return counts
