@@ -8,31 +8,31 @@ imported, so that `--help` imports nothing heavy.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 
 
-class Setting(str, Enum):
+class Setting(StrEnum):
     """Which query languages a run scores."""
 
     monolingual = "monolingual"
     crosslingual = "crosslingual"
 
 
-class Content(str, Enum):
+class Content(StrEnum):
     """What a page is for the method: its Markdown/OCR text or its page image."""
 
     markdown = "markdown"
     images = "images"
 
 
-class TieRule(str, Enum):
+class TieRule(StrEnum):
     """Tied scores in RCP-nDCG (float gains)."""
 
     group_mean = "group-mean"
     doc_id = "doc-id"
 
 
-class BreakdownField(str, Enum):
+class BreakdownField(StrEnum):
     """Query metadata that `report --by` groups scores by."""
 
     query_type = "query_type"
@@ -41,7 +41,7 @@ class BreakdownField(str, Enum):
     relevant_pages = "relevant_pages"
 
 
-class Parsing(str, Enum):
+class Parsing(StrEnum):
     """Mixedbread's parsing strategy for uploaded pages."""
 
     fast = "fast"
