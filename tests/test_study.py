@@ -283,7 +283,11 @@ def test_the_library_logs_and_the_cli_shows_the_same_lines(tmp_path, capsys, cap
     prepare(request)
     assert capsys.readouterr() == ("", "")
     logged = [r.getMessage() for r in caplog.records if r.name == "evals_repro.study.prepare"]
-    assert len(logged) == 1 and logged[0].startswith("sample/heat-pumps: ") and " queries frozen with bm25 -> " in logged[0]
+    assert (
+        len(logged) == 1
+        and logged[0].startswith("sample/heat-pumps: ")
+        and " queries frozen with bm25 -> " in logged[0]
+    )
     args = ["rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps"]
     assert main([*args, "--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache")]) == 0
     out, err = capsys.readouterr()

@@ -162,7 +162,7 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
 
     Fatal: duplicate ids, qrels naming unknown queries or pages, an empty corpus or query set,
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
-    scored, as in trec_eval), pages with empty text (kept in the corpus; images may carry them).
+    scored, as in trec_eval), pages with empty text and no image (kept in the corpus).
     """
     result = CheckResult(subset.name)
     page_ids = [p.id for p in subset.pages]
@@ -180,7 +180,8 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     )
     positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
     result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
-    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
+    # A page image is content too: only a page with neither text nor image is empty.
+    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip() and p.image is None])
     if subset.gains is not None:
         bad = [
             f"{q}/{d}"

@@ -223,6 +223,7 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] = print) -> R
     resolved = methods.resolve(request.method)
     decl = get_benchmark(request.benchmark, language=request.language)
     subset_names = resolve_subsets(decl, request.subsets)
+    decl.check_content(request.content)  # before anything is downloaded or built
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     label = method_label(resolved.label, request.content)
     ctx = MethodContext(
