@@ -116,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             words = [a for a in args if not a.startswith("-")][:2]
             command = " ".join(words[:2] if words and words[0] in GROUPS else words[:1])
             print(
-                f"error: {exc.format_message()} (see `evals-repro {command} --help`)".replace("  ", " "),
+                # typer words a bad choice "Invalid value for '--x': Value error, 'y' is not one of ...".
+                f"error: {exc.format_message().replace('Value error, ', '')} (see `evals-repro {command} --help`)".replace(
+                    "  ", " "
+                ),
                 file=sys.stderr,
             )
             return int(exc.exit_code) or EXIT_USAGE
