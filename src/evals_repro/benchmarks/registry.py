@@ -27,14 +27,17 @@ USER_FOLDER_LANGUAGE = "english"
 
 
 def benchmarks_dir() -> Path:
-    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the repository's `benchmarks/`."""
+    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the source tree's `benchmarks/` (a
+    checkout), else the copy an installed wheel carries (`evals_repro/_benchmarks`)."""
     env = os.environ.get("EVALS_REPRO_BENCHMARKS")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[3] / "benchmarks"
-    if repo.is_dir():
-        return repo
-    return Path.cwd() / "benchmarks"
+    tree = Path(__file__).resolve().parents[3]
+    if (tree / "pyproject.toml").is_file() and (tree / "benchmarks").is_dir():
+        return tree / "benchmarks"
+    from importlib.resources import files
+
+    return Path(str(files("evals_repro") / "_benchmarks"))
 
 
 def list_benchmarks() -> list[BenchmarkDeclaration]:
