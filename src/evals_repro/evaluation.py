@@ -180,7 +180,7 @@ def score_subset(
             "metadata": query.metadata,
             "metrics": per_query_metrics[query.id],
         }
-    language_blocks = {
+    language_blocks: dict[str, dict[str, Any]] = {
         lang: {"n_queries": len(qids), "metrics": M.mean(per_query_metrics, qids)}
         for lang, qids in by_language.items()
         if qids

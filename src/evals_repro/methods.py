@@ -174,7 +174,7 @@ def build(method: ResolvedMethod, ctx: MethodContext) -> Retriever:
         first = fuse([build_first_stage(name, ctx) for name in method.fused], name=method.first_stage)
     else:
         first = build_first_stage(method.first_stage, ctx)
-    if not method.is_reranked:
+    if method.reranker is None:
         return first
     entry = RERANKERS[method.reranker]
     reranker = _import(entry.target)(method.reranker, method.reranker_model, ctx)

@@ -34,10 +34,10 @@ class PoolPlan:
     config: dict[str, Any] | None  # recorded as the result's config["pool"]
 
 
-def _check_pools(subset: Subset) -> int:
+def _check_pools(subset: Subset, pools: dict[str, list[str]]) -> int:
     """The largest pool; a pool naming pages absent from the corpus is a data error."""
     known = {page.id for page in subset.pages}
-    for qid, pool in subset.pools.items():
+    for qid, pool in pools.items():
         unknown = [doc for doc in pool if doc not in known]
         if unknown:
             raise DataError(
@@ -45,18 +45,19 @@ def _check_pools(subset: Subset) -> int:
                 f"absent from the corpus, first {unknown[0]}",
                 "pick another revision of the release (pools and corpus must match)",
             )
-    return max((len(pool) for pool in subset.pools.values()), default=0)
+    return max((len(pool) for pool in pools.values()), default=0)
 
 
 def pool_plan(subset: Subset, retriever: Retriever, resolved, top_k: int) -> PoolPlan:
     """How to run `retriever` on `subset`: unchanged without pools, else over the pools."""
     if subset.pools is None:
         return PoolPlan(retriever, top_k, None)
-    largest = _check_pools(subset)
+    largest = _check_pools(subset, subset.pools)
     if resolved.is_reranked:
         from .rerankers.pipeline import RerankedRetriever
         from .retrieval.pool import PoolRetriever
 
+        assert isinstance(retriever, RerankedRetriever)  # methods.build made it so for a reranked method
         depth = max(resolved.depth, largest)
         pooled = RerankedRetriever(
             PoolRetriever(), retriever.reranker, depth=depth, name=retriever.name, workers=retriever.workers

@@ -77,7 +77,7 @@ def select_results(
         return results, []
     other = [r for r in results if tie_rule_of(r) not in (None, tie_rule)]
     kept = [r for r in results if tie_rule_of(r) in (None, tie_rule)]
-    rules = sorted({tie_rule_of(r) for r in other})
+    rules = sorted({rule for r in other if (rule := tie_rule_of(r)) is not None})
     if other and not kept:
         raise DataError(
             f"no result of {benchmark} was computed with tie rule {tie_rule} (they used {', '.join(rules)})",

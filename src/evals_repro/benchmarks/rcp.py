@@ -45,8 +45,8 @@ def release_for(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> 
 
 def _image_bytes(cell) -> bytes | None:
     if isinstance(cell, dict):
-        return cell.get("bytes")
-    return cell if isinstance(cell, (bytes, bytearray)) else None
+        cell = cell.get("bytes")
+    return bytes(cell) if isinstance(cell, (bytes, bytearray)) else None
 
 
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:

@@ -372,8 +372,9 @@ def parse_item_params(path: Path) -> list[tuple[float, float]]:
         return None
 
     params: list[tuple[float, float]] = []
-    if isinstance(raw, dict) and pick(raw) and isinstance(pick(raw)[0], list):
-        gammas, betas = pick(raw)
+    columns = pick(raw) if isinstance(raw, dict) else None
+    if columns is not None and isinstance(columns[0], list):
+        gammas, betas = columns
         params = list(zip(gammas, betas))
     else:
         items = raw.get("items", raw.get("criteria")) if isinstance(raw, dict) else raw

@@ -44,7 +44,8 @@ class RerankedRetriever:
         self.reranker = reranker
         self.depth = int(depth)
         self.name = name or f"{first.name}+{reranker.name}@{self.depth}"
-        self.workers = max(1, int(workers or getattr(reranker, "workers", 4)))
+        chosen: int = workers or getattr(reranker, "workers", None) or 4
+        self.workers = max(1, int(chosen))
 
     @property
     def meaningful_depth(self) -> int:

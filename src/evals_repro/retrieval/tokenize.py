@@ -143,8 +143,8 @@ class Analyzer:
         stem_ids = _numbering()
         stems = self._stem(list(word_ids))
         type_to_stem = np.fromiter(map(stem_ids.__getitem__, stems), dtype=np.int32, count=len(stems))
-        words = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int32)
-        return TokenizedCorpus(type_to_stem[words], lengths, dict(stem_ids))
+        tokens = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int32)
+        return TokenizedCorpus(type_to_stem[tokens], lengths, dict(stem_ids))
 
     def query_terms(self, texts: Iterable[str], vocab: dict[str, int]) -> list[list[int]]:
         """Each query's stem ids in the corpus vocabulary, in query order; unknown stems are dropped."""

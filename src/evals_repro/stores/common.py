@@ -6,6 +6,7 @@ digest of the uploaded bytes (so a changed page is re-uploaded) and the title wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -148,7 +149,7 @@ def list_store_files(client: Any, call: Call, store_id: str) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
         if cursor:
             kwargs["after"] = cursor
-        page = call(lambda kw=kwargs: client.stores.files.list(store_id, **kw), "store file listing")
+        page = call(functools.partial(client.stores.files.list, store_id, **kwargs), "store file listing")
         for item in page.data:
             page_id = external_id_of(item)
             if page_id is not None:

@@ -121,10 +121,10 @@ class StoreUploader:
             entry = existing.get(page.id)
             metadata = entry.metadata if entry is not None and isinstance(entry.metadata, dict) else {}
             same = entry is not None and metadata.get("sha256") == payload.digest
-            if same and entry.status == "completed":
+            if entry is not None and same and entry.status == "completed":
                 summary.skipped += 1
                 continue
-            if same and entry.status not in TERMINAL:
+            if entry is not None and same and entry.status not in TERMINAL:
                 waiting[page.id] = entry.id  # still processing from an earlier run: only wait for it
             else:
                 work.append((page, payload))  # new, failed, cancelled or changed: upload (again)

@@ -58,7 +58,7 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
             f"{study_dir} holds no prepared study",
             f"run `evals-repro rerank-study prepare --study-dir {study_dir}` first",
         )
-    items = []
+    items: list[tuple[Candidate, dict[str, str]]] = []
     for entry in manifest["datasets"].values():
         path = candidates_path(study_dir, entry["benchmark"], entry["subset"])
         texts = read_texts(path)

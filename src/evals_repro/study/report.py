@@ -37,7 +37,8 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
     by_subset: dict[tuple[str, str], list] = defaultdict(list)
     for candidate, _ in items:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
-    answers: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
+    # (benchmark, subset) -> model -> request digest -> scores
+    answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
     for record in read_jsonl(Path(study_dir) / QUALITY):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
@@ -53,10 +54,10 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
             got = answers[(bench, subset)].get(model, {})
             if all(c.request_digest in got for c in candidates):
                 runs[model] = {c.query_id: dict(zip(c.ids, got[c.request_digest])) for c in candidates}
-        scores = {}
+        scores: dict[str, dict[str, float | None]] = {}
         for name in [BASELINE, *models]:
             if name in runs:
-                scores[name] = M.mean(M.evaluate(qrels, runs[name], STUDY_MEASURES))
+                scores[name] = dict(M.mean(M.evaluate(qrels, runs[name], STUDY_MEASURES)).items())
             else:
                 scores[name] = {m: None for m in STUDY_MEASURES}
         table.setdefault(bench, {})[subset] = {
@@ -92,8 +93,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
-        all_clusters = []
-        locations = set()
+        all_clusters: list[Cluster] = []
+        locations: set[str | None] = set()
         complete = True
         for bench in sorted(plan["queries"]):
             calls = benches.get(bench, {})
