@@ -3,7 +3,10 @@ required in CI: with CI=true a missing file fails the test instead of skipping i
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,12 @@ from fakehub import FakeHub, install_environment  # noqa: E402
 
 FAKE_HUB = FakeHub()
 FAKE_HUB_HOME = install_environment(FAKE_HUB)
+
+# ir_datasets reads IR_DATASETS_HOME when it is first imported (its datasets resolve their cache
+# folders at import): one session folder, pre-filled by tests/text_fixtures.py, removed at exit.
+IRDS_HOME = Path(tempfile.mkdtemp(prefix="evals-repro-irds-"))
+atexit.register(shutil.rmtree, IRDS_HOME, ignore_errors=True)
+os.environ["IR_DATASETS_HOME"] = str(IRDS_HOME)
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +61,26 @@ def fresh_provider_throttles():
     reset_throttles()
     yield
     reset_throttles()
+
+
+@pytest.fixture(scope="session")
+def irds_home() -> Path:
+    """The session's IR_DATASETS_HOME, filled with the msmarco-passage / TREC DL fixture."""
+    from text_fixtures import fill_irds_home
+
+    fill_irds_home(IRDS_HOME)
+    return IRDS_HOME
+
+
+@pytest.fixture
+def registered():
+    """Register test components for one test: `registered(METHODS, "scripted", scripted_method.build)`."""
+    added = []
+
+    def add(registry, name, factory, **details):
+        registry.register(name, **details)(factory)
+        added.append((registry, name))
+
+    yield add
+    for registry, name in added:
+        registry.unregister(name)

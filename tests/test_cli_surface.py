@@ -48,7 +48,7 @@ def test_every_option_and_argument_of_every_command_has_help():
     assert len(ALL_COMMANDS) > 10 and missing == []
 
 
-EXPECTED_EXIT_CODES = {0, 1, 2, 3, 130}
+EXPECTED_EXIT_CODES = {0, 1, 2, 3, 4, 130}
 
 
 def test_exit_codes_are_documented_in_help_and_readme(capsys):
@@ -70,14 +70,18 @@ def test_exit_codes_in_use(tmp_path, capsys):
     capsys.readouterr()
 
 
+TIE_RULES = {"group-mean", "doc-id", "input-order"}
 CHOICES = {
     ("run", "--setting"): {"monolingual", "crosslingual"},
     ("run", "--content"): {"markdown", "images"},
-    ("run", "--tie-rule"): {"group-mean", "doc-id"},
-    ("report", "--tie-rule"): {"group-mean", "doc-id"},
+    ("run", "--tie-rule"): TIE_RULES,
+    ("run", "--score-precision"): {"float32", "float64"},
+    ("report", "--tie-rule"): TIE_RULES,
     ("report", "--by"): {"query_type", "query_format", "content_type", "relevant_pages"},
-    ("evaluate", "--tie-rule"): {"group-mean", "doc-id"},
+    ("evaluate", "--tie-rule"): TIE_RULES,
+    ("evaluate", "--score-precision"): {"float32", "float64"},
     ("mixedbread-upload", "--parsing"): {"fast", "high_quality"},
+    ("answer", "--context"): {"text", "images", "hybrid"},
 }
 
 
@@ -93,17 +97,22 @@ def test_choices_are_enums_listed_in_help(command, option, capsys, monkeypatch):
 
 
 def test_choices_match_the_library():
+    from evals_repro.benchmarks.declaration import CONTENTS
     from evals_repro.breakdown import FIELDS
     from evals_repro.cli import options
-    from evals_repro.evaluation import CONTENTS, SETTINGS
-    from evals_repro.metrics.ndcg_float import TIE_RULES
+    from evals_repro.evaluation import SETTINGS
+    from evals_repro.metrics.protocol import SCORE_PRECISIONS, TIE_RULES
+    from evals_repro.pipeline import CONTENTS as PIPELINE_CONTENTS
     from evals_repro.stores.upload import PARSING
+    from evals_repro.vidore_paper.contexts import CONTEXTS
 
     assert [c.value for c in options.Setting] == list(SETTINGS)
-    assert [c.value for c in options.Content] == list(CONTENTS)
+    assert [c.value for c in options.Content] == list(CONTENTS) == list(PIPELINE_CONTENTS)
     assert [c.value for c in options.TieRule] == list(TIE_RULES)
+    assert [c.value for c in options.ScorePrecision] == list(SCORE_PRECISIONS)
     assert [c.value for c in options.BreakdownField] == list(FIELDS)
     assert {c.value for c in options.Parsing} == set(PARSING)
+    assert [c.value for c in options.AnswerContext] == list(CONTEXTS)
 
 
 @pytest.fixture(scope="module")

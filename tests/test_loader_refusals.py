@@ -8,12 +8,11 @@ import pytest
 
 import hub_fixtures as fx
 import scripted_method
-from evals_repro import methods
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks.declaration import parse_declaration
 from evals_repro.cli import main
 from evals_repro.errors import DataError, UsageError
-from evals_repro.methods import MethodEntry
+from evals_repro.registry import METHODS
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +21,8 @@ def hub(fake_hub):
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    entry = MethodEntry("scripted_method:build", "test method", contents=("markdown", "images"))
-    monkeypatch.setitem(methods.METHODS, "scripted", entry)
+def scripted(monkeypatch, registered):
+    registered(METHODS, "scripted", scripted_method.build, contents=("markdown", "images"))
     monkeypatch.setattr(scripted_method, "SCRIPT", {})
     monkeypatch.setattr(scripted_method, "FAIL_ON_SUBSET", set())
 

@@ -9,15 +9,23 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DataError
 
+# Query metadata fields every loader writes under these names (when the source has them), read by
+# `report --by`: query_type (a list: a query can be of several types), query_format, content_type,
+# relevant_pages (the number of relevant pages).
+QUERY_METADATA_FIELDS = ("query_type", "query_format", "content_type", "relevant_pages")
+
 # qid -> docid -> score: the pytrec_eval shape, used for runs, qrels and gains alike.
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 Gains = dict[str, dict[str, float]]
+# qid -> subtopic (nugget) -> docid -> judgment (>0: the document covers the subtopic); ndeval's qrels.
+SubtopicQrels = dict[str, dict[str, dict[str, int]]]
 
 
 @dataclass(frozen=True)
@@ -60,19 +68,25 @@ class Subset:
 
     `qrels` hold graded integer judgments (>0 relevant); `gains` optional float gains
     (RCP-nDCG). `source` records where the data came from (repo, revision, files) so
-    result files can pin it.
+    result files can pin it. `subtopics` holds nugget judgments for the diversity measures
+    (FreshStack); `changed_docs` maps a base query id to the documents whose judgment its
+    changed instruction flipped (FollowIR's `qrel_diff`, read by p-MRR).
     """
 
     benchmark: str
     name: str
     native_language: str
-    pages: list[Page]
+    # A list, or a `pagestore.PageStore` (a read-only Sequence[Page] on disk) for corpora too
+    # large for Page objects (MS MARCO); the store knows its fingerprint and its check facts.
+    pages: Sequence[Page]
     queries: list[Query]
     qrels: Qrels
     gains: Gains | None = None
     source: dict[str, Any] = field(default_factory=dict)
     # Optional per-query candidate pools (reranking views): qid -> ordered page ids.
     pools: dict[str, list[str]] | None = None
+    subtopics: SubtopicQrels | None = None
+    changed_docs: dict[str, list[str]] | None = None
 
     @property
     def languages(self) -> list[str]:
@@ -87,11 +101,19 @@ class Subset:
         wanted = set(languages)
         return [q for q in self.queries if q.language in wanted]
 
-    def page_by_id(self) -> dict[str, Page]:
+    def page_by_id(self) -> Mapping[str, Page]:
+        from .pagestore import PageStore
+
+        if isinstance(self.pages, PageStore):
+            return self.pages.by_id()
         return {page.id: page for page in self.pages}
 
     def fingerprint(self, with_images: bool = False) -> str:
         """Digest of the corpus content: changes whenever a page id, text or title changes."""
+        from .pagestore import PageStore
+
+        if isinstance(self.pages, PageStore):
+            return self.pages.fingerprint  # the same digest, computed once when the store was written
         digest = hashlib.sha256()
         for page in self.pages:
             digest.update(page.id.encode())
@@ -104,14 +126,46 @@ class Subset:
                 digest.update(hashlib.sha256(page.image).digest())
         return digest.hexdigest()
 
+    def digests(self) -> dict[str, str | None]:
+        """sha256 of each part the scores depend on, and `combined` (= `data_digest()`).
+
+        Query metadata is left out (it labels queries for reports, it does not change a score);
+        the instruction is in, since rerankers read it.
+        """
+        queries = hashlib.sha256()
+        for query in self.queries:
+            parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
+            queries.update(json.dumps(parts).encode())
+
+        def digest(obj: Any) -> str | None:
+            return None if obj is None else hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+        return {
+            "corpus": self.fingerprint(),
+            "queries": queries.hexdigest(),
+            "qrels": digest(self.qrels),
+            "gains": digest(self.gains),
+            "pools": digest(self.pools),
+            **({"subtopics": digest(self.subtopics)} if self.subtopics is not None else {}),
+            **({"changed_docs": digest(self.changed_docs)} if self.changed_docs is not None else {}),
+            "combined": self.data_digest(),
+        }
+
     def data_digest(self) -> str:
-        """Digest of corpus, queries and qrels: what a result or a study was computed on."""
+        """Digest of corpus, queries and qrels (and gains, pools, nugget judgments and changed documents
+        where present): what a result or a study was computed on."""
         digest = hashlib.sha256(self.fingerprint().encode())
         for query in self.queries:
-            digest.update(json.dumps([query.id, query.text, query.language]).encode())
+            parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
+            digest.update(json.dumps(parts).encode())
         digest.update(json.dumps(self.qrels, sort_keys=True).encode())
         if self.gains is not None:
             digest.update(json.dumps(self.gains, sort_keys=True).encode())
+        if self.pools is not None:
+            digest.update(json.dumps(self.pools, sort_keys=True).encode())
+        for extra in (self.subtopics, self.changed_docs):
+            if extra is not None:
+                digest.update(json.dumps(extra, sort_keys=True).encode())
         return digest.hexdigest()
 
 
@@ -164,14 +218,17 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
     scored, as in trec_eval), pages with empty text and no image (kept in the corpus).
     """
+    from .pagestore import PageStore
+
     result = CheckResult(subset.name)
-    page_ids = [p.id for p in subset.pages]
+    store = subset.pages if isinstance(subset.pages, PageStore) else None
+    page_ids = [] if store is not None else [p.id for p in subset.pages]
     query_ids = [q.id for q in subset.queries]
-    result.add("no_pages", ["<corpus>"] if not page_ids else [])
+    result.add("no_pages", ["<corpus>"] if not len(subset.pages) else [])
     result.add("no_queries", ["<queries>"] if not query_ids else [])
-    result.add("duplicate_page_ids", _duplicates(page_ids))
+    result.add("duplicate_page_ids", store.duplicate_ids if store is not None else _duplicates(page_ids))
     result.add("duplicate_query_ids", _duplicates(query_ids))
-    known_pages = set(page_ids)
+    known_pages: Any = store if store is not None else set(page_ids)
     known_queries = set(query_ids)
     result.add("qrels_unknown_query", sorted(q for q in subset.qrels if q not in known_queries))
     result.add(
@@ -180,8 +237,12 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     )
     positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
     result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
-    # A page image is content too: only a page with neither text nor image is empty.
-    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip() and p.image is None])
+    if store is not None:  # facts recorded when the store was written (ids of the first 1,000; text-only pages)
+        result.add("empty_page_text", store.empty_ids)
+        if store.n_empty:
+            result.counts["empty_page_text"] = store.n_empty
+    else:  # a page image is content too: only a page with neither text nor image is empty
+        result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip() and p.image is None])
     if subset.gains is not None:
         bad = [
             f"{q}/{d}"
@@ -200,11 +261,3 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
             "fix the source data or pick another revision",
         )
     return result
-
-
-def ranked(scores: dict[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
-    """Order one query's scores the trec_eval way: score descending (compared as float32, as
-    trec_eval holds them), then doc id descending."""
-    from .metrics.ranking import trec_ranked
-
-    return trec_ranked(scores, top_k)

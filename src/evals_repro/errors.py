@@ -2,7 +2,7 @@
 
 The CLI prints `error: <message> (<hint>)` and exits non-zero; `--verbose` adds the traceback.
 Exit codes (documented in the README and `evals-repro --help`): 0 success, 1 unexpected error,
-2 usage/data/configuration error, 3 provider error, 130 interrupted.
+2 usage/data/configuration error, 3 provider error, 4 some subsets of a run failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ EXIT_OK = 0
 EXIT_UNEXPECTED = 1
 EXIT_USAGE = 2
 EXIT_PROVIDER = 3
+EXIT_SUBSETS_FAILED = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -45,6 +46,19 @@ class ProviderError(EvalsError):
 
 class ConfigurationError(EvalsError):
     """A missing key or an unusable environment (no Hub access, store not uploaded)."""
+
+
+class SubsetsFailed(EvalsError):
+    """Some subsets of a run failed; the others' results were written. Each failure is listed."""
+
+    exit_code = EXIT_SUBSETS_FAILED
+
+    def __init__(self, failures) -> None:
+        listed = "; ".join(f"{f.subset}: {f.reason}" for f in failures)
+        super().__init__(
+            f"{len(failures)} subset(s) failed ({listed})",
+            "fix what each names, then rerun with --resume to run only those",
+        )
 
 
 def choices(values) -> str:

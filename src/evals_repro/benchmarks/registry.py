@@ -1,27 +1,21 @@
 """Find declarations, resolve `--benchmark NAME|PATH`, and dispatch to the declared loader.
 
-Loaders are referenced as `module:function` strings so that `datasets` and friends are
-imported only when a benchmark that needs them is loaded.
+Loaders register their layout names beside their code (`@LOADERS.register("beir")`); loader
+modules import `datasets` and friends inside functions, so only a benchmark that needs them pays.
 """
 
 from __future__ import annotations
 
-import importlib
+import logging
 import os
 from pathlib import Path
 
 from ..data import Subset, check_subset
 from ..errors import UsageError, choices
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
-# Loader kind -> "module:function(declaration, subset_name, options) -> Subset".
-LOADERS: dict[str, str] = {
-    "beir": "evals_repro.benchmarks.beir:load",
-    "vidore-raw": "evals_repro.benchmarks.vidore:load",
-    "mteb": "evals_repro.benchmarks.mteb:load",
-    "miracl-vision": "evals_repro.benchmarks.miracl:load",
-    "rcp": "evals_repro.benchmarks.rcp:load",
-}
+log = logging.getLogger(__name__)
 
 USER_FOLDER_LANGUAGE = "english"
 
@@ -99,15 +93,37 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     """Load one subset through its declared loader and run the consistency checks."""
     options = options or LoadOptions()
     decl.subset(name)
-    target = LOADERS.get(decl.loader)
-    if target is None:
+    # A subset may name its own loader (the `text` benchmark mixes Hub and ir_datasets subsets).
+    kind = str(decl.subset_source(name).get("loader") or decl.loader)
+    entry = LOADERS.get(kind)
+    if entry is None:
         raise UsageError(
-            f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
-            f"choose from {choices(sorted(LOADERS))}",
+            f"benchmark {decl.name}: unknown loader '{kind}' in {decl.origin}",
+            f"choose from {choices(LOADERS.names())}",
         )
-    module_name, func_name = target.split(":")
-    loader = getattr(importlib.import_module(module_name), func_name)
-    subset = loader(decl, name, options)
+    if any(decl.subset_source(s).get("gated") for s in decl.subset_names):
+        from .hub import require_access
+
+        require_access(decl)
+    subset = entry.factory(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
+    for note in subset.source.get("notes", []):
+        log.warning(note)
     return subset
+
+
+def subset_counts(subset: Subset) -> dict[str, int]:
+    """What a subset holds (recorded by the study per dataset): queries, pages, judgments, positives,
+    nugget and changed-document counts where the subset has them."""
+    counts = {
+        "queries": len(subset.queries),
+        "pages": len(subset.pages),
+        "judgments": sum(len(docs) for docs in subset.qrels.values()),
+        "relevant": sum(1 for docs in subset.qrels.values() for grade in docs.values() if grade > 0),
+    }
+    if subset.subtopics is not None:
+        counts["subtopics"] = sum(len(nuggets) for nuggets in subset.subtopics.values())
+    if subset.changed_docs is not None:
+        counts["changed_docs"] = sum(len(docs) for docs in subset.changed_docs.values())
+    return counts

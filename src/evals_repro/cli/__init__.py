@@ -33,7 +33,7 @@ def given_options(**values) -> dict:
     return {key: value for key, value in values.items() if value is not None}
 
 
-GROUPS = ("rerank-study", "rcp")  # commands with subcommands
+GROUPS = ("rerank-study", "rcp", "grounding")  # commands with subcommands
 
 
 def package_version() -> str:

@@ -1,6 +1,6 @@
 """What every command's options share: the fixed choices (shown in `--help`), list parsing, exit codes.
 
-The choices mirror the library's own tuples (`evaluation.SETTINGS`, `metrics.ndcg_float.TIE_RULES`,
+The choices mirror the library's own tuples (`evaluation.SETTINGS`, `metrics.protocol.TIE_RULES`,
 `breakdown.FIELDS`, ...); tests/test_cli_surface.py keeps them equal. They are spelled out here, not
 imported, so that `--help` imports nothing heavy.
 """
@@ -30,6 +30,14 @@ class TieRule(StrEnum):
 
     group_mean = "group-mean"
     doc_id = "doc-id"
+    input_order = "input-order"
+
+
+class ScorePrecision(StrEnum):
+    """How scores are compared: trec_eval 9.x / pytrec_eval (float32) or trec_eval 10.x (float64)."""
+
+    float32 = "float32"
+    float64 = "float64"
 
 
 class BreakdownField(StrEnum):
@@ -39,6 +47,14 @@ class BreakdownField(StrEnum):
     query_format = "query_format"
     content_type = "content_type"
     relevant_pages = "relevant_pages"
+
+
+class AnswerContext(StrEnum):
+    """How `answer` shows context pages to the generator."""
+
+    text = "text"
+    images = "images"
+    hybrid = "hybrid"
 
 
 class Parsing(StrEnum):
@@ -75,6 +91,7 @@ EXIT_CODES = {
     2: "usage, data or configuration error (bad option, unknown name, missing or garbled file, missing key, "
     "no Hub access)",
     3: "provider error (a hosted API refused the request or failed after retries)",
+    4: "some subsets of a run failed (the others' results are written; each failure is listed)",
     130: "interrupted (finished subsets and records are kept; rerun with --resume)",
 }
 EPILOG = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + "."

@@ -8,9 +8,12 @@ from typing import Optional
 import typer
 
 from . import app, given_options
-from .options import LIST_HELP, BreakdownField, Content, Setting, TieRule, split_list, value_of
+from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
-TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) or doc-id (trec_eval's)."
+STATUSES = ("written", "rescored", "skipped", "failed")
+TIE_RULE_HELP = (
+    "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
+)
 RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
 
 
@@ -39,9 +42,16 @@ def run_command(
     ),
     language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
     tie_rule: TieRule = typer.Option(TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP),
+    score_precision: ScorePrecision = typer.Option(
+        ScorePrecision.float32,
+        "--score-precision",
+        help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
+    ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
-    rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
+    rerank_top_k: Optional[int] = typer.Option(
+        None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
+    ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, help="Concurrent API requests per provider."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
@@ -63,14 +73,13 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..metrics.protocol import check_tie_rule
     from ..progress import console
 
-    if rerank:
-        method = f"{method}+{rerank}@{rerank_depth}"
     options = {
         "workers": workers,
-        "rerank_top_k": rerank_top_k,
         **given_options(
+            rerank_top_k=rerank_top_k,
             timeout=timeout,
             max_attempts=max_attempts,
             store_prefix=store_prefix,
@@ -101,21 +110,27 @@ def run_command(
         revision=revision,
         measures=split_list(measure),
         language=language,
-        tie_rule=value_of(tie_rule),
+        tie_rule=check_tie_rule(value_of(tie_rule)),
+        score_precision=value_of(score_precision),
+        rerank=rerank,
+        rerank_depth=rerank_depth,
         options=options,
     )
     summary = run_benchmark(
         request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
     )
-    written = sum(o.status == "written" for o in summary.outcomes)
-    skipped = len(summary.outcomes) - written
+    counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
+    shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     console.print(
-        f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
-        f"spent: {summary.usage.summary()}",
+        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {summary.usage.summary()}",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
+    if summary.failures:
+        from ..errors import SubsetsFailed
+
+        raise SubsetsFailed(summary.failures)
 
 
 @app.command("report")
@@ -130,8 +145,8 @@ def report_command(
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
     decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
-    by: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
-    tie_rule: TieRule = typer.Option(
+    by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
+    rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
 ) -> None:
@@ -144,18 +159,26 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
-    rule = value_of(tie_rule)
-    check_tie_rule(rule)
+    tie_rule = check_tie_rule(value_of(rule_choice))
+    by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report
 
-        text = breakdown_report(results_dir, decl.name, value_of(by), measure, first_stage_only, decimals, rule)
+        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            atomic_write_text(output, text)
+            fmt = "csv" if output.suffix == ".csv" else "markdown"
+            atomic_write_text(
+                output,
+                text
+                if fmt == "markdown"
+                else breakdown_report(
+                    results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule, fmt="csv"
+                ),
+            )
         return
-    tables, notes = declared_report(results_dir, decl, measure, first_stage_only, rule)
+    tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)

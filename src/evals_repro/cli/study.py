@@ -62,14 +62,14 @@ def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
 @study_app.command("prepare")
 def prepare_command(
     benchmark: list[str] = typer.Option(
-        ["all"], "--benchmark", "-b", help=f"Benchmarks ('all' = every study benchmark); {LIST_HELP}."
+        ["all"], "--benchmark", "-b", help=f"'all' = the study's seven groups (every [study] benchmark); {LIST_HELP}."
     ),
     subsets: Optional[list[str]] = typer.Option(
         None, "--subsets", "-s", help=f"Subsets (default: all of each benchmark); {LIST_HELP}."
     ),
     study_dir: Path = STUDY_DIR,
     first_stage: Optional[str] = typer.Option(
-        None, "--first-stage", help="The first stage that freezes candidates (default: bm25; vidore-v3: its stores)."
+        None, "--first-stage", help="ViDoRe's first stage: mixedbread-markdown (declared) or bm25."
     ),
     cache_dir: Path = CACHE_DIR,
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
@@ -95,6 +95,12 @@ def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to score; {LIST_HELP}."
+    ),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
+    ),
     quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
     voyage_tpm: Optional[int] = VOYAGE_TPM,
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
@@ -110,6 +116,8 @@ def quality_command(
             models=_models(models, ctx.args),
             workers=quality_workers,
             cache_dir=cache_dir,
+            first_stage=first_stage,
+            benchmarks=split_list(benchmark) or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
     )
@@ -121,7 +129,10 @@ def latency_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    samples: int = typer.Option(20, help="Timed queries per benchmark."),
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to time; {LIST_HELP}."
+    ),
+    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42, help="Seed of the query sample (the same seed times the same queries)."),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
@@ -142,6 +153,7 @@ def latency_command(
             seed=seed,
             host_location=host_location,
             cache_dir=cache_dir,
+            benchmarks=split_list(benchmark) or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
     )

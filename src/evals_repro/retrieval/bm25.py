@@ -1,7 +1,11 @@
 """BM25 (`bm25`): bm25s with Lucene scoring, k1 = 1.5, b = 0.75, the corpus language's Snowball stemmer.
 
-Pages with a title are indexed as `title + "\\n" + text`. Queries are analysed with the corpus
+Pages are indexed in the renderer's `plain` style (title, blank line, text). Queries are analysed with the corpus
 language's stemmer whatever their own language, since only corpus stems can match. No stopwords.
+
+The corpus is streamed into the index a chunk at a time (a `PageStore` corpus is never loaded whole),
+the index is cached under its settings' digest (corpus fingerprint included) and served memory-mapped,
+also right after it was built, so an 8.8M-passage index costs its page cache, not its size in RAM.
 
 Rankings follow the trec_eval order (score descending, then page id descending). bm25s breaks ties
 arbitrarily, so each query fetches past k, and fetches further while the k-th score equals the
@@ -14,17 +18,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..data import Page, Query, Run, Subset, ranked
+from ..context import MethodContext
+from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..metrics.ranking import trec_ranked as ranked
 from ..progress import progress_bar
-from .base import MethodContext
-from .bm25_index import INDEX_FORMAT, build_scores, load_index, save_index
-from .tokenize import TOKENIZER_VERSION, Analyzer, stemmer_name
+from ..registry import METHODS
+from ..rendering import PageStyle, page_text
+from ..rendering import describe as describe_style
+from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index, staging_dir
+from .tokenize import TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
 K1 = 1.5
 B = 0.75
@@ -32,9 +41,7 @@ METHOD = "lucene"
 QUERY_BATCH = 256
 
 
-def page_text(page: Page) -> str:
-    """What BM25 indexes for a page: the title (MIRACL-VISION's "prefixed text") then the text."""
-    return f"{page.title}\n{page.text}" if page.title else page.text
+PAGE_STYLE = PageStyle.PLAIN  # the title (MIRACL-VISION's "prefixed text"), then the text
 
 
 def numba_available() -> bool:
@@ -68,8 +75,28 @@ def tie_safe_fetch(top_k: int, n_docs: int) -> int:
     return min(n_docs, top_k + max(16, top_k // 2))
 
 
+def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
+    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk."""
+    from ..pagestore import PageStore
+
+    if isinstance(subset.pages, PageStore):
+        yield from subset.pages.iter_texts(chunk)
+        return
+    pages = subset.pages
+    for start in range(0, len(pages), chunk):
+        yield [page_text(p, PAGE_STYLE) for p in pages[start : start + chunk]]
+
+
+def subset_page_ids(subset: Subset) -> PageIds:
+    from ..pagestore import PageStore
+
+    if isinstance(subset.pages, PageStore):
+        return PageIds(np.asarray(subset.pages.id_array()))
+    return PageIds.from_strings([p.id for p in subset.pages])
+
+
 class _LoadedIndex:
-    def __init__(self, retriever, page_ids: list[str], analyzer: Analyzer, cache_hit: bool, key: str):
+    def __init__(self, retriever, page_ids: PageIds, analyzer: Analyzer, cache_hit: bool, key: str):
         self.retriever = retriever
         self.page_ids = page_ids
         self.analyzer = analyzer
@@ -121,26 +148,38 @@ class BM25Retriever:
             retriever, page_ids = loaded
             index = _LoadedIndex(retriever, page_ids, analyzer, cache_hit=True, key=key)
         else:
-            retriever, page_ids = self._build(subset, analyzer)
-            save_index(directory, retriever, page_ids, settings)
+            self._indexes = {}  # free the previous corpus's index before building the next
+            staging = staging_dir(directory)
+            retriever = self._build(subset, analyzer, staging)
+            save_index(directory, retriever, subset_page_ids(subset), settings, staging=staging)
+            del retriever  # serve from the saved, memory-mapped copy, like every later run
+            loaded = load_index(directory, settings, self.backend)
+            if loaded is None:
+                raise OSError(f"BM25 index {directory} could not be read back after writing")
+            retriever, page_ids = loaded
             index = _LoadedIndex(retriever, page_ids, analyzer, cache_hit=False, key=key)
         self._indexes = {key: index}  # keep one corpus in memory at a time
         return index
 
-    def _build(self, subset: Subset, analyzer: Analyzer):
+    def _build(self, subset: Subset, analyzer: Analyzer, spill_dir: Path):
+        """Stream the corpus through the tokenizer into the two-pass scores builder."""
         import bm25s
 
-        pages = subset.pages
-        with progress_bar(f"BM25 tokenising {subset.name}", len(pages)) as bar:
-            tokens = analyzer.tokenize_corpus([page_text(p) for p in pages], on_chunk=bar.advance)
+        tokenizer = CorpusTokenizer(analyzer)
+        builder = ScoresBuilder(self.k1, self.b, spill_dir=spill_dir)
+        with progress_bar(f"BM25 tokenising {subset.name}", len(subset.pages)) as bar:
+            for texts in page_text_chunks(subset):
+                builder.add(*tokenizer.add(texts))
+                bar.advance(len(texts))
         with progress_bar(f"BM25 indexing {subset.name}", 1) as bar:
+            vocab = tokenizer.vocab
             retriever = bm25s.BM25(k1=self.k1, b=self.b, method=METHOD, backend=self.backend)
-            retriever.scores = build_scores(tokens, self.k1, self.b)
-            retriever.vocab_dict = tokens.vocab
-            retriever.unique_token_ids_set = set(tokens.vocab.values())
+            retriever.scores = builder.finish(len(vocab))
+            retriever.vocab_dict = vocab
+            retriever.unique_token_ids_set = set(vocab.values())
             retriever.nonoccurrence_array = None
             bar.advance()
-        return retriever, [p.id for p in pages]
+        return retriever
 
     # -- retrieval -------------------------------------------------------------------------
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
@@ -210,10 +249,12 @@ class BM25Retriever:
             "stopwords": None,
             "tokenizer": f"regex {TOKENIZER_VERSION}, lower-cased, Snowball stemmer of the corpus language",
             "backend": self.backend,
+            "rendering": describe_style(PAGE_STYLE),
             **self._last,
         }
 
 
+@METHODS.register("bm25", description="BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)")
 def build(name: str, ctx: MethodContext) -> BM25Retriever:
     if ctx.content == "images":
         raise UsageError(

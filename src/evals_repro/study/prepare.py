@@ -1,26 +1,34 @@
 """`rerank-study prepare`: retrieve the top 100 per native-language query once and freeze it.
 
 Every reranker later scores exactly these candidates, so quality differences come from the
-rerankers alone. ViDoRe-like benchmarks may declare `study_first_stage` (e.g. a Markdown store);
-everything else uses BM25, whose index is cached by corpus and implementation fingerprint.
+rerankers alone. A benchmark's `[study]` table names its first stage (ViDoRe: a Markdown store;
+everything else BM25, whose index is cached by corpus and implementation fingerprint) and the
+first stages `--first-stage` may pick for it.
+
+The first stage retrieves with the query text alone; queries sharing a text (FollowIR's two
+instruction variants) are retrieved once and share their candidates. The reranker reads the
+text and the instruction (`Query.reranker_text`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..benchmarks import LoadOptions, get_benchmark, list_benchmarks, load_subset
-from ..benchmarks.declaration import BenchmarkDeclaration
-from ..benchmarks.registry import resolve_subsets
-from ..data import ranked
+from ..benchmarks.declaration import BenchmarkDeclaration, StudySettings
+from ..benchmarks.registry import resolve_subsets, subset_counts
+from ..context import MethodContext
 from ..errors import UsageError, choices
 from ..evaluation import package_versions
-from ..methods import build, resolve
+from ..pipeline import PipelineSpec
 from ..progress import progress_bar
-from ..retrieval.base import MethodContext
+from ..rendering import page_text, query_text
+from ..rerankers.pipeline import PAGE_STYLE
+from ..runs import ordered, write_trec_run
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
@@ -41,13 +49,8 @@ class PrepareRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def page_text(page) -> str:
-    """What a reranker reads for a page: the title line (when the benchmark has titles), then the text."""
-    return f"{page.title}\n{page.text}" if page.title else page.text
-
-
 def study_benchmarks(names: list[str]) -> list[BenchmarkDeclaration]:
-    if names in (["all"], []):
+    if is_all(names):
         declared = [d for d in list_benchmarks() if d.study]
         if not declared:
             raise UsageError("no benchmark is declared with study = true", "name one with --benchmark")
@@ -55,19 +58,68 @@ def study_benchmarks(names: list[str]) -> list[BenchmarkDeclaration]:
     return [get_benchmark(name) for name in names]
 
 
+def is_all(names: list[str]) -> bool:
+    return names in (["all"], [])
+
+
+def settings_of(decl: BenchmarkDeclaration) -> StudySettings:
+    """The benchmark's `[study]` settings; a benchmark named without one takes the defaults."""
+    return decl.study_settings or StudySettings(group=decl.name)
+
+
+def first_stages(decls: list[BenchmarkDeclaration], override: str | None, named: bool) -> dict[str, str]:
+    """The first stage per benchmark. `--first-stage` applies to every benchmark named on the
+    command line; with `all`, only to those whose `[study] first_stages` list it."""
+    chosen = {d.name: settings_of(d).first_stage for d in decls}
+    if override is None:
+        return chosen
+    takers = [d.name for d in decls if named or override in settings_of(d).first_stages]
+    if not takers:
+        allowed = sorted({f for d in decls for f in settings_of(d).first_stages})
+        raise UsageError(
+            f"--first-stage {override} is not a first stage of any study benchmark",
+            f"choose from {choices(allowed)} (or name the benchmark with --benchmark)",
+        )
+    chosen.update(dict.fromkeys(takers, override))
+    return chosen
+
+
 def first_stage_for(decl: BenchmarkDeclaration, override: str | None) -> str:
-    return override or decl.extra.get("study_first_stage") or DEFAULT_FIRST_STAGE
+    return override or settings_of(decl).first_stage or DEFAULT_FIRST_STAGE
 
 
-def prepare(request: PrepareRequest) -> dict[str, Any]:
+def study_entry(decl: BenchmarkDeclaration) -> dict[str, Any]:
+    """What the quality, latency and report stages read of the declaration, recorded per dataset."""
+    from .scoring import check_measures
+
+    settings = settings_of(decl)
+    check_measures(settings.measures)
+    return {
+        "group": settings.group,
+        "measure": settings.measure,
+        "measures": list(settings.measures),
+        "first_stages": list(settings.first_stages),
+        "latency_unit": settings.latency_unit,
+    }
+
+
+def prepare(request: PrepareRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Freeze candidates for every requested subset; returns the manifest."""
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     decls = study_benchmarks(request.benchmarks)
     if request.subsets and len(decls) != 1:
         raise UsageError(
             "--subsets needs exactly one --benchmark", f"add --benchmark, one of {choices(d.name for d in decls)}"
         )
-    with study_writer(study_dir, log.info) as command:
+    firsts = first_stages(decls, request.first_stage, named=not is_all(request.benchmarks))
+    for decl in decls:  # a bad [study] measure stops before any work
+        study_entry(decl)
+    from ..benchmarks.hub import require_access
+
+    for decl in decls:  # a gated source without a token stops before anything is retrieved
+        require_access(decl)
+    with study_writer(study_dir, echo) as command:
         manifest = load_manifest(study_dir) or {}
         protocol = {"version": PROTOCOL_VERSION, "top_k": TOP_K, "query_languages": "native"}
         require_same(study_dir, "the protocol", manifest.get("protocol"), protocol)
@@ -75,13 +127,18 @@ def prepare(request: PrepareRequest) -> dict[str, Any]:
         manifest.setdefault("datasets", {})
         manifest["versions"] = package_versions()
         manifest["host"] = host_description(manifest.get("host", {}).get("location"))
+        # The groups the overall table expects (blank until each is complete).
+        suite = manifest.setdefault("suite", [])
+        for group in (settings_of(d).group for d in decls):
+            if group not in suite:
+                suite.append(group)
         with recorded_session(study_dir, manifest, command) as outcome:
             for decl in decls:
-                first = first_stage_for(decl, request.first_stage)
+                first = firsts[decl.name]
                 ctx = MethodContext(benchmark=decl.name, cache_dir=Path(request.cache_dir), options=request.options)
-                retriever = build(resolve(first), ctx)
+                retriever = PipelineSpec.parse(first).build(ctx)
                 for name in resolve_subsets(decl, request.subsets):
-                    _prepare_subset(study_dir, manifest, decl, name, first, retriever)
+                    _prepare_subset(study_dir, manifest, decl, name, first, retriever, echo)
                     save_manifest(study_dir, manifest)
             outcome["status"] = "completed"
     return manifest
@@ -94,6 +151,7 @@ def _prepare_subset(
     name: str,
     first: str,
     retriever,
+    echo: Callable[[str], None],
 ) -> None:
     key = f"{decl.name}/{name}"
     subset = load_subset(decl, name, LoadOptions())
@@ -101,6 +159,7 @@ def _prepare_subset(
         "benchmark": decl.name,
         "subset": name,
         "first_stage": first,
+        "study": study_entry(decl),
         "data_digest": subset.data_digest(),
         "revision": subset.source.get("revision"),
         "source": {k: v for k, v in subset.source.items() if k not in ("origin", "checks")},
@@ -115,33 +174,55 @@ def _prepare_subset(
             {k: entry[k] for k in ("data_digest", "first_stage")},
         )
         if path.exists() and len(read_candidates(path, decl.name, name)) == len(stored.get("query_ids", [])):
-            log.info(f"{key}: candidates already frozen ({path}), kept")
+            echo(f"{key}: candidates already frozen ({path}), kept")
             return
     queries = [
         q
         for q in subset.queries_in([subset.native_language])
         if any(s > 0 for s in subset.qrels.get(q.id, {}).values())
     ]
-    with progress_bar(f"{key}: first stage ({first})", len(queries)) as bar:
-        run = retriever.run(subset, queries, TOP_K)
-        bar.advance(len(queries))
-    texts = {page.id: page_text(page) for page in subset.pages}
+    # One retrieval per distinct text: the variants of an instruction pair share their candidates.
+    first_of_text: dict[str, str] = {}
+    for query in queries:
+        first_of_text.setdefault(query.text, query.id)
+    distinct = [q for q in queries if first_of_text[q.text] == q.id]
+    with progress_bar(f"{key}: first stage ({first})", len(distinct)) as bar:
+        run = retriever.run(subset, distinct, TOP_K)
+        bar.advance(len(distinct))
+    # The frozen candidates go through the saved-run writer, so they are exactly a `run`'s ranking.
+    frozen = {q.id: dict(ordered(run.get(first_of_text[q.text], {}))[:TOP_K]) for q in queries}
+    write_trec_run(path.with_name(f"{name}.run.gz"), frozen, first)
+    texts = {page.id: page_text(page, PAGE_STYLE) for page in subset.pages}
     records = []
     for query in sorted(queries, key=lambda q: q.id):
-        top = ranked(run.get(query.id, {}), TOP_K)
+        top = ordered(frozen[query.id])
         records.append(
             Candidate.make(
                 decl.name,
                 name,
                 query.id,
-                query.text,
+                query_text(query, reranker=True),
                 [d for d, _ in top],
                 [float(s) for _, s in top],
                 texts,
                 dict(subset.qrels[query.id]),
+                candidate_extra(subset, query),
             )
         )
     entry["candidates_digest"] = write_candidates(path, records, texts)
+    entry["counts"] = subset_counts(subset)
     entry["query_ids"] = [r.query_id for r in records]
     manifest["datasets"][key] = entry
-    log.info(f"{key}: {len(records)} queries frozen with {first} -> {path}")
+    echo(f"{key}: {len(records)} queries frozen with {first} -> {path}")
+
+
+def candidate_extra(subset, query) -> dict[str, Any]:
+    """What measures beyond the qrels need for this query: nuggets, or its instruction pair."""
+    extra: dict[str, Any] = {}
+    if subset.subtopics is not None:
+        extra["subtopics"] = subset.subtopics.get(query.id, {})
+    pair = query.metadata.get("pair")
+    if pair is not None and subset.changed_docs is not None:
+        extra.update(pair=str(pair), variant=query.metadata.get("variant"))
+        extra["changed_docs"] = list(subset.changed_docs.get(str(pair), []))
+    return extra

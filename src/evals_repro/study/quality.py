@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,47 @@ class QualityRequest:
     workers: int = 2
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
+    # The first stage whose candidates the models rerank, for benchmarks that allow several (ViDoRe:
+    # bm25 or mixedbread-markdown); checked against what `prepare` froze. None: what was frozen.
+    first_stage: str | None = None
+    # Benchmarks (or study groups) to score now; "all" = every prepared one.
+    benchmarks: list[str] = field(default_factory=lambda: ["all"])
+
+
+def select_items(manifest: dict, items: list, names: list[str], study_dir: Path) -> list:
+    """The prepared items of the named benchmarks or study groups ("all": every one)."""
+    if names in (["all"], []):
+        return items
+    groups = {e["benchmark"]: e.get("study", {}).get("group", e["benchmark"]) for e in manifest["datasets"].values()}
+    unknown = [n for n in names if n not in groups and n not in groups.values()]
+    if unknown:
+        raise UsageError(
+            f"--benchmark {unknown[0]} is not prepared in {study_dir}",
+            f"choose from all, {', '.join(sorted(set(groups) | set(groups.values())))}",
+        )
+    wanted = set(names)
+    return [(c, t) for c, t in items if c.benchmark in wanted or groups.get(c.benchmark) in wanted]
+
+
+def check_first_stage(study_dir: Path, manifest: dict, first_stage: str | None, echo: Callable[[str], None]) -> None:
+    """Say which first stage each multi-first-stage benchmark uses; refuse one that differs from the request."""
+    chosen: dict[str, set[str]] = {}
+    for entry in manifest["datasets"].values():
+        allowed = entry.get("study", {}).get("first_stages") or [entry["first_stage"]]
+        if len(allowed) > 1 or (first_stage is not None and first_stage in allowed):
+            chosen.setdefault(entry["benchmark"], set()).add(entry["first_stage"])
+    if first_stage is not None and not chosen:
+        raise UsageError(
+            f"--first-stage {first_stage}: no prepared benchmark in {study_dir} can use it",
+            "drop --first-stage, or prepare with it",
+        )
+    for bench, firsts in sorted(chosen.items()):
+        if first_stage is not None and firsts != {first_stage}:
+            raise UsageError(
+                f"{bench} candidates in {study_dir} were frozen with {', '.join(sorted(firsts))}, not {first_stage}",
+                f"run `evals-repro rerank-study prepare --first-stage {first_stage}` in a new --study-dir",
+            )
+        echo(f"quality: {bench} reranks its {', '.join(sorted(firsts))} candidates")
 
 
 def model_config(model: StudyModel, options: dict[str, Any]) -> dict[str, Any]:
@@ -66,14 +108,17 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
     return manifest, items
 
 
-def run_quality(request: QualityRequest) -> dict[str, int]:
+def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     if request.workers < 1:
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
     models = parse_models(request.models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
-    with study_writer(study_dir, log.info) as command:
+    with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
+        items = select_items(manifest, items, request.benchmarks, study_dir)
+        check_first_stage(study_dir, manifest, request.first_stage, echo)
         configs = manifest.setdefault("models", {})
         for model in models:
             require_same(
@@ -88,7 +133,7 @@ def run_quality(request: QualityRequest) -> dict[str, int]:
         )
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
         with recorded_session(study_dir, manifest, command) as outcome:
-            counts = _score_all(study_dir, models, items, request, options)
+            counts = _score_all(study_dir, models, items, request, options, echo)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -99,6 +144,7 @@ def _score_all(
     items,
     request: QualityRequest,
     options: dict[str, Any],
+    echo: Callable[[str], None],
 ) -> dict[str, int]:
     done = completed_requests(study_dir)
     todo: dict[str, list[tuple[StudyModel, Candidate, dict[str, str]]]] = {}
@@ -110,7 +156,7 @@ def _score_all(
                 continue
             todo.setdefault(model.provider, []).append((model, candidate, texts))
     total = sum(len(v) for v in todo.values())
-    log.info(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
+    echo(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
     counts = {"sent": 0, "failed": 0, "reused": reused}
     write_lock = threading.Lock()
     local = threading.local()
@@ -151,7 +197,7 @@ def _score_all(
                 counts["sent"] += 1
                 if record["status"] != "ok":
                     counts["failed"] += 1
-                    log.info(
+                    echo(
                         f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
                         f"{record['query_id']} failed: {record['error']}"
                     )
@@ -159,5 +205,5 @@ def _score_all(
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
-    log.info(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
+    echo(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
     return counts

@@ -1,0 +1,236 @@
+"""`evals-repro grounding agreement|predict`, `evals-repro answer`, `evals-repro answer-report`:
+ViDoRe v3 evaluated as its paper does (annotator agreement, visual grounding, judged answers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from .options import LIST_HELP, AnswerContext, split_list, value_of
+
+grounding_app = typer.Typer(
+    help="ViDoRe v3 visual grounding: annotator agreement (offline) and model boxes.", no_args_is_help=True
+)
+app.add_typer(grounding_app, name="grounding")
+
+OUT_DIR = typer.Option(Path("results/vidore-v3-paper"), "--out-dir", help="Where results are written.")
+LANGUAGE_HELP = "Query language to evaluate (default: each domain's native language)."
+BENCHMARK = typer.Option("vidore-v3", "--benchmark", "-b", help="The ViDoRe v3 benchmark declaration to read.")
+SUBSETS = typer.Option(None, "--subsets", "-s", help=f"Domains (default: all); {LIST_HELP}.")
+CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and page caches.")
+GEMINI_TPM = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute.")
+GEMINI_RPM = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute.")
+GEMINI_INTERVAL = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls.")
+OPENAI_TPM = typer.Option(None, "--openai-tpm", help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).")
+OPENAI_RPM = typer.Option(None, "--openai-rpm", help="OpenAI-compatible requests per minute; 0 = no budget.")
+OPENAI_INTERVAL = typer.Option(None, "--openai-interval", help="Seconds between OpenAI-compatible calls.")
+
+
+def _fail_if_incomplete(result: dict, what: str) -> None:
+    """Missing calls failed at the provider (they are retried by a rerun): exit 3, as every provider failure."""
+    from ..errors import ProviderError
+
+    if not result["complete"]:
+        missing = result.get("missing")
+        raise ProviderError(
+            f"{what} incomplete" + (f": {missing} call(s) missing" if missing else ""),
+            "rerun the same command: it retries only those",
+        )
+
+
+def _echo(line: str) -> None:
+    from ..progress import console
+
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+@grounding_app.command("agreement")
+def agreement_command(
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
+    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
+    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    out_dir: Path = OUT_DIR,
+    cache_dir: Path = CACHE_DIR,
+) -> None:
+    """Inter-annotator agreement on bounding boxes: zone IoU and F1 per domain, modality and overall."""
+    from ..vidore_paper.agreement import RESULT_NAME, AgreementRequest, agreement_table, run_agreement
+
+    result = run_agreement(
+        AgreementRequest(benchmark, split_list(subsets), language, revision, out_dir, cache_dir), echo=_echo
+    )
+    typer.echo(agreement_table(result))
+    _echo(f"wrote {out_dir / (RESULT_NAME + '.json')} and {out_dir / (RESULT_NAME + '.md')}")
+
+
+# `--models a b c`: the words after the first model arrive as extra arguments.
+EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
+
+
+def _provider_options(**values) -> dict:
+    from . import given_options
+
+    return given_options(**values)
+
+
+@app.command("answer", context_settings=EXTRA_MODELS)
+def answer_command(
+    ctx: typer.Context,
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
+    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
+    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    context_choice: AnswerContext = typer.Option(
+        AnswerContext.text, "--context", help="How context pages are shown to the generator."
+    ),
+    retriever: Optional[str] = typer.Option(None, "--retriever", help="Method whose top k is the context."),
+    image_retriever: Optional[str] = typer.Option(None, "--image-retriever", help="Hybrid: pages shown as images."),
+    text_retriever: Optional[str] = typer.Option(None, "--text-retriever", help="Hybrid: pages shown as text."),
+    oracle: bool = typer.Option(False, "--oracle", help="Context = the annotated relevant pages."),
+    top_k: int = typer.Option(5, "--top-k", help="Pages per retrieval stream."),
+    no_context: bool = typer.Option(False, "--no-context", help="Panel without context: builds easy/hard labels."),
+    models: Optional[list[str]] = typer.Option(
+        None, "--models", help=f"The no-context panel, provider:model; {LIST_HELP} (several may follow one --models)."
+    ),
+    generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="gemini:<model> | openai:<model>."),
+    temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
+    max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
+    judge_max_output_tokens: Optional[int] = typer.Option(None, "--judge-max-output-tokens", help="Judge output cap."),
+    out_dir: Path = OUT_DIR,
+    run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default from the pipeline)."),
+    labels: Optional[Path] = typer.Option(None, "--labels", help="Easy/hard labels (default <out-dir>/easy-hard)."),
+    workers: int = typer.Option(4, help="Concurrent calls."),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
+    gemini_tpm: Optional[int] = GEMINI_TPM,
+    gemini_rpm: Optional[int] = GEMINI_RPM,
+    gemini_interval: Optional[float] = GEMINI_INTERVAL,
+    openai_tpm: Optional[int] = OPENAI_TPM,
+    openai_rpm: Optional[int] = OPENAI_RPM,
+    openai_interval: Optional[float] = OPENAI_INTERVAL,
+    store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
+    cache_dir: Path = CACHE_DIR,
+) -> None:
+    """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
+    from ..errors import UsageError
+    from ..vidore_paper.answer import AnswerRequest, answer_table, run_answer
+    from ..vidore_paper.contexts import Pipeline
+    from ..vidore_paper.llm import GenerationSettings
+
+    if ctx.args and not models:
+        raise UsageError(f"unexpected argument(s) {' '.join(ctx.args)}", "name panel models with --models a b c")
+    panel = split_list([m for value in [*(models or []), *ctx.args] for m in value.split()]) or []
+    pipeline = Pipeline(value_of(context_choice), retriever, image_retriever, text_retriever, oracle, no_context, top_k)
+    options = _provider_options(
+        workers=workers,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        gemini_tpm=gemini_tpm,
+        gemini_rpm=gemini_rpm,
+        gemini_interval=gemini_interval,
+        openai_tpm=openai_tpm,
+        openai_rpm=openai_rpm,
+        openai_interval=openai_interval,
+        store_prefix=store_prefix,
+    )
+    result = run_answer(
+        AnswerRequest(
+            benchmark=benchmark,
+            subsets=split_list(subsets),
+            language=language,
+            revision=revision,
+            pipeline=pipeline,
+            generator=generator,
+            judge=judge,
+            panel=panel,
+            generation=GenerationSettings(temperature, max_output_tokens),
+            judge_generation=GenerationSettings(None, judge_max_output_tokens),
+            out_dir=out_dir,
+            run_name=run_name,
+            labels=labels,
+            workers=workers,
+            cache_dir=cache_dir,
+            options=options,
+        ),
+        echo=_echo,
+    )
+    typer.echo(answer_table([result]))
+    _fail_if_incomplete(result, "answer run")
+
+
+@app.command("answer-report")
+def answer_report_command(
+    out_dir: Path = OUT_DIR,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the table (markdown)."),
+) -> None:
+    """Every answer run under --out-dir in one table (accuracy x100): the paper's answer table."""
+    from ..io import atomic_write_text
+    from ..vidore_paper.answer import answer_table, collect_results
+
+    text = answer_table(collect_results(out_dir))
+    typer.echo(text)
+    if output is not None:
+        atomic_write_text(output, text)
+
+
+@grounding_app.command("predict")
+def predict_command(
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
+    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
+    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
+    box_scale: float = typer.Option(1000.0, "--box-scale", help="Grid of the model's boxes (0 = page pixels)."),
+    temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
+    max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
+    out_dir: Path = OUT_DIR,
+    run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default: the generator)."),
+    workers: int = typer.Option(4, help="Concurrent calls."),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
+    gemini_tpm: Optional[int] = GEMINI_TPM,
+    gemini_rpm: Optional[int] = GEMINI_RPM,
+    gemini_interval: Optional[float] = GEMINI_INTERVAL,
+    openai_tpm: Optional[int] = OPENAI_TPM,
+    openai_rpm: Optional[int] = OPENAI_RPM,
+    openai_interval: Optional[float] = OPENAI_INTERVAL,
+    cache_dir: Path = CACHE_DIR,
+) -> None:
+    """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
+    from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
+    from ..vidore_paper.llm import GenerationSettings
+
+    options = _provider_options(
+        workers=workers,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        gemini_tpm=gemini_tpm,
+        gemini_rpm=gemini_rpm,
+        gemini_interval=gemini_interval,
+        openai_tpm=openai_tpm,
+        openai_rpm=openai_rpm,
+        openai_interval=openai_interval,
+    )
+    result = run_grounding(
+        GroundingRequest(
+            benchmark=benchmark,
+            subsets=split_list(subsets),
+            language=language,
+            revision=revision,
+            generator=generator,
+            generation=GenerationSettings(temperature, max_output_tokens),
+            box_scale=box_scale,
+            out_dir=out_dir,
+            run_name=run_name,
+            workers=workers,
+            cache_dir=cache_dir,
+            options=options,
+        ),
+        echo=_echo,
+    )
+    typer.echo(grounding_table(result))
+    _fail_if_incomplete(result, "grounding run")
