@@ -18,6 +18,10 @@ SHARED = Path(os.environ.get("EVALS_REPRO_SHARED") or ROOT.parent / "shared")
 os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
+# The environment as the user had it, before the fake Hub's variables below: for tests that start real
+# tools needing the real Hub (tests/gpu).
+ORIGINAL_ENVIRON = dict(os.environ)
+
 # A fake Hugging Face Hub for the whole session (tests/fakehub.py). huggingface_hub and datasets
 # read HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE once, at import, so this runs before any test imports them.
 from fakehub import FakeHub, install_environment  # noqa: E402

@@ -73,7 +73,7 @@ def test_markdown_only_sample_refuses_images_at_once(tmp_path, capsys):
     code = main(["run", "bm25", "-b", "sample", "--content", "images", "--results-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and "sample carries page text only" in err and "--content markdown" in err
-    assert not (tmp_path / "r").exists()
+    assert not list((tmp_path / "r").rglob("*.json"))  # refused before any subset ran
 
 
 def test_image_only_pages_are_not_reported_as_empty_text(hub, scripted, tmp_path, capsys):

@@ -23,8 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def readme_figures() -> tuple[list[str], dict[str, dict[str, tuple[str, str]]]]:
     """(subsets, method -> subset -> (mono, cross)) from the README's reference table."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("Reference figures on `sample`", 1)[1]
-    lines = [line for line in section.splitlines() if line.startswith("|")]
+    section = text.split("Reference figures on `sample`", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(section) if line.startswith("|"))
+    lines = []
+    for line in section[start:]:  # the table right after the heading line, up to its first non-table line
+        if not line.startswith("|"):
+            break
+        lines.append(line)
     header, rows = lines[0], lines[2:]
     subsets = [cell.strip().removesuffix(" mono / cross") for cell in header.strip("|").split("|")[1:]]
     figures: dict[str, dict[str, tuple[str, str]]] = {}

@@ -24,6 +24,7 @@ from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
 
+QUIET = lambda _line: None  # noqa: E731
 FAST = {"voyage_interval": 0.0}
 
 
@@ -75,6 +76,7 @@ def prepared(tmp_path_factory):
             study_dir=root / "study",
             cache_dir=root / "cache",
         ),
+        echo=QUIET,
     )
     return root
 
@@ -108,6 +110,7 @@ def test_prepare_refuses_changed_dataset(study, tmp_path):
             PrepareRequest(
                 benchmarks=["sample"], subsets=["heat-pumps"], study_dir=study, cache_dir=tmp_path / "cache"
             ),
+            echo=QUIET,
         )
     assert "pick a new --study-dir" in raised.value.hint
 
@@ -119,6 +122,7 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
         QualityRequest(
             study_dir=study, models=["cohere-pro", "voyage", "mixedbread"], cache_dir=tmp_path / "cache", options=FAST
         ),
+        echo=QUIET,
     )
     records = read_jsonl(study / QUALITY)
     queries = sum(len(read_jsonl(p)) for p in (study / "candidates/sample").glob("*.jsonl"))
@@ -132,6 +136,7 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
         QualityRequest(
             study_dir=study, models=["cohere-pro", "cohere-fast"], cache_dir=tmp_path / "cache", options=FAST
         ),
+        echo=QUIET,
     )
     assert counts["reused"] == queries and counts["sent"] == queries
     assert count_requests(cohere, "POST", "/v2/rerank") - before == queries
@@ -140,27 +145,27 @@ def test_quality_scores_every_candidate_and_reuses_on_rerun(study, providers, tm
 def test_quality_failure_recorded_then_completed(study, providers, tmp_path):
     providers["cohere"].fail(400, times=1, path="/v2/rerank")
     request = QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache", options=FAST)
-    counts = run_quality(request)
+    counts = run_quality(request, echo=QUIET)
     assert counts["failed"] == 1
     failed = [r for r in read_jsonl(study / QUALITY) if r["status"] == "failed"]
     assert "400" in failed[0]["error"] and "k" != failed[0]["error"]
-    counts = run_quality(request)
+    counts = run_quality(request, echo=QUIET)
     assert counts == {"sent": 1, "failed": 0, "reused": counts["reused"]}
 
 
 def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tmp_path):
     request = QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache", options=FAST)
-    run_quality(request)
+    run_quality(request, echo=QUIET)
     lines = (study / QUALITY).read_bytes().splitlines(keepends=True)
     (study / QUALITY).write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
-    counts = run_quality(request)
+    counts = run_quality(request, echo=QUIET)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
-    (study / "study.lock").write_text(
-        json.dumps({"pid": os.getppid(), "host": os.uname().nodename, "command": "evals-repro rerank-study quality"})
-    )
-    with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
-        run_quality(request)
+    from evals_repro.study.lock import StudyLock
+
+    with StudyLock(study, "evals-repro rerank-study quality"):  # a live writer (the OS lock is held)
+        with pytest.raises(UsageError, match=f"pid {os.getpid()}"):
+            run_quality(request, echo=QUIET)
 
 
 def _spawn(code: str, env: dict) -> subprocess.Popen:
@@ -185,13 +190,13 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     code = (
         "from pathlib import Path; from evals_repro.study.quality import QualityRequest, run_quality; "
         f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
-        f"cache_dir=Path({str(tmp_path / 'cache')!r})))"
+        f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
     )
     _kill_when(_spawn(code, providers["env"]), study / QUALITY, 5)
     done_before = {r["query_id"] for r in read_jsonl(study / QUALITY) if r["status"] == "ok"}
     assert 5 <= len(done_before) < 52
     sent_before = len(cohere.requests)
-    run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"))
+    run_quality(QualityRequest(study_dir=study, models=["cohere-pro"], cache_dir=tmp_path / "cache"), echo=QUIET)
     resent = [r.json["query"] for r in cohere.requests[sent_before:]]
     queries = {r["query_id"]: r["query"] for p in (study / "candidates/sample").glob("*.jsonl") for r in read_jsonl(p)}
     assert not {queries[q] for q in done_before} & set(resent)
@@ -200,7 +205,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     code = (
         "from pathlib import Path; from evals_repro.study.latency import LatencyRequest, run_latency; "
         f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
-        f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})))"
+        f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
     )
     _kill_when(_spawn(code, providers["env"]), study / LATENCY, 4)
     plan = json.loads((study / PLAN).read_text())
@@ -208,6 +213,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     assert timed_before and sum(len(v) for v in plan["queries"]["sample"].values()) == 6
     counts = run_latency(
         LatencyRequest(study_dir=study, models=["cohere-pro"], samples=6, repeats=3, cache_dir=tmp_path / "cache"),
+        echo=QUIET,
     )
     assert counts["timed"] == 18 - len(timed_before)
     records = read_jsonl(study / LATENCY)
@@ -222,6 +228,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
     with pytest.raises(UsageError, match="latency plan"):
         run_latency(
             LatencyRequest(study_dir=study, models=["cohere-pro"], samples=7, repeats=3, cache_dir=tmp_path / "cache"),
+            echo=QUIET,
         )
 
 
@@ -238,8 +245,9 @@ def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp
             host_location="test-host",
             cache_dir=tmp_path / "cache",
         ),
+        echo=QUIET,
     )
-    run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"))
+    run_quality(QualityRequest(study_dir=study, models=["cohere-fast"], cache_dir=tmp_path / "cache"), echo=QUIET)
     paths = write_report(study, resamples=400)
     summary = json.loads(paths["latency"].read_text())
     check = summary["models"]["cohere-fast"]["benchmarks"]["sample"]["repeat_check"]

@@ -41,6 +41,46 @@ def _target_mode(path: Path) -> int:
         return 0o666 & ~current_umask()
 
 
+def _check_directory(path: Path, named: str) -> None:
+    from .errors import UsageError
+
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        where = "it is a file" if blocker == path else f"{blocker} is a file"
+        raise UsageError(
+            f"{named} cannot be used as a directory: {where}", "move that file away or choose another path"
+        )
+
+
+def ensure_directories(*paths: tuple[Path, str]) -> None:
+    """`ensure_directory` for several (path, option) pairs, all checked before any is created."""
+    for path, option in paths:
+        _check_directory(Path(path), f"{option} {path}")
+    for path, option in paths:
+        ensure_directory(path, option)
+
+
+def ensure_directory(path: Path, option: str | None = None) -> Path:
+    """Create `path` (and its parents) or say in one line why it cannot be a directory and what to do.
+
+    Called before any work is paid for, so a bad --results-dir or --cache-dir costs nothing."""
+    from .errors import UsageError
+
+    path = Path(path)
+    named = f"{option} {path}" if option else str(path)
+    _check_directory(path, named)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{named} cannot be created ({exc.strerror or type(exc).__name__})",
+            "choose a path you can write to, or fix its permissions",
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{named} is not writable", "choose a path you can write to, or fix its permissions")
+    return path
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

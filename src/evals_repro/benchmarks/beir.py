@@ -87,6 +87,7 @@ def read_qrels_tsv(path: Path) -> Qrels:
     if not rows:
         raise DataError(f"{path}: file is empty", "add `query-id corpus-id score` rows")
     start = 1 if rows[0] and rows[0][0] in ("query-id", "query_id", "qid") else 0
+    first_line: dict[tuple[str, str], int] = {}  # (query, page) -> line of its first judgment
     for number, row in enumerate(rows[start:], start=start + 1):
         if not row:
             continue
@@ -101,7 +102,16 @@ def read_qrels_tsv(path: Path) -> Qrels:
             raise DataError(
                 f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores"
             ) from None
-        qrels.setdefault(row[0], {})[row[1]] = score
+        judged = qrels.setdefault(row[0], {})
+        if row[1] in judged and judged[row[1]] != score:
+            earlier = first_line[(row[0], row[1])]
+            raise DataError(
+                f"{path}:{number}: query {row[0]} judges page {row[1]} {score}, but line {earlier} judged it "
+                f"{judged[row[1]]}",
+                "keep one grade per (query, page) pair and delete the other line",
+            )
+        first_line.setdefault((row[0], row[1]), number)
+        judged[row[1]] = score
     if not qrels:
         raise DataError(f"{path}: no judgments after the header", "add `query-id corpus-id score` rows")
     return qrels

@@ -10,6 +10,7 @@ import typer
 from . import app, given_options
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
+REPORT_SUFFIXES = (".md", ".csv")
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -53,7 +54,7 @@ def run_command(
         None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
-    workers: int = typer.Option(4, help="Concurrent API requests per provider."),
+    workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
@@ -73,9 +74,11 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..io import ensure_directories
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
 
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
         "workers": workers,
         **given_options(
@@ -116,8 +119,10 @@ def run_command(
         rerank_depth=rerank_depth,
         options=options,
     )
-    summary = run_benchmark(
-        request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from ..providers.keys import redact
+
+    summary = run_benchmark(  # every line a run prints passes the key redaction (a failure may quote a provider)
+        request, echo=lambda line: console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
     )
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
@@ -159,6 +164,13 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
+    if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
+        from ..errors import UsageError, choices
+
+        raise UsageError(
+            f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+        )
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
@@ -168,7 +180,7 @@ def report_command(
         text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            fmt = "csv" if output.suffix == ".csv" else "markdown"
+            fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
             atomic_write_text(
                 output,
                 text
@@ -184,4 +196,4 @@ def report_command(
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix == ".csv" else text)
+        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)

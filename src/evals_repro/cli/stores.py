@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -18,13 +19,21 @@ def mixedbread_upload_command(
         None, "--subsets", "-s", help=f"Subsets to upload (default: all); {LIST_HELP}."
     ),
     parsing: Parsing = typer.Option(Parsing.fast, "--parsing", help="Mixedbread's parsing strategy."),
-    workers: int = typer.Option(4, "--workers", help="Pages uploaded in parallel."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Pages uploaded in parallel (at least 1)."),
     store_prefix: str = typer.Option("", "--store-prefix", help="Store name prefix (default: <benchmark>-eval)."),
+    cache_dir: Path = typer.Option(
+        Path("cache"), "--cache-dir", help="Keeps the upload journal (uploads a killed run left unattached)."
+    ),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
 ) -> None:
     """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
     from ..errors import ProviderError
+    from ..io import ensure_directory
     from ..stores.upload import upload_benchmark
+    from . import given_options
 
+    ensure_directory(cache_dir, "--cache-dir")
     summaries = upload_benchmark(
         benchmark,
         value_of(content),
@@ -32,6 +41,8 @@ def mixedbread_upload_command(
         parsing=value_of(parsing),
         workers=workers,
         store_prefix=store_prefix or None,
+        options=given_options(timeout=timeout, max_attempts=max_attempts),
+        cache_dir=cache_dir,
     )
     failed = 0
     for summary in summaries:

@@ -19,8 +19,8 @@ STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The 
 MODELS = typer.Option(
     None,
     "--models",
-    help="Study models: mixedbread, voyage, cohere-pro, cohere-fast (offline: minilm, e5), or reranker:model; "
-    f"{LIST_HELP} (several may also follow one --models).",
+    help="Study models: mixedbread, voyage, cohere-pro, cohere-fast (local on vLLM: qwen3-8b, zerank-2; "
+    f"offline: minilm, e5), or reranker:model; {LIST_HELP} (several may also follow one --models).",
 )
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
 TIMEOUT = typer.Option(None, "--timeout", help="API request timeout in seconds.")
@@ -75,8 +75,10 @@ def prepare_command(
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
+    ensure_directory(cache_dir, "--cache-dir")
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
@@ -101,7 +103,9 @@ def quality_command(
     first_stage: Optional[str] = typer.Option(
         None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
     ),
-    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
+    quality_workers: int = typer.Option(
+        2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
+    ),
     voyage_tpm: Optional[int] = VOYAGE_TPM,
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
     timeout: Optional[float] = TIMEOUT,

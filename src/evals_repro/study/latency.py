@@ -5,6 +5,11 @@ resume. Each invocation warms every (model, subset) once (recorded in `warmup.js
 then runs the remaining (query, repeat, model) calls one at a time in a seed-shuffled order.
 `latency_ms` is the time inside successful SDK calls; `wall_ms` adds failed attempts, backoff
 and throttle waits. Calls that needed a retry are kept but flagged and left out of the statistics.
+
+Models served by local replicas (qwen3-8b, zerank-2) are timed only after every replica has been shown
+to have its prefix cache off (rerankers/vllm_metrics.py); the evidence is written into this session's
+entry of `manifest.json` before the first timed call, and a study whose earlier timings of such a
+model carry no evidence cannot be resumed.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from ..io import JsonlAppender, atomic_write_json, read_jsonl
 from ..progress import progress_bar
 from .candidates import Candidate
 from .lock import study_writer
-from .manifest import recorded_session, require_same
-from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+from .manifest import MANIFEST, recorded_session, require_same, save_manifest
+from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, parse_models, preflight
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
@@ -143,14 +148,47 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = No
         host = manifest.setdefault("host", {})
         if request.host_location is not None:
             host["location"] = request.host_location
+        rerankers = build_all(models, Path(request.cache_dir), options)
+        checked = [m for m in models if hasattr(rerankers[m.name][0], "verify_prefix_cache_off")]
+        require_checked_sessions(study_dir, manifest, [m.name for m in checked])
+        preflight(rerankers)
         with recorded_session(study_dir, manifest, command) as outcome:
             invocation = len(manifest["sessions"])
+            if checked:
+                session = manifest["sessions"][-1]
+                session["prefix_cache"] = {}
+                for model in checked:
+                    echo(f"latency: checking that every {model.name} replica has its prefix cache off")
+                    session["prefix_cache"][model.name] = rerankers[model.name][0].verify_prefix_cache_off()
+                save_manifest(study_dir, manifest)  # the evidence is on disk before the first timed call
             timed = {(c.benchmark, c.subset) for c, _ in select_items(manifest, items, request.benchmarks, study_dir)}
-            counts = _run(
-                study_dir, plan, models, items, request, options, invocation, host.get("location"), echo, timed
-            )
+            counts = _run(study_dir, plan, models, items, rerankers, invocation, host.get("location"), echo, timed)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
+
+
+def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: list[str]) -> None:
+    """Timings of a cache-checked model may only join earlier ones that were checked too."""
+    if not names:
+        return
+    sessions = manifest.get("sessions", [])
+    for path in (study_dir / LATENCY, study_dir / WARMUP):
+        for record in read_jsonl(path):
+            name = record.get("model")
+            if name not in names:
+                continue
+            invocation = record.get("invocation")
+            session = (
+                sessions[invocation - 1] if isinstance(invocation, int) and 0 < invocation <= len(sessions) else {}
+            )
+            evidence = (session.get("prefix_cache") or {}).get(name)
+            if not evidence or not all(e.get("verified_off") for e in evidence):
+                raise UsageError(
+                    f"{Path(study_dir) / MANIFEST}: {name} was timed in session {invocation} "
+                    f"({session.get('command', 'unknown command')}) without a verified-off prefix cache",
+                    "pick a new --study-dir: timings that may have come from a prefix cache must not mix with "
+                    "verified ones",
+                )
 
 
 def _run(
@@ -158,8 +196,7 @@ def _run(
     plan,
     models,
     items,
-    request: LatencyRequest,
-    options,
+    rerankers: dict[str, tuple[Any, Any]],
     invocation: int,
     location: str | None,
     echo: Callable[[str], None],
@@ -185,7 +222,6 @@ def _run(
         if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
     ]
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
-    rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
     with (

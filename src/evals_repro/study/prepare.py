@@ -123,6 +123,12 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] | None = None) 
         manifest = load_manifest(study_dir) or {}
         protocol = {"version": PROTOCOL_VERSION, "top_k": TOP_K, "query_languages": "native"}
         require_same(study_dir, "the protocol", manifest.get("protocol"), protocol)
+        for decl in decls:  # a changed first stage is refused before anything is built or recorded
+            first = firsts[decl.name]
+            for name in resolve_subsets(decl, request.subsets):
+                stored = manifest.get("datasets", {}).get(f"{decl.name}/{name}")
+                if stored is not None and stored.get("first_stage") not in (None, first):
+                    _require_same_dataset(study_dir, f"{decl.name}/{name}", stored, {**stored, "first_stage": first})
         manifest["protocol"] = protocol
         manifest.setdefault("datasets", {})
         manifest["versions"] = package_versions()
@@ -142,6 +148,28 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] | None = None) 
                     save_manifest(study_dir, manifest)
             outcome["status"] = "completed"
     return manifest
+
+
+def _require_same_dataset(study_dir: Path, key: str, stored: dict, entry: dict) -> None:
+    """A subset frozen before must be frozen again from the same data and first stage; say which one changed."""
+    if stored.get("first_stage") not in (None, entry["first_stage"]):
+        raise UsageError(
+            f"{Path(study_dir) / 'manifest.json'}: {key} was frozen with first stage {stored['first_stage']}, "
+            f"not {entry['first_stage']}",
+            f"rerun with --first-stage {stored['first_stage']}, or pick a new --study-dir for "
+            f"{entry['first_stage']} candidates (results from different inputs must not mix)",
+        )
+    if stored.get("data_digest") not in (None, entry["data_digest"]):
+        revisions = (stored.get("revision"), entry.get("revision"))
+        what = (
+            f"revision {revisions[0]} -> {revisions[1]}"
+            if revisions[0] != revisions[1]
+            else "same revision, different content"
+        )
+        raise UsageError(
+            f"{Path(study_dir) / 'manifest.json'}: the data of {key} changed since this study was prepared ({what})",
+            "pick a new --study-dir (results from different inputs must not mix)",
+        )
 
 
 def _prepare_subset(
@@ -167,12 +195,7 @@ def _prepare_subset(
     stored = manifest["datasets"].get(key)
     path = candidates_path(study_dir, decl.name, name)
     if stored is not None:
-        require_same(
-            study_dir,
-            f"dataset {key}",
-            {k: stored.get(k) for k in ("data_digest", "first_stage")},
-            {k: entry[k] for k in ("data_digest", "first_stage")},
-        )
+        _require_same_dataset(study_dir, key, stored, entry)
         if path.exists() and len(read_candidates(path, decl.name, name)) == len(stored.get("query_ids", [])):
             echo(f"{key}: candidates already frozen ({path}), kept")
             return

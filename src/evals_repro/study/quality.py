@@ -22,7 +22,7 @@ from ..progress import progress_bar
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
-from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+from .models import DEFAULT_MODELS, StudyModel, build_all, build_reranker, call_costs, parse_models, preflight
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = No
             {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)},
         )
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
+        preflight(build_all(models, Path(request.cache_dir), options))  # an unusable local replica stops here, once
         with recorded_session(study_dir, manifest, command) as outcome:
             counts = _score_all(study_dir, models, items, request, options, echo)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"

@@ -48,11 +48,15 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
     for candidate, _ in items:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
     answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
+    cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
     for record in read_jsonl(Path(study_dir) / QUALITY):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
                 record["request_digest"]
             ] = record["scores"]
+            cut[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[record["request_digest"]] = (
+                record.get("truncated_documents") or 0
+            )
     models = sorted(manifest.get("models", {}))
     table: dict[str, Any] = {}
     groups: list[str] = list(manifest.get("suite", []))
@@ -81,6 +85,8 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
             "measure": study["measure"],
             "measures": measures,
             "scores": scores,
+            # documents each model had to cut to fit its context, over the subset's answered requests
+            "truncated_documents": {m: sum(cut[(bench, subset)].get(m, {}).values()) for m in models},
         }
     return {"models": models, "groups": groups, "benchmarks": table}
 
@@ -163,6 +169,11 @@ def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
         f"First stage: {', '.join(first_stages)}; queries: "
         + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items())
     )
+    truncated = [
+        f"{m} {s} {n}" for s, row in subsets.items() for m, n in row.get("truncated_documents", {}).items() if n
+    ]
+    if truncated:
+        lines.append("Documents truncated to fit a model's context: " + ", ".join(truncated))
     return lines
 
 
