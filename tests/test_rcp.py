@@ -11,8 +11,9 @@ import rcp_fixture
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.cli import main
 from evals_repro.errors import DataError, UsageError
+from evals_repro.rcp.gain import gain
 from evals_repro.rcp.pool import check_subset_pools, inject_ground_truth
-from evals_repro.rcp.release import PINNED_REVISION, REPO, Release, gain, parse_releases, resolve_tag
+from evals_repro.rcp.release import PINNED_REVISION, REPO, Release, parse_releases, resolve_tag
 from evals_repro.rcp.replay import replay
 
 L3 = math.log2(3)
