@@ -160,3 +160,38 @@ def test_a_damaged_index_file_is_rebuilt(tmp_path):
     retriever = BM25Retriever("bm25", tmp_path)
     assert retriever.run(subset, subset.queries, 5) == first
     assert retriever.describe()["cache_hit"] is False
+
+
+def test_digest_of_a_large_file_samples_blocks_from_first_to_last_byte(tmp_path, monkeypatch):
+    monkeypatch.setattr(bm25_index, "FULL_DIGEST_BYTES", 1000)
+    monkeypatch.setattr(bm25_index, "SAMPLE_BYTES", 10)
+    path = tmp_path / "big.npy"
+    path.write_bytes(bytes(range(256)) * 40)
+    before = bm25_index._digest(path)
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 1  # the last block is always sampled
+    path.write_bytes(bytes(raw))
+    assert bm25_index._digest(path) != before
+    path.write_bytes(bytes(raw[:-1]))  # truncated
+    assert bm25_index._digest(path) != before
+
+
+def test_kernel_scores_equal_bm25s_numpy_retrieval(tmp_path):
+    from evals_repro.retrieval.bm25_kernels import top_k
+
+    pages = [Page(f"p{i}", t) for i, t in enumerate(random_corpus(600, seed=11))]
+    subset = Subset("b", "s", "english", pages, [Query("q", "x", "english")], {})
+    index = BM25Retriever("bm25", tmp_path, backend="numpy").index(subset)
+    vocab = index.retriever.vocab_dict
+    rng = random.Random(2)
+    terms = [[rng.choice(list(vocab.values())) for _ in range(rng.randint(1, 6))] for _ in range(40)]
+    terms.append([terms[0][0], terms[0][0]])  # a repeated term counts twice, as in bm25s
+    for k in (5, 50, 600):
+        docs, scores = top_k(index.retriever.scores, terms, k)
+        their_docs, their_scores = index.retriever.retrieve(terms, k=k, show_progress=False, backend_selection="numpy")
+        assert np.array_equal(scores, their_scores.astype(np.float32)), k  # same sums, same order
+        for row in range(len(terms)):
+            cut = scores[row][-1]  # above it, both hold the same documents (ties at the cut may differ)
+            mine = {d: s for d, s in zip(docs[row].tolist(), scores[row].tolist()) if s > cut}
+            theirs = {d: s for d, s in zip(their_docs[row].tolist(), their_scores[row].tolist()) if s > cut}
+            assert mine == theirs

@@ -52,31 +52,14 @@ def numba_available() -> bool:
     return os.environ.get("NUMBA_DISABLE_JIT") in (None, "", "0")
 
 
-def _cache_numba_kernel() -> None:
-    """Keep bm25s's retrieval kernel in numba's on-disk cache.
-
-    bm25s compiles it afresh in every process (10-60 s on a busy 2-core machine); cached, later
-    runs load it in a few seconds. Only the dispatcher bm25s will use (parallel when there are
-    several CPUs) is cached: its serial twin shares the cache file name. Best effort: without a
-    writable cache location numba simply compiles as before.
-    """
-    try:
-        from bm25s.numba import retrieve_utils
-
-        parallel = (os.cpu_count() or 1) > 1  # what n_threads=-1 selects
-        kernel = "parallel" if parallel else "serial"
-        getattr(retrieve_utils, f"_retrieve_internal_jitted_{kernel}").enable_caching()
-    except Exception:  # noqa: BLE001 - an optimisation only; retrieval works without it
-        pass
-
-
 def tie_safe_fetch(top_k: int, n_docs: int) -> int:
     """How many results to ask bm25s for first: k plus a margin, so exact ties at rank k can be sorted."""
     return min(n_docs, top_k + max(16, top_k // 2))
 
 
 def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
-    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk."""
+    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk
+    (its pages have no title, so their plain rendering is their text)."""
     from ..pagestore import PageStore
 
     if isinstance(subset.pages, PageStore):
@@ -105,7 +88,7 @@ class _LoadedIndex:
 
 
 class BM25Retriever:
-    """One BM25 index per corpus (cached on disk), searched with bm25s's numba backend when available."""
+    """One BM25 index per corpus (cached on disk), searched with our numba kernel when numba is on."""
 
     def __init__(self, name: str, cache_dir: Path, k1: float = K1, b: float = B, backend: str | None = None):
         self.name = name
@@ -113,8 +96,6 @@ class BM25Retriever:
         self.k1 = k1
         self.b = b
         self.backend = backend or ("numba" if numba_available() else "numpy")
-        if self.backend == "numba":
-            _cache_numba_kernel()
         self._indexes: dict[str, _LoadedIndex] = {}
         self._last: dict[str, Any] = {}
 
@@ -226,14 +207,14 @@ class BM25Retriever:
         return results  # type: ignore[return-value]
 
     def _retrieve(self, index: _LoadedIndex, terms: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
-        selection = "numba" if self.backend == "numba" else "numpy"
+        """Top k per query, scores descending: our numba kernel (only the documents a query reaches,
+        see bm25_kernels), or bm25s's own NumPy retrieval where numba is off. Same scores either way."""
+        if self.backend == "numba":
+            from .bm25_kernels import top_k
+
+            return top_k(index.retriever.scores, terms, k)
         docs, scores = index.retriever.retrieve(
-            terms,
-            k=k,
-            show_progress=False,
-            n_threads=-1,
-            backend_selection=selection,
-            chunksize=None if selection == "numba" else 50,
+            terms, k=k, show_progress=False, n_threads=-1, backend_selection="numpy", chunksize=50
         )
         return docs, scores
 

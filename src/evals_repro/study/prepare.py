@@ -215,7 +215,9 @@ def _prepare_subset(
     # The frozen candidates go through the saved-run writer, so they are exactly a `run`'s ranking.
     frozen = {q.id: dict(ordered(run.get(first_of_text[q.text], {}))[:TOP_K]) for q in queries}
     write_trec_run(path.with_name(f"{name}.run.gz"), frozen, first)
-    texts = {page.id: page_text(page, PAGE_STYLE) for page in subset.pages}
+    # Only the candidates' texts (a stored corpus such as MS MARCO's 8.8M passages is never read whole).
+    pages = subset.page_by_id()
+    texts = {doc: page_text(pages[doc], PAGE_STYLE) for ranking in frozen.values() for doc in ranking}
     records = []
     for query in sorted(queries, key=lambda q: q.id):
         top = ordered(frozen[query.id])
