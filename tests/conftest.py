@@ -1,5 +1,5 @@
-"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it,
-except under `CI=true`, where a missing file fails the test (CI must run them)."""
+"""Shared test fixtures. `../shared/` is optional locally (tests that read it skip cleanly without it) but
+required in CI: with CI=true a missing file fails the test instead of skipping it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# EVALS_REPRO_SHARED points elsewhere (e.g. a worktree whose parent has no shared/).
+SHARED = Path(os.environ.get("EVALS_REPRO_SHARED") or ROOT.parent / "shared")
 
 os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
@@ -41,13 +42,17 @@ def fake_hub() -> FakeHub:
     return FAKE_HUB
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared, or skip the test when it is absent (fail instead under CI=true)."""
+    """A file under ../shared; absent, the test skips, or fails when CI=true (CI must run every test)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        message = f"../shared/{'/'.join(parts)} is not available (looked in {SHARED})"
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"{message}; CI=true requires it")
+        message = f"{SHARED}/{'/'.join(parts)} is not available"
+        if in_ci():
+            pytest.fail(f"{message}, and CI=true: CI runs with shared/ beside the repository", pytrace=False)
         pytest.skip(message)
     return path
 

@@ -152,8 +152,8 @@ def test_report_first_stage_only_hides_reranked(suite, tmp_path):
     [
         (["run", "no-such-method", "--benchmark", "sample"], "unknown method 'no-such-method'"),
         (["run", "bm25", "--benchmark", "no-such-bench"], "unknown benchmark 'no-such-bench'"),
-        (["run", "bm25", "--setting", "sideways"], "--setting 'sideways' is not valid"),
-        (["run", "bm25", "--content", "video"], "--content 'video' is not valid"),
+        (["run", "bm25", "--setting", "sideways"], "'sideways' is not one of 'monolingual', 'crosslingual'"),
+        (["run", "bm25", "--content", "video"], "'video' is not one of 'markdown', 'images'"),
     ],
 )
 def test_bad_input_is_one_line(args, needle, capsys):

@@ -216,7 +216,7 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
 
     Fatal: duplicate ids, qrels naming unknown queries or pages, an empty corpus or query set,
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
-    scored, as in trec_eval), pages with empty text (kept in the corpus; images may carry them).
+    scored, as in trec_eval), pages with empty text and no image (kept in the corpus).
     """
     from .pagestore import PageStore
 
@@ -237,12 +237,12 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     )
     positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
     result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
-    if store is not None:  # facts recorded when the store was written (ids of the first 1,000)
+    if store is not None:  # facts recorded when the store was written (ids of the first 1,000; text-only pages)
         result.add("empty_page_text", store.empty_ids)
         if store.n_empty:
             result.counts["empty_page_text"] = store.n_empty
-    else:
-        result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
+    else:  # a page image is content too: only a page with neither text nor image is empty
+        result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip() and p.image is None])
     if subset.gains is not None:
         bad = [
             f"{q}/{d}"

@@ -238,6 +238,7 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
         )
         spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
+    decl.check_content(request.content)  # before anything is downloaded or built
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(

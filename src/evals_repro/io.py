@@ -1,16 +1,44 @@
 """Crash-safe file writing: temp file + rename, and append-only JSONL flushed per record.
 
 A killed process leaves either the old file or the new one, never a torn one; a torn final
-JSONL line (killed mid-write) is dropped and truncated away on the next open.
+JSONL line (killed mid-write) is dropped and truncated away on the next open. A new file gets the
+mode `open()` would give it (0o666 minus the umask), not mkstemp's private 0o600; a replaced file
+keeps its mode.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # elsewhere the only way to read it is to set it (briefly) and put it back
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _target_mode(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
 
 
 def _check_directory(path: Path, named: str) -> None:
@@ -56,8 +84,10 @@ def ensure_directory(path: Path, option: str | None = None) -> Path:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -47,10 +47,10 @@ def _lines(path: Path) -> Iterator[str]:
     data = path.read_bytes()
     try:
         data.decode("utf-8")
-        line = 0
+        lineno = 0
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-    raise DataError(f"{path}:{line}: not valid UTF-8", "re-encode the file as UTF-8")
+        lineno = data[: exc.start].count(b"\n") + 1
+    raise DataError(f"{path}:{lineno}: not valid UTF-8", "re-encode the file as UTF-8")
 
 
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:

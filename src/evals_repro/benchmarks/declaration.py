@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, choices
+from ..errors import DataError, UsageError, choices
+
+CONTENTS = ("markdown", "images")
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,24 @@ class BenchmarkDeclaration:
         merged.update(self.subset(name).source)
         return merged
 
+    @property
+    def contents(self) -> tuple[str, ...]:
+        """The page contents the source carries (`contents = [...]`; default both)."""
+        return tuple(self.extra.get("contents") or CONTENTS)
+
+    def check_content(self, content: str) -> None:
+        """Refuse a `--content` the source does not carry, before anything is downloaded."""
+        if content not in self.contents:
+            what = {"markdown": "page text", "images": "page images"}
+            raise UsageError(
+                f"benchmark {self.name} carries {' and '.join(what[c] for c in self.contents)} only, "
+                f"not {what.get(content, content)} (--content {content})",
+                f"use --content {self.contents[0]}"
+                + (
+                    " with a method that reads page images (see `evals-repro methods`)" if content == "markdown" else ""
+                ),
+            )
+
 
 @dataclass(frozen=True)
 class LoadOptions:
@@ -135,6 +155,14 @@ def parse_declaration(path: Path) -> BenchmarkDeclaration:
         source = spec.pop("source", {})
         source.update(spec)
         subsets.append(SubsetDeclaration(name=name, native_language=native, source=source))
+    contents = raw.get("contents")
+    if contents is not None and (
+        not isinstance(contents, list) or not contents or any(c not in CONTENTS for c in contents)
+    ):
+        raise DataError(
+            f"{path}: field 'contents' must list page contents the source carries",
+            f'choose from {choices(CONTENTS)}, e.g. contents = ["images"]',
+        )
     known = set(_REQUIRED) | {"description", "source", "study", "study_first_stage", "native_language"}
     return BenchmarkDeclaration(
         name=raw["name"],

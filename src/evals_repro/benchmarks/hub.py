@@ -268,3 +268,56 @@ def image_bytes(value, where: str) -> bytes:
 def check_content(decl: BenchmarkDeclaration, options: LoadOptions) -> None:
     if options.content not in ("markdown", "images"):
         raise UsageError(f"benchmark {decl.name}: unknown --content {options.content}", "choose from markdown, images")
+    decl.check_content(options.content)
+
+
+def card_data(repo: str, revision: str) -> dict[str, Any] | None:
+    """The YAML header of a dataset card (README.md) at one revision; None when there is none.
+
+    One small file, read before any data file, so a loader can refuse what the repo cannot serve.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    commit = revision if offline() else resolve_revision(repo, revision)
+    try:
+        path = hf_hub_download(repo, "README.md", repo_type="dataset", revision=commit)
+    except (EntryNotFoundError, LocalEntryNotFoundError):
+        return None
+    except Exception as exc:
+        if _is_network_error(exc):
+            raise unreachable(repo, commit, type(exc).__name__) from None
+        raise
+    return parse_card(Path(path).read_text(encoding="utf-8"), f"{repo}@{commit}/README.md")
+
+
+def parse_card(text: str, where: str) -> dict[str, Any] | None:
+    """The front matter (`---` YAML `---`) of a card's text, or None without one."""
+    import yaml
+
+    if not text.startswith("---"):
+        return None
+    header, sep, _ = text[3:].partition("\n---")
+    if not sep:
+        return None
+    try:
+        data = yaml.safe_load(header)
+    except yaml.YAMLError as exc:
+        raise DataError(f"{where}: the card's YAML header does not parse ({exc})", "pick another revision") from None
+    return data if isinstance(data, dict) else None
+
+
+def card_features(card: dict[str, Any] | None, config: str) -> set[str] | None:
+    """Column names the card's `dataset_info` declares for one config; None when it declares none."""
+    if not card:
+        return None
+    infos = card.get("dataset_info")
+    entries = infos if isinstance(infos, list) else [infos] if isinstance(infos, dict) else []
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("config_name", "default") == config:
+            features = entry.get("features")
+            if isinstance(features, list):
+                return {str(f.get("name")) for f in features if isinstance(f, dict) and f.get("name")}
+            if isinstance(features, dict):
+                return {str(name) for name in features}
+    return None

@@ -6,6 +6,7 @@ modules import `datasets` and friends inside functions, so only a benchmark that
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -14,18 +15,23 @@ from ..errors import UsageError, choices
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
+log = logging.getLogger(__name__)
+
 USER_FOLDER_LANGUAGE = "english"
 
 
 def benchmarks_dir() -> Path:
-    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the repository's `benchmarks/`."""
+    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the source tree's `benchmarks/` (a
+    checkout), else the copy an installed wheel carries (`evals_repro/_benchmarks`)."""
     env = os.environ.get("EVALS_REPRO_BENCHMARKS")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[3] / "benchmarks"
-    if repo.is_dir():
-        return repo
-    return Path.cwd() / "benchmarks"
+    tree = Path(__file__).resolve().parents[3]
+    if (tree / "pyproject.toml").is_file() and (tree / "benchmarks").is_dir():
+        return tree / "benchmarks"
+    from importlib.resources import files
+
+    return Path(str(files("evals_repro") / "_benchmarks"))
 
 
 def list_benchmarks() -> list[BenchmarkDeclaration]:
@@ -103,9 +109,7 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
     for note in subset.source.get("notes", []):
-        from ..progress import console
-
-        console.print(f"warning: {note}", markup=False, highlight=False, soft_wrap=True)
+        log.warning(note)
     return subset
 
 

@@ -12,6 +12,7 @@ one pair that disagree; the consistency checks (`check_subset`) add unknown ids 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,7 +21,9 @@ from typing import Any
 from ..data import Qrels
 from ..errors import DataError
 from ..pagestore import PageStore, build_store, open_store, store_key
-from ..progress import console, progress_bar
+from ..progress import progress_bar
+
+log = logging.getLogger(__name__)
 
 COUNT_NAMES = ("queries", "docs", "judged")
 DEFAULT_CACHE = Path("cache")
@@ -71,12 +74,8 @@ def check_counts(label: str, published: dict[str, Any] | None, loaded: dict[str,
         record["match"] = not differing
         if differing:
             shown = ", ".join(f"{name} {loaded.get(name, 0):,} (published {expected[name]:,})" for name in differing)
-            console.print(
-                f"warning: {label}: {shown}; another revision or a local copy, scores will not compare with"
-                " published tables",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
+            log.warning(
+                f"{label}: {shown}; another revision or a local copy, scores will not compare with published tables"
             )
     return record
 

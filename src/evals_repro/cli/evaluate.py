@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
+from .options import ScorePrecision, TieRule, value_of
 
 MEASURE_HELP = (
     "Measure(s), repeatable or comma-separated: ours (ndcg_at_10, p_at_5, mrr_at_10, success_at_5, judged_at_10, "
@@ -42,7 +43,7 @@ def evaluate_command(
         help="Print trec_eval's measure names (ndcg_cut_10, P_5) or ours (ndcg_at_10, p_at_5). "
         "Default: trec_eval's when every -m is a trec_eval spelling, else ours.",
     ),
-    score_precision: Optional[str] = typer.Option(None, "--score-precision", help=PRECISION_HELP),
+    precision_choice: Optional[ScorePrecision] = typer.Option(None, "--score-precision", help=PRECISION_HELP),
     relevance_level: Optional[int] = typer.Option(
         None, "-l", "--relevance-level", help="Minimum grade counted relevant by binary measures (trec_eval -l; 1)."
     ),
@@ -62,8 +63,8 @@ def evaluate_command(
     gains: Optional[Path] = typer.Option(
         None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."
     ),
-    tie_rule: Optional[str] = typer.Option(
-        None, "--tie-rule", help="Ties for float gains (needs --gains): group-mean (default), doc-id or input-order."
+    tie_choice: Optional[TieRule] = typer.Option(
+        None, "--tie-rule", help="Ties for float gains (needs --gains; default group-mean)."
     ),
     subtopic_qrels: Optional[Path] = typer.Option(
         None,
@@ -75,6 +76,9 @@ def evaluate_command(
     """Score a run like `trec_eval -c`: every judged query counts, one without results scores 0."""
     from ..errors import UsageError
     from ..metrics.evaluate_files import evaluate_files
+
+    tie_rule = value_of(tie_choice) if tie_choice is not None else None
+    score_precision = value_of(precision_choice) if precision_choice is not None else None
 
     if result is not None:
         if qrels is not None or run is not None or gains is not None or subtopic_qrels is not None:

@@ -198,19 +198,21 @@ class ApiEmbedder(ABC):
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    if future.exception() is not None:
+                    error = future.exception()
+                    if error is not None:
                         for other in pending:
                             other.cancel()
-                        raise future.exception()
+                        raise error
                     parts[futures[future]] = future.result()
                     bar.advance(len(plan[futures[future]]))
-        widths = {part.shape[1] for part in parts}
+        matrices = [part for part in parts if part is not None]  # every batch answered, or we raised above
+        widths = {matrix.shape[1] for matrix in matrices}
         if len(widths) != 1:
             raise ProviderError(
                 f"{self.provider} {self.model}: batches came back with dimensions {sorted(widths)}",
                 "the provider changed the model mid-run; rerun",
             )
-        return normalise(np.vstack(parts))
+        return normalise(np.vstack(matrices))
 
     def describe(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "dimension": self.dimension}

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -44,9 +45,10 @@ import numpy as np
 
 from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
-from ..progress import console
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 _MAGIC = b"evals-repro-embeddings\n"
@@ -251,12 +253,7 @@ class EmbeddingCache:
         return cls(root, embedder, usage, **kwargs)
 
     def _warn(self, path: Path, problem: str) -> None:
-        console.print(
-            f"warning: embedding cache file {path} is damaged ({problem}); embedding it again",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        log.warning(f"embedding cache file {path} is damaged ({problem}); embedding it again")
         self.usage.add("cache_damaged")
 
     def _chunk_path(self, key: str) -> Path:

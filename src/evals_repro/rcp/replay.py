@@ -58,13 +58,13 @@ class Replay:
         """One table cell (a fraction, not %); None when the model has no run on that domain."""
         languages = [NATIVE_LANGUAGE[domain]] if view == "native" else self.languages
         values = [self.means.get((model, domain, lang, tie_rule), {}).get(metric) for lang in languages]
-        if any(v is None for v in values):
-            return None
-        return sum(values) / len(values)
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if len(present) == len(values) else None
 
     def row_mean(self, view: str, model: str, tie_rule: str, metric: str) -> float | None:
         cells = [self.cell(view, model, d, tie_rule, metric) for d in self.domains]
-        return None if any(c is None for c in cells) else sum(cells) / len(cells)
+        present = [c for c in cells if c is not None]
+        return sum(present) / len(present) if len(present) == len(cells) else None
 
 
 def score_query(

@@ -12,6 +12,7 @@ the clients read), and stops every replica it started on Ctrl-C. `--dry-run` pri
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shlex
 import shutil
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from ..errors import ConfigurationError, UsageError
 from .local_models import LocalRerankerSpec, get_spec, hf_overrides_json, pooler_config_json
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_LOG_DIR = Path("logs/serve-reranker")
@@ -251,7 +254,7 @@ def serve(
     dry_run: bool = False,
     log_dir: Path = DEFAULT_LOG_DIR,
     startup_timeout: float = STARTUP_TIMEOUT,
-    echo: Callable[[str], None] = print,
+    echo: Callable[[str], None] | None = None,
     check: Callable[[list[ReplicaCommand]], None] | None = None,
     executable: list[str] | None = None,
     is_healthy: Callable[[str], bool] = healthy,
@@ -259,6 +262,7 @@ def serve(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Start the replicas and keep them up until Ctrl-C; returns the exit code."""
+    echo = echo or logger.info  # no callback: the lines are log records (the CLI passes its console)
     spec = get_spec(name)
     commands = replica_commands(name, devices, host)
     if dry_run:

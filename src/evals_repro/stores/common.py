@@ -6,6 +6,7 @@ digest of the uploaded bytes (so a changed page is re-uploaded) and the title wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -156,7 +157,7 @@ def list_store_files(client: Any, call: Call, store_id: str, all_ids: set[str] |
         kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
         if cursor:
             kwargs["after"] = cursor
-        page = call(lambda kw=kwargs: client.stores.files.list(store_id, **kw), "store file listing")
+        page = call(functools.partial(client.stores.files.list, store_id, **kwargs), "store file listing")
         for item in page.data:
             if all_ids is not None:
                 all_ids.add(item.id)

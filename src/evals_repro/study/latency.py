@@ -14,6 +14,7 @@ model carry no evidence cannot be resumed.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from .manifest import MANIFEST, recorded_session, require_same, save_manifest
 from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, parse_models, preflight
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
+
+log = logging.getLogger(__name__)
 
 PLAN = "latency-plan.json"
 LATENCY = "latency.jsonl"
@@ -132,7 +135,8 @@ def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts:
     return record
 
 
-def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     if request.samples < 1 or request.repeats < 1:
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")

@@ -12,6 +12,7 @@ text and the instruction (`Query.reranker_text`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ from ..runs import ordered, write_trec_run
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
+
+log = logging.getLogger(__name__)
 
 TOP_K = 100
 DEFAULT_FIRST_STAGE = "bm25"
@@ -100,8 +103,9 @@ def study_entry(decl: BenchmarkDeclaration) -> dict[str, Any]:
     }
 
 
-def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def prepare(request: PrepareRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Freeze candidates for every requested subset; returns the manifest."""
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     decls = study_benchmarks(request.benchmarks)
     if request.subsets and len(decls) != 1:

@@ -7,6 +7,7 @@ a killed run resumes without repeating a completed request; adding a model reuse
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
 from .models import DEFAULT_MODELS, StudyModel, build_all, build_reranker, call_costs, parse_models, preflight
+
+log = logging.getLogger(__name__)
 
 QUALITY = "quality.jsonl"
 STUDY_DEFAULT_OPTIONS = {"voyage_tpm": 2_000_000, "voyage_interval": 3.0}
@@ -105,7 +108,8 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
     return manifest, items
 
 
-def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     if request.workers < 1:
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
