@@ -52,7 +52,9 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         message = f"{SHARED}/{'/'.join(parts)} is not available"
         if in_ci():
-            pytest.fail(f"{message}, and CI=true: CI runs with shared/ beside the repository", pytrace=False)
+            pytest.fail(
+                f"{message}, and CI=true requires it: CI runs with shared/ beside the repository", pytrace=False
+            )
         pytest.skip(message)
     return path
 
