@@ -1,6 +1,6 @@
 """A tiny rcp-ndcg-vidore-v3 release in the release's layout, written for the tests.
 
-The layout is the card's (see src/evals_repro/rcp/release.py): README.md declares, per subset
+The layout is the card's (see src/evals_repro/benchmarks/rcp_release.py): README.md declares, per subset
 `{domain}__{language}`, the configs `-corpus` (one corpus per domain, shared by its languages, in
 push_to_hub shards `{domain}/corpus/test-0000k-of-0000n.parquet`), `-queries`, `-qrels` and
 `-top_ranked` (`{subset}/{part}.parquet`), and the provenance configs split by domain

@@ -9,11 +9,11 @@ import pytest
 
 import rcp_fixture
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
+from evals_repro.benchmarks.rcp_gain import gain
+from evals_repro.benchmarks.rcp_release import PINNED_REVISION, REPO, Release, parse_releases, resolve_tag
 from evals_repro.cli import main
 from evals_repro.errors import DataError, UsageError
-from evals_repro.rcp.gain import gain
 from evals_repro.rcp.pool import check_subset_pools, inject_ground_truth
-from evals_repro.rcp.release import PINNED_REVISION, REPO, Release, parse_releases, resolve_tag
 from evals_repro.rcp.replay import replay
 
 L3 = math.log2(3)
@@ -185,7 +185,7 @@ def test_rcp_pool_command(snapshot, capsys):
 def hub(request, monkeypatch):
     """The session's fake Hub (tests/conftest.py) serving the fixture at v2 and a v1 whose h2 gain differs."""
     fake = request.getfixturevalue("fake_hub")
-    from evals_repro.rcp.release import REPO
+    from evals_repro.benchmarks.rcp_release import REPO
 
     files = rcp_fixture.release_files()
     fake.add_repo(REPO, V2, files)

@@ -13,8 +13,8 @@ import pytest
 import rcp_fixture
 import scripted_method
 from evals_repro.benchmarks import get_benchmark
+from evals_repro.benchmarks.rcp_release import REPO
 from evals_repro.cli import main
-from evals_repro.rcp.release import REPO
 from evals_repro.registry import METHODS, RERANKERS
 from evals_repro.report import declared_report
 from records import write_record

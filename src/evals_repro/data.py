@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import DataError
 
@@ -62,6 +62,24 @@ class Query:
         return f"{self.text} {self.instruction}" if self.instruction else self.text
 
 
+@runtime_checkable
+class StoredPages(Protocol):
+    """A corpus kept on disk (`pagestore.PageStore`): a read-only sequence of pages that answers by id and
+    knows the facts recorded when it was written, so a corpus of millions of pages is never walked twice."""
+
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def duplicate_ids(self) -> list[str]: ...
+    @property
+    def empty_ids(self) -> list[str]: ...
+    @property
+    def n_empty(self) -> int: ...
+    def by_id(self) -> Mapping[str, Page]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, page_id: object) -> bool: ...
+
+
 @dataclass
 class Subset:
     """One evaluable unit of a benchmark: a corpus, its queries in every language, and qrels.
@@ -76,7 +94,7 @@ class Subset:
     benchmark: str
     name: str
     native_language: str
-    # A list, or a `pagestore.PageStore` (a read-only Sequence[Page] on disk) for corpora too
+    # A list, or `StoredPages` (`pagestore.PageStore`, a read-only Sequence[Page] on disk) for corpora too
     # large for Page objects (MS MARCO); the store knows its fingerprint and its check facts.
     pages: Sequence[Page]
     queries: list[Query]
@@ -102,17 +120,13 @@ class Subset:
         return [q for q in self.queries if q.language in wanted]
 
     def page_by_id(self) -> Mapping[str, Page]:
-        from .pagestore import PageStore
-
-        if isinstance(self.pages, PageStore):
+        if isinstance(self.pages, StoredPages):
             return self.pages.by_id()
         return {page.id: page for page in self.pages}
 
     def fingerprint(self, with_images: bool = False) -> str:
         """Digest of the corpus content: changes whenever a page id, text or title changes."""
-        from .pagestore import PageStore
-
-        if isinstance(self.pages, PageStore):
+        if isinstance(self.pages, StoredPages):
             return self.pages.fingerprint  # the same digest, computed once when the store was written
         digest = hashlib.sha256()
         for page in self.pages:
@@ -218,10 +232,8 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
     scored, as in trec_eval), pages with empty text and no image (kept in the corpus).
     """
-    from .pagestore import PageStore
-
     result = CheckResult(subset.name)
-    store = subset.pages if isinstance(subset.pages, PageStore) else None
+    store = subset.pages if isinstance(subset.pages, StoredPages) else None
     page_ids = [] if store is not None else [p.id for p in subset.pages]
     query_ids = [q.id for q in subset.queries]
     result.add("no_pages", ["<corpus>"] if not len(subset.pages) else [])

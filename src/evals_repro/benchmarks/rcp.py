@@ -6,7 +6,7 @@ Views (declaration field `view`, overridden by `LoadOptions.view`):
 - `retrieval`: the open corpus; pages outside the pool have no gain, so they count 0. Scores
   of this view are pooled-judgment scores: compare them only with each other.
 Content: `markdown` is the OCR text view (the page text the judge read), `images` the page images.
-Tables are read through the release's card (`rcp/release.py`): the six languages of a domain share
+Tables are read through the release's card (`benchmarks/rcp_release.py`): the six languages of a domain share
 one corpus; `--revision` takes a full sha or a tag from the release's `provenance/releases.json`.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from ..data import Page, Query, Subset
 from ..errors import DataError, UsageError, choices
-from ..rcp.release import REPO, Release, split_subset
-from ..rcp.tables import read_pools, read_qrels
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
+from .rcp_release import REPO, Release, split_subset
+from .rcp_tables import read_pools, read_qrels
 
 VIEWS = ("reranking", "retrieval")
 CONTENTS = ("markdown", "images")

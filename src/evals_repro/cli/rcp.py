@@ -41,7 +41,7 @@ def replay_command(
     ),
 ) -> None:
     """Print the card's reranker tables (native and 6-language views, both tie rules) from provenance-runs."""
-    from ..rcp.release import DOMAINS, LANGUAGES, Release
+    from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, Release
     from ..rcp.replay import format_tables, replay
 
     release = Release(revision=revision, snapshot=snapshot)
@@ -60,9 +60,9 @@ def pool_command(
     ),
 ) -> None:
     """Rebuild the judged pools (RRF of embed_v4, bm25, octen; k=60; top 150; ground-truth injection)."""
+    from ..benchmarks.rcp_release import SUBSETS, Release
     from ..errors import DataError
     from ..rcp.pool import check_pools, format_report
-    from ..rcp.release import SUBSETS, Release
 
     release = Release(revision=revision, snapshot=snapshot)
     checks = check_pools(release, _names(subsets, SUBSETS, "subset"))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
+from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
 from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
 from ..progress import progress_bar
-from .release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
-from .tables import read_pools, read_qrels, read_runs
 
 # Hub model id -> the paper's short name, in the card's row order.
 RERANKERS = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..data import Gains, Qrels
 from ..errors import DataError
-from .release import Release
+from .rcp_release import Release
 
 
 @dataclass

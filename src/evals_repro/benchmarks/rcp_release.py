@@ -126,7 +126,7 @@ class Release:
         if self.snapshot is not None:
             path = self._snapshot_path(RELEASES_FILE)
             return parse_releases(path.read_text(encoding="utf-8"), str(path))
-        from ..benchmarks import hub
+        from . import hub
 
         # Online the newest list (on main) also knows tags made after the pin; offline the pinned copy.
         where = PINNED_REVISION if hub.offline() else "main"
@@ -152,7 +152,7 @@ class Release:
     def card(self) -> dict[str, Any]:
         """The card's YAML header (`{}` without a card)."""
         if self._card is None:
-            from ..benchmarks.hub import parse_card
+            from .hub import parse_card
 
             path: Path | None
             if self.snapshot is not None:
@@ -277,7 +277,7 @@ class Release:
         return table.to_pydict()
 
     def item_params(self) -> list[tuple[float, float]]:
-        from .gain import parse_item_params
+        from .rcp_gain import parse_item_params
 
         return parse_item_params(self.path(ITEM_PARAMS))
 
@@ -299,7 +299,7 @@ def _data_files(card: dict[str, Any], config: str, split: str) -> list[str] | No
 
 
 def _offline_or_commit(repo: str, revision: str) -> str:
-    from ..benchmarks import hub
+    from . import hub
 
     if hub.offline():
         if not _SHA.fullmatch(revision):
@@ -313,7 +313,7 @@ def _offline_or_commit(repo: str, revision: str) -> str:
 
 def _list_files(repo: str, revision: str) -> list[str]:
     """The files of one revision: the Hub's listing, or offline those in the local Hub cache."""
-    from ..benchmarks import hub
+    from . import hub
 
     commit = _offline_or_commit(repo, revision)
     if hub.offline():
@@ -336,7 +336,7 @@ def _download(repo: str, relpath: str, revision: str) -> Path:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
-    from ..benchmarks import hub
+    from . import hub
 
     commit = _offline_or_commit(repo, revision)
     try:
