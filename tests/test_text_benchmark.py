@@ -11,6 +11,7 @@ first; nDCG is trec_eval's: linear gain = grade, discount log2(rank + 1)):
 - dl19 q1001: passages 0 (8 words, grade 1) and 1 (13 words, grade 3) hold all three terms, so 0 ranks
   first: (1 + 3/log2 3) / (3 + 1/log2 3) = 0.796707. q1002: the grade-2 passage (4 words) before the
   grade-0 one (6 words): 1. Mean 0.898353. dl20 q2001: its grade-2 passage alone matches: 1.
+  MAP at relevance level 2 (TREC DL's): q1001 (0.5), q1002 (1): 0.75.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def test_declaration_is_english_only_and_pinned():
     assert decl.subset_source("dl19")["counts"]["docs"] == decl.subset_source("dl20")["counts"]["docs"] == 8_841_823
 
 
-def test_scifact_text_is_title_and_body_and_only_test_queries(text_data, tmp_path, capsys):
+def test_scifact_text_is_title_and_body_and_only_test_queries(text_data, tmp_path, caplog):
     subset = load("scifact", tmp_path)
     assert isinstance(subset.pages, PageStore)
     texts = {page.id: page.text for page in subset.pages}
@@ -76,7 +77,7 @@ def test_scifact_text_is_title_and_body_and_only_test_queries(text_data, tmp_pat
     counts = subset.source["counts"]
     assert counts["loaded"] == {"queries": 3, "docs": 4, "judged": 4}
     assert counts["published"] == {"queries": 300, "docs": 5183, "judged": 339} and counts["match"] is False
-    warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    warning = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name.startswith("evals_repro")]
     assert len(warning) == 1 and "text/scifact" in warning[0] and "docs 4 (published 5,183)" in warning[0]
 
 
@@ -158,6 +159,11 @@ def test_run_bm25_on_text_end_to_end_with_hand_computed_metrics(text_data, tmp_p
     assert written["scifact"]["per_query"]["1"]["metrics"]["ndcg_at_10"] == pytest.approx(1 / LOG2_3, abs=1e-6)
     assert written["dl19"]["metrics"]["ndcg_at_10"] == pytest.approx(DL19_NDCG10, abs=1e-6)
     assert written["dl20"]["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
+    # TREC DL's binary measures count grade >= 2 (trec_eval -l 2): q1001's grade-1 passage 0 at rank 1 is
+    # not relevant, its grade-3 passage at rank 2 is (AP 1/2); q1002's grade-2 passage is first (AP 1).
+    assert written["dl19"]["protocol"]["relevance_level"] == 2
+    assert written["dl19"]["metrics"]["map"] == pytest.approx((0.5 + 1) / 2)
+    assert written["scifact"]["protocol"]["relevance_level"] == 1
     # Query 3 is judged (grade 0 and -1 only): every judged query counts, so it scores 0 and stays in.
     covid = written["trec-covid"]
     assert covid["n_queries"] == 3 and covid["skipped_queries"] == []

@@ -201,6 +201,7 @@ def _run_subset(
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
     languages = languages_for(request.setting, decl, subset)
+    protocol = declared_protocol(decl, name, protocol)
     # A result never loses a measure it had: the existing record's measures join the requested ones.
     wanted = measures_for(subset, list(protocol.measures))
     if existing is not None:
@@ -289,6 +290,13 @@ def _run_subset(
     )
     _report(name, record, path, say)
     return SubsetOutcome(name, path, "written", record.metrics)
+
+
+def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
+    """The protocol with what a subset's declaration fixes: `relevance_level` (the minimum grade binary
+    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)."""
+    level = decl.subset_source(name).get("relevance_level")
+    return protocol if level is None else protocol.replace(relevance_level=int(level))
 
 
 def _saved_run(path: Path, record: ResultRecord) -> Run | None:
