@@ -17,7 +17,7 @@ from ..data import Query, Subset
 from ..errors import DataError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import load_config, pinned_source, require_columns
+from .hub import hub_provenance, load_config, pinned_source, require_columns
 from .textsets import check_counts, corpus_store, document_text, read_judgments
 
 BATCH = 10_000
@@ -87,13 +87,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=store,
         queries=queries,
         qrels=qrels,
-        source={
-            "kind": "beir-hub",
-            "repo": repo,
-            "revision": commit,
-            "split": split,
-            "configs": [corpus_config, queries_config, qrels_config],
-            "counts": counts,
-            "origin": where,
-        },
+        source=hub_provenance(
+            decl, source, repo, commit, [corpus_config, queries_config, qrels_config], where, counts=counts, split=split
+        ),
     )

@@ -23,7 +23,7 @@ from ..data import Qrels, Query, Subset, SubtopicQrels
 from ..errors import DataError, UsageError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import FULL_SHA, config_spec, load_config, pin_note, pinned_source, require_columns
+from .hub import FULL_SHA, config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .hub_retrieval import loaded_counts, read_pages
 
 
@@ -47,8 +47,7 @@ def _revisions(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> t
     "freshstack", description="FreshStack on the Hub: queries (with nuggets) and corpus repos, one config per topic"
 )
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
-    if options.content != "markdown":
-        raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")
+    require_text(decl, options)
     queries_revision, corpus_revision = _revisions(decl, name, options)
     source, repo, revision = pinned_source(decl, name, LoadOptions(revision=queries_revision))
     corpus_repo = str(source.get("corpus_repo") or "").format(subset=name)
@@ -97,14 +96,6 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     )
 
     counts = loaded_counts(decl, name, f"{repo}@{commit}", source, queries, pages, qrels)
-    notes = [
-        n
-        for n in (
-            pin_note(repo, revision, commit, source),
-            pin_note(corpus_repo, corpus_revision, corpus_commit, source),
-        )
-        if n
-    ]
     return Subset(
         benchmark=decl.name,
         name=name,
@@ -113,17 +104,17 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         queries=queries,
         qrels=qrels,
         subtopics=subtopics,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "corpus_repo": corpus_repo,
-            "corpus_revision": corpus_commit,
-            "configs": [config, corpus_config],
-            "origin": f"{repo}@{commit} + {corpus_repo}@{corpus_commit}",
-            "queries_without_nuggets": len(table["query_id"]) - len(queries),
-            **({"licence": source["licence"]} if source.get("licence") else {}),
-            "counts": counts,
-            **({"notes": notes} if notes else {}),
-        },
+        source=hub_provenance(
+            decl,
+            source,
+            repo,
+            commit,
+            [config, corpus_config],
+            f"{repo}@{commit} + {corpus_repo}@{corpus_commit}",
+            pins=[(repo, revision, commit), (corpus_repo, corpus_revision, corpus_commit)],
+            counts=counts,
+            corpus_repo=corpus_repo,
+            corpus_revision=corpus_commit,
+            queries_without_nuggets=len(table["query_id"]) - len(queries),
+        ),
     )

@@ -14,6 +14,7 @@ user wait, so every load goes through `load_config`:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,43 @@ def pin_note(repo: str, revision: str, commit: str, source: dict[str, Any]) -> s
         f"{repo} is not pinned ({why}): revision {revision} resolved to {commit}; "
         f"pass --revision {commit} to load exactly this data again"
     )
+
+
+def hub_provenance(
+    decl: BenchmarkDeclaration,
+    source: dict[str, Any],
+    repo: str,
+    commit: str,
+    configs: list[str],
+    origin: str,
+    *,
+    pins: Iterable[tuple[str, str, str]] = (),
+    counts: dict[str, Any] | None = None,
+    **facts: Any,
+) -> dict[str, Any]:
+    """`Subset.source` of a subset read from Hub configs, in the one shape every Hub loader records
+    (result files and study manifests copy it): the loader, the repo and the commit it resolved to,
+    the configs read and where from, the loader's own `facts` (split, queries dropped...), the declared
+    licence, the counts check, and a `pin_note` for each (repo, requested revision, commit) in `pins`
+    that no full sha pinned (the registry prints the notes)."""
+    notes = [note for note in (pin_note(r, requested, c, source) for r, requested, c in pins) if note]
+    return {
+        "kind": decl.loader,
+        "repo": repo,
+        "revision": commit,
+        "configs": configs,
+        "origin": origin,
+        **facts,
+        **({"licence": source["licence"]} if source.get("licence") else {}),
+        **({"counts": counts} if counts is not None else {}),
+        **({"notes": notes} if notes else {}),
+    }
+
+
+def require_text(decl: BenchmarkDeclaration, options: LoadOptions) -> None:
+    """Refuse `--content images` for a benchmark whose Hub data holds text only."""
+    if options.content != "markdown":
+        raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")
 
 
 def config_spec(

@@ -25,7 +25,7 @@ from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError, UsageError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
+from .hub import config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .textsets import check_counts, document_text
 from .vidore import read_qrels
 
@@ -84,8 +84,7 @@ def split_variant(qid: str, variants: list[str]) -> tuple[str, str] | None:
     "hub-retrieval", description="mteb's retrieval layout on the Hub: corpus, queries, qrels (+ instruction, qrel_diff)"
 )
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
-    if options.content != "markdown":
-        raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")
+    require_text(decl, options)
     source, repo, revision = pinned_source(decl, name, options)
     language = decl.subset(name).native_language
 
@@ -142,7 +141,6 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     pages = read_pages(corpus_ds, f"{where} {corpus_config}", str(source.get("title_mode", "join")))
     configs.append(corpus_config)
 
-    notes = [n for n in [pin_note(repo, revision, commit, source)] if n]
     counts = loaded_counts(decl, name, where, source, queries, pages, qrels)
     return Subset(
         benchmark=decl.name,
@@ -152,15 +150,15 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         queries=queries,
         qrels=qrels,
         changed_docs=changed_docs,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "configs": configs,
-            "origin": where,
-            "queries_without_qrels": len(texts) - len(queries),
-            **({"licence": source["licence"]} if source.get("licence") else {}),
-            "counts": counts,
-            **({"notes": notes} if notes else {}),
-        },
+        source=hub_provenance(
+            decl,
+            source,
+            repo,
+            commit,
+            configs,
+            where,
+            pins=[(repo, revision, commit)],
+            counts=counts,
+            queries_without_qrels=len(texts) - len(queries),
+        ),
     )

@@ -14,17 +14,16 @@ different ids are therefore distinct pages.
 from __future__ import annotations
 
 from ..data import Query, Subset
-from ..errors import DataError, UsageError
+from ..errors import DataError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import config_spec, load_config, pin_note, pinned_source, require_columns
+from .hub import config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .hub_retrieval import loaded_counts, read_pages
 
 
 @LOADERS.register("legal-rag-bench", description="Legal RAG Bench on the Hub: configs corpus and qa")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
-    if options.content != "markdown":
-        raise UsageError(f"benchmark {decl.name}: --content {options.content} is not available", "it holds text only")
+    require_text(decl, options)
     source, repo, revision = pinned_source(decl, name, options)
     language = decl.subset(name).native_language
 
@@ -44,7 +43,6 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     corpus_ds, _ = load_config(repo, corpus_config, corpus_split, commit)
     pages = read_pages(corpus_ds, f"{where} {corpus_config}", str(source.get("title_mode", "page")))
 
-    notes = [n for n in [pin_note(repo, revision, commit, source)] if n]
     counts = loaded_counts(decl, name, where, source, queries, pages, qrels)
     return Subset(
         benchmark=decl.name,
@@ -53,14 +51,14 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "configs": [qa_config, corpus_config],
-            "origin": where,
-            **({"licence": source["licence"]} if source.get("licence") else {}),
-            "counts": counts,
-            **({"notes": notes} if notes else {}),
-        },
+        source=hub_provenance(
+            decl,
+            source,
+            repo,
+            commit,
+            [qa_config, corpus_config],
+            where,
+            pins=[(repo, revision, commit)],
+            counts=counts,
+        ),
     )

@@ -13,7 +13,7 @@ from ..data import Page, Query, Subset
 from ..errors import DataError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
+from .hub import check_content, hub_provenance, image_bytes, load_config, pinned_source, require_columns
 from .vidore import read_qrels, relevant_pages
 
 
@@ -87,15 +87,15 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "split": split,
-            "configs": [f"{part}-{code}" for part in ("corpus", "queries", "qrels")]
-            + ([f"images-{code}"] if images else []),
-            "origin": where,
-            "queries_without_positive": len(all_queries) - len(queries),
-            "qrels_of_unknown_queries": len(unknown),
-        },
+        source=hub_provenance(
+            decl,
+            source,
+            repo,
+            commit,
+            [f"{part}-{code}" for part in ("corpus", "queries", "qrels")] + ([f"images-{code}"] if images else []),
+            where,
+            split=split,
+            queries_without_positive=len(all_queries) - len(queries),
+            qrels_of_unknown_queries=len(unknown),
+        ),
     )

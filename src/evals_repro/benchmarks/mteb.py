@@ -21,7 +21,16 @@ from ..data import Page, Qrels, Query, Subset
 from ..errors import UsageError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import card_data, card_features, check_content, image_bytes, load_config, pinned_source, require_columns
+from .hub import (
+    card_data,
+    card_features,
+    check_content,
+    hub_provenance,
+    image_bytes,
+    load_config,
+    pinned_source,
+    require_columns,
+)
 from .vidore import read_qrels, relevant_pages
 
 
@@ -85,13 +94,14 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "split": split,
-            "configs": [f"{corpus_language}-corpus"]
+        source=hub_provenance(
+            decl,
+            source,
+            repo,
+            commit,
+            [f"{corpus_language}-corpus"]
             + [f"{lang}-{part}" for lang in decl.query_languages for part in ("queries", "qrels")],
-            "origin": f"{repo}@{commit}",
-        },
+            f"{repo}@{commit}",
+            split=split,
+        ),
     )

@@ -12,7 +12,7 @@ from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
+from .hub import check_content, hub_provenance, image_bytes, load_config, pinned_source, require_columns
 
 # metadata field -> source column
 QUERY_METADATA = {"query_type": "query_types", "query_format": "query_format", "content_type": "content_type"}
@@ -79,12 +79,5 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         pages=pages,
         queries=queries,
         qrels=qrels,
-        source={
-            "kind": decl.loader,
-            "repo": repo,
-            "revision": commit,
-            "split": split,
-            "configs": ["corpus", "queries", "qrels"],
-            "origin": where,
-        },
+        source=hub_provenance(decl, source, repo, commit, ["corpus", "queries", "qrels"], where, split=split),
     )
