@@ -27,6 +27,26 @@ GEMINI_INTERVAL = typer.Option(None, "--gemini-interval", help="Seconds between 
 OPENAI_TPM = typer.Option(None, "--openai-tpm", help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).")
 OPENAI_RPM = typer.Option(None, "--openai-rpm", help="OpenAI-compatible requests per minute; 0 = no budget.")
 OPENAI_INTERVAL = typer.Option(None, "--openai-interval", help="Seconds between OpenAI-compatible calls.")
+LANGUAGE = typer.Option(None, "--language", help=LANGUAGE_HELP)
+REVISION = typer.Option(None, help="Load another dataset revision than the declared pin.")
+GENERATOR = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>.")
+TEMPERATURE = typer.Option(None, help="Generator temperature (default: the provider's).")
+MAX_OUTPUT_TOKENS = typer.Option(None, "--max-output-tokens", help="Generator output cap.")
+WORKERS = typer.Option(4, help="Concurrent calls.")
+TIMEOUT = typer.Option(None, help="API request timeout in seconds.")
+MAX_ATTEMPTS = typer.Option(None, "--max-attempts", help="Attempts per call (default 6).")
+# What `answer` and `grounding predict` pass on to the providers, by parameter name.
+LLM_OPTIONS = (
+    "workers",
+    "timeout",
+    "max_attempts",
+    "gemini_tpm",
+    "gemini_rpm",
+    "gemini_interval",
+    "openai_tpm",
+    "openai_rpm",
+    "openai_interval",
+)
 
 
 def _fail_if_incomplete(result: dict, what: str) -> None:
@@ -51,8 +71,8 @@ def _echo(line: str) -> None:
 def agreement_command(
     benchmark: str = BENCHMARK,
     subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
-    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    language: Optional[str] = LANGUAGE,
+    revision: Optional[str] = REVISION,
     out_dir: Path = OUT_DIR,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
@@ -70,10 +90,12 @@ def agreement_command(
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
 
-def _provider_options(**values) -> dict:
+def _llm_options(ctx: typer.Context, *extra: str) -> dict:
+    """The provider options the user set, read from the command's parameters by name: `answer` and
+    `grounding predict` take the same set (LLM_OPTIONS), so an option added there reaches both."""
     from . import given_options
 
-    return given_options(**values)
+    return given_options(**{name: ctx.params[name] for name in (*LLM_OPTIONS, *extra)})
 
 
 @app.command("answer", context_settings=EXTRA_MODELS)
@@ -81,8 +103,8 @@ def answer_command(
     ctx: typer.Context,
     benchmark: str = BENCHMARK,
     subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
-    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
+    language: Optional[str] = LANGUAGE,
+    revision: Optional[str] = REVISION,
     context_choice: AnswerContext = typer.Option(
         AnswerContext.text, "--context", help="How context pages are shown to the generator."
     ),
@@ -95,17 +117,17 @@ def answer_command(
     models: Optional[list[str]] = typer.Option(
         None, "--models", help=f"The no-context panel, provider:model; {LIST_HELP} (several may follow one --models)."
     ),
-    generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
+    generator: Optional[str] = GENERATOR,
     judge: Optional[str] = typer.Option(None, "--judge", help="gemini:<model> | openai:<model>."),
-    temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
-    max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
+    temperature: Optional[float] = TEMPERATURE,
+    max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     judge_max_output_tokens: Optional[int] = typer.Option(None, "--judge-max-output-tokens", help="Judge output cap."),
     out_dir: Path = OUT_DIR,
     run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default from the pipeline)."),
     labels: Optional[Path] = typer.Option(None, "--labels", help="Easy/hard labels (default <out-dir>/easy-hard)."),
-    workers: int = typer.Option(4, help="Concurrent calls."),
-    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
+    workers: int = WORKERS,
+    timeout: Optional[float] = TIMEOUT,
+    max_attempts: Optional[int] = MAX_ATTEMPTS,
     gemini_tpm: Optional[int] = GEMINI_TPM,
     gemini_rpm: Optional[int] = GEMINI_RPM,
     gemini_interval: Optional[float] = GEMINI_INTERVAL,
@@ -125,18 +147,7 @@ def answer_command(
         raise UsageError(f"unexpected argument(s) {' '.join(ctx.args)}", "name panel models with --models a b c")
     panel = split_list([m for value in [*(models or []), *ctx.args] for m in value.split()]) or []
     pipeline = Pipeline(value_of(context_choice), retriever, image_retriever, text_retriever, oracle, no_context, top_k)
-    options = _provider_options(
-        workers=workers,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        gemini_tpm=gemini_tpm,
-        gemini_rpm=gemini_rpm,
-        gemini_interval=gemini_interval,
-        openai_tpm=openai_tpm,
-        openai_rpm=openai_rpm,
-        openai_interval=openai_interval,
-        store_prefix=store_prefix,
-    )
+    options = _llm_options(ctx, "store_prefix")
     result = run_answer(
         AnswerRequest(
             benchmark=benchmark,
@@ -179,19 +190,20 @@ def answer_report_command(
 
 @grounding_app.command("predict")
 def predict_command(
+    ctx: typer.Context,
     benchmark: str = BENCHMARK,
     subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
-    revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
-    generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
+    language: Optional[str] = LANGUAGE,
+    revision: Optional[str] = REVISION,
+    generator: Optional[str] = GENERATOR,
     box_scale: float = typer.Option(1000.0, "--box-scale", help="Grid of the model's boxes (0 = page pixels)."),
-    temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
-    max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
+    temperature: Optional[float] = TEMPERATURE,
+    max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     out_dir: Path = OUT_DIR,
     run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default: the generator)."),
-    workers: int = typer.Option(4, help="Concurrent calls."),
-    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
+    workers: int = WORKERS,
+    timeout: Optional[float] = TIMEOUT,
+    max_attempts: Optional[int] = MAX_ATTEMPTS,
     gemini_tpm: Optional[int] = GEMINI_TPM,
     gemini_rpm: Optional[int] = GEMINI_RPM,
     gemini_interval: Optional[float] = GEMINI_INTERVAL,
@@ -204,17 +216,7 @@ def predict_command(
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
     from ..vidore_paper.llm import GenerationSettings
 
-    options = _provider_options(
-        workers=workers,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        gemini_tpm=gemini_tpm,
-        gemini_rpm=gemini_rpm,
-        gemini_interval=gemini_interval,
-        openai_tpm=openai_tpm,
-        openai_rpm=openai_rpm,
-        openai_interval=openai_interval,
-    )
+    options = _llm_options(ctx)
     result = run_grounding(
         GroundingRequest(
             benchmark=benchmark,
