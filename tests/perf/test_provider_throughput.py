@@ -11,18 +11,15 @@ Run: `flock /work/coord/perf.lock uv run pytest -m perf -s tests/perf/test_provi
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import deque
 from dataclasses import replace
 
 import pytest
+from throughput import Budgeted, log_figures, timed_embed
 
-from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
 from evals_repro.providers import retry
 from evals_repro.retrieval.base import MethodContext
-from fakes.base import Reply, Request, count_tokens
+from fakes.base import Request, count_tokens
 from fakes.cohere import FakeCohere
 from fakes.gemini import FakeGemini, content_text
 
@@ -31,35 +28,6 @@ pytestmark = pytest.mark.perf
 WINDOW = 1.0
 ITEMS = 3_000
 BATCH = 16
-WORDS = "retrieval evaluation reproduces published scores across benchmarks with pinned data".split()
-
-
-class Budgeted:
-    """A sliding one-second budget over what the fake accepted, counted by `cost(request)`."""
-
-    def __init__(self, budget: int, window: float) -> None:
-        super().__init__()
-        self.budget, self.window = budget, window
-        self.accepted: deque[tuple[float, int]] = deque()
-        self.log: list[tuple[float, int, bool]] = []  # (time, cost, accepted)
-        self.budget_lock = threading.Lock()
-
-    def cost(self, request: Request) -> int:
-        raise NotImplementedError
-
-    def before(self, request: Request) -> Reply | None:
-        cost = self.cost(request)
-        with self.budget_lock:
-            now = time.monotonic()
-            while self.accepted and now - self.accepted[0][0] >= self.window:
-                self.accepted.popleft()
-            used = sum(c for _, c in self.accepted)
-            ok = used + cost <= self.budget or not self.accepted
-            self.log.append((now, cost, ok))
-            if ok:
-                self.accepted.append((now, cost))
-                return None
-        return self.error_reply(429, "rate limit exceeded")
 
 
 class BudgetedGemini(Budgeted, FakeGemini):
@@ -70,10 +38,6 @@ class BudgetedGemini(Budgeted, FakeGemini):
 class BudgetedCohere(Budgeted, FakeCohere):
     def cost(self, request: Request) -> int:  # inputs
         return len(request.json.get("texts") or request.json.get("inputs") or [])
-
-
-def texts(n: int) -> list[str]:
-    return [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(40 + i % 20)) for i in range(n)]
 
 
 PROVIDERS = {
@@ -108,27 +72,9 @@ def run(monkeypatch, provider: str, throttled: bool, items: int, reported: bool 
             items_per_minute=budget if throttled and kind == "items" else 0,
             requests_per_minute=0,
         )
-        start = time.monotonic()
-        matrix = embedder.embed([EmbedItem(text=t) for t in texts(items)], "document")
-        elapsed = time.monotonic() - start
-        assert matrix.shape[0] == items
+        elapsed = timed_embed(embedder, items)
         log = fake.log
-    accepted = [(t, n) for t, n, ok in log if ok]
-    # Steady state: whole windows after the opening burst; any one window may hold at most the budget.
-    start_steady = accepted[0][0] + WINDOW
-    windows = int((accepted[-1][0] - start_steady) // WINDOW)
-    assert windows >= 3, "run too short to measure a steady state"
-    steady = sum(n for t, n in accepted if start_steady <= t < start_steady + windows * WINDOW)
-    return {
-        "requests": len(log),
-        "rejected_429": sum(1 for _, _, ok in log if not ok),
-        "rate_429": sum(1 for _, _, ok in log if not ok) / len(log),
-        "accepted": sum(n for _, n in accepted),
-        "kind": kind,
-        "elapsed": elapsed,
-        "steady_fraction": steady / (windows * WINDOW) / (budget / WINDOW),
-        "overall_fraction": sum(n for _, n in accepted) / elapsed / (budget / WINDOW),
-    }
+    return {**log_figures(log, budget, WINDOW, elapsed), "kind": kind}
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))

@@ -8,18 +8,15 @@ Run: `uv run pytest -m perf -s tests/perf/test_voyage_throughput.py`.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import deque
 from dataclasses import replace
 
 import pytest
+from throughput import Budgeted, log_figures, timed_embed
 
-from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
 from evals_repro.providers import retry
 from evals_repro.retrieval.base import MethodContext
-from fakes.base import Reply, Request, count_tokens
+from fakes.base import Request, count_tokens
 from fakes.voyage import FakeVoyage
 
 pytestmark = pytest.mark.perf
@@ -28,36 +25,15 @@ BUDGET = 20_000  # tokens per second (the scaled-down tokens per minute)
 WINDOW = 1.0
 ITEMS = 3_000
 BATCH = 16
-WORDS = "retrieval evaluation reproduces published scores across benchmarks with pinned data".split()
 
 
-class BudgetedVoyage(FakeVoyage):
+class BudgetedVoyage(Budgeted, FakeVoyage):
     """A Voyage fake with a sliding one-second token budget, counting tokens as the server does."""
 
-    def __init__(self, budget: int, window: float) -> None:
-        super().__init__()
-        self.budget, self.window = budget, window
-        self.accepted: deque[tuple[float, int]] = deque()
-        self.log: list[tuple[float, int, bool]] = []  # (time, tokens, accepted)
-        self.budget_lock = threading.Lock()
+    message = "rate limit exceeded: tokens per minute"
 
-    def before(self, request: Request) -> Reply | None:
-        tokens = sum(count_tokens(t) for t in request.json["input"])
-        with self.budget_lock:
-            now = time.monotonic()
-            while self.accepted and now - self.accepted[0][0] >= self.window:
-                self.accepted.popleft()
-            used = sum(t for _, t in self.accepted)
-            ok = used + tokens <= self.budget or not self.accepted
-            self.log.append((now, tokens, ok))
-            if ok:
-                self.accepted.append((now, tokens))
-                return None
-        return self.error_reply(429, "rate limit exceeded: tokens per minute")
-
-
-def texts(n: int) -> list[str]:
-    return [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(40 + i % 20)) for i in range(n)]
+    def cost(self, request: Request) -> int:
+        return sum(count_tokens(t) for t in request.json["input"])
 
 
 def run(monkeypatch, throttled: bool, items: int) -> dict:
@@ -73,28 +49,9 @@ def run(monkeypatch, throttled: bool, items: int) -> dict:
             tokens_per_minute=BUDGET if throttled else 0,
             requests_per_minute=0,
         )
-        start = time.monotonic()
-        matrix = embedder.embed([EmbedItem(text=t) for t in texts(items)], "document")
-        elapsed = time.monotonic() - start
-        assert matrix.shape[0] == items
+        elapsed = timed_embed(embedder, items)
         log = fake.log
-    accepted = [(t, n) for t, n, ok in log if ok]
-    # Steady state: whole windows after the opening burst; any one window may hold at most the budget.
-    start_steady = accepted[0][0] + WINDOW
-    windows = int((accepted[-1][0] - start_steady) // WINDOW)
-    assert windows >= 3, "run too short to measure a steady state"
-    steady = sum(n for t, n in accepted if start_steady <= t < start_steady + windows * WINDOW)
-    steady_rate = steady / (windows * WINDOW)
-    return {
-        "requests": len(log),
-        "rejected_429": sum(1 for _, _, ok in log if not ok),
-        "rate_429": sum(1 for _, _, ok in log if not ok) / len(log),
-        "tokens": sum(n for _, n in accepted),
-        "elapsed": elapsed,
-        "overall_fraction": sum(n for _, n in accepted) / elapsed / (BUDGET / WINDOW),
-        "steady_fraction": steady_rate / (BUDGET / WINDOW),
-        "usage": ctx.usage.as_dict(),
-    }
+    return {**log_figures(log, BUDGET, WINDOW, elapsed), "usage": ctx.usage.as_dict()}
 
 
 def test_voyage_throughput_under_budget(monkeypatch):
@@ -104,7 +61,7 @@ def test_voyage_throughput_under_budget(monkeypatch):
     for label, figures in (("throttled", throttled), ("no throttle (peer)", peer)):
         print(
             f"\n{label}: {figures['requests']} requests, {figures['rejected_429']} answered 429 "
-            f"({figures['rate_429']:.2%}), {figures['tokens']:,} tokens in {figures['elapsed']:.1f} s; "
+            f"({figures['rate_429']:.2%}), {figures['accepted']:,} tokens in {figures['elapsed']:.1f} s; "
             f"steady throughput {figures['steady_fraction']:.1%} of budget, overall {figures['overall_fraction']:.1%}"
         )
     print(f"429 rate ratio (throttled / peer): {throttled['rate_429'] / max(peer['rate_429'], 1e-9):.3f}")
