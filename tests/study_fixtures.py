@@ -17,6 +17,9 @@ unpinned Legal RAG Bench and FreshStack repos, which resolves to the sha below):
   `queries`, `instruction`, `qrels`, `top_ranked` (split test) and `qrel_diff` (split qrel_diff).
 - ViDoRe v3: tests/hub_fixtures.py's hr and energy, and the hr data at every other domain's pinned revision.
 
+The study prepared on the bundled sample (`prepare_sample`, `copy_study`) serves the tests of the
+study's runs: prepared once per module, copied for each test.
+
 Every document text ends with its id, so `scripted_method.ScriptedReranker` can tell them apart.
 The langchain and robust04 data are built for hand-computed alpha-nDCG@10, coverage@20 and p-MRR
 (see tests/test_study_datasets.py).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -37,6 +41,27 @@ UNPINNED_SHA = {  # what `main` resolves to on the fake Hub
     "freshstack/queries-oct-2024": "f5e5000000000000000000000000000000000001",
     "freshstack/corpus-oct-2024": "f5e5000000000000000000000000000000000002",
 }
+
+
+SAMPLE_SUBSETS = ("heat-pumps", "railway-maintenance")
+
+
+def prepare_sample(root: Path, subsets: tuple[str, ...] = SAMPLE_SUBSETS) -> Path:
+    """The study prepared on the bundled sample (BM25 candidates) under `root` (`study/`, `cache/`); returns
+    `root`. Preparing is the slow part: a module does it once and each test works on a `copy_study`."""
+    from evals_repro.study.prepare import PrepareRequest, prepare
+
+    request = PrepareRequest(
+        benchmarks=["sample"], subsets=list(subsets), study_dir=root / "study", cache_dir=root / "cache"
+    )
+    prepare(request, echo=lambda _line: None)
+    return root
+
+
+def copy_study(prepared: Path, tmp_path: Path) -> Path:
+    """A test's own copy of a prepared study and its cache (under `tmp_path`); returns the study folder."""
+    shutil.copytree(prepared / "cache", tmp_path / "cache")
+    return Path(shutil.copytree(prepared / "study", tmp_path / "study"))
 
 
 def declared(name: str) -> dict:

@@ -15,6 +15,7 @@ from evals_repro.io import read_jsonl
 from fakes.mixedbread_store import FakeMixedbreadStores, _parse_multipart
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank
 from fakes.voyage import FakeVoyage
+from study_fixtures import prepare_sample
 
 KEYS = {"VOYAGE_API_KEY": "crash-voyage-key", "CO_API_KEY": "crash-cohere-key", "MXBAI_API_KEY": "crash-mxbai-key"}
 
@@ -115,19 +116,7 @@ RUN = Scenario(
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory) -> Path:
-    from evals_repro.study.prepare import PrepareRequest, prepare
-
-    root = tmp_path_factory.mktemp("crash-prepared")
-    prepare(
-        PrepareRequest(
-            benchmarks=["sample"],
-            subsets=["heat-pumps"],
-            study_dir=root / "study",
-            cache_dir=root / "cache",
-        ),
-        echo=lambda line: None,
-    )
-    return root / "study"
+    return prepare_sample(tmp_path_factory.mktemp("crash-prepared"), ("heat-pumps",)) / "study"
 
 
 def study_env(fakes) -> dict[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from evals_repro.study.report import write_report
 from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
+from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
 FAST = {"voyage_interval": 0.0}
@@ -68,23 +68,12 @@ def providers(monkeypatch):
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
-    root = tmp_path_factory.mktemp("prepared")
-    prepare(
-        PrepareRequest(
-            benchmarks=["sample"],
-            subsets=["heat-pumps", "railway-maintenance"],
-            study_dir=root / "study",
-            cache_dir=root / "cache",
-        ),
-        echo=QUIET,
-    )
-    return root
+    return prepare_sample(tmp_path_factory.mktemp("prepared"))
 
 
 @pytest.fixture
 def study(prepared, tmp_path):
-    shutil.copytree(prepared / "cache", tmp_path / "cache")
-    return Path(shutil.copytree(prepared / "study", tmp_path / "study"))
+    return copy_study(prepared, tmp_path)
 
 
 def test_prepare_freezes_native_candidates(study):

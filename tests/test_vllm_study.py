@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,10 @@ from evals_repro.io import read_jsonl
 from evals_repro.rerankers import vllm as client
 from evals_repro.rerankers.vllm_metrics import CacheCheckFailed
 from evals_repro.study.latency import LATENCY, WARMUP, LatencyRequest, run_latency
-from evals_repro.study.prepare import PrepareRequest, prepare
 from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
 from evals_repro.study.report import write_report
 from fakes.vllm import FakeVllm
+from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
 QWEN_ID = "Qwen/Qwen3-Reranker-8B@77d193c791ed757ca307ee72715aa132723da912"
@@ -37,23 +36,13 @@ def fresh_replicas():
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    root = tmp_path_factory.mktemp("prepared")
-    prepare(
-        PrepareRequest(
-            benchmarks=["sample"],
-            subsets=["heat-pumps", "railway-maintenance"],
-            study_dir=root / "study",
-            cache_dir=root / "cache",
-        ),
-        echo=QUIET,
-    )
-    return root
+    """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
+    return prepare_sample(tmp_path_factory.mktemp("prepared"))
 
 
 @pytest.fixture
 def study(prepared, tmp_path):
-    shutil.copytree(prepared / "cache", tmp_path / "cache")
-    return Path(shutil.copytree(prepared / "study", tmp_path / "study"))
+    return copy_study(prepared, tmp_path)
 
 
 def start(monkeypatch, env: str, *fakes: FakeVllm) -> None:
