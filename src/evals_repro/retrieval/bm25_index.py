@@ -45,24 +45,10 @@ def build_scores(corpus: TokenizedCorpus, k1: float, b: float) -> dict[str, Any]
     """bm25s's `scores` dict (data, indices, indptr, num_docs) for Lucene BM25, vectorised."""
     n_docs = len(corpus.lengths)
     n_vocab = len(corpus.vocab)
-    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), corpus.lengths)
-    # One key per token, sorted: column (term) major, row (document) minor, as CSC needs.
-    keys = corpus.term_ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
-    del doc_of_token
-    keys.sort()
-    if len(keys):
-        first = np.empty(len(keys), dtype=bool)
-        first[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        tf = np.diff(np.append(starts, len(keys))).astype(np.float64)
-        pairs = keys[starts]
-    else:
-        tf = np.empty(0, dtype=np.float64)
-        pairs = keys
-    del keys
-    terms = pairs // max(n_docs, 1)
-    docs = pairs - terms * max(n_docs, 1)
+    pairs, counts, stride = _count_pairs(corpus.term_ids, corpus.lengths)
+    tf = counts.astype(np.float64)
+    terms = pairs // stride
+    docs = pairs - terms * stride
     doc_freq = np.bincount(terms, minlength=n_vocab)
     idf = _lucene_idf(doc_freq, n_docs)
     avg_doc_len = corpus.lengths.mean() if n_docs else np.float64(0.0)
@@ -73,6 +59,26 @@ def build_scores(corpus: TokenizedCorpus, k1: float, b: float) -> dict[str, Any]
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(doc_freq, out=indptr[1:])
     return {"data": data, "indices": docs.astype(np.int32), "indptr": indptr, "num_docs": n_docs}
+
+
+def _count_pairs(term_ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every distinct (term, document) pair of a tokenized batch and its count (the term frequency), in
+    term-major, document-minor order as CSC needs: one int64 key per token (term * stride + document),
+    sorted, cut into runs. Returns (pair keys, counts, stride); the in-memory and the streaming builds
+    count alike through it."""
+    stride = max(len(lengths), 1)
+    doc_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    keys = term_ids.astype(np.int64) * stride + doc_of_token
+    del doc_of_token
+    keys.sort()
+    if not len(keys):
+        return keys, np.empty(0, dtype=np.int64), stride
+    first = np.empty(len(keys), dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    del first
+    return keys[starts], np.diff(np.append(starts, len(keys))), stride
 
 
 def _lucene_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
@@ -108,23 +114,9 @@ class ScoresBuilder:
 
     def _add(self, term_ids: np.ndarray, lengths: np.ndarray) -> None:
         n = len(lengths)
-        doc_of_token = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        keys = term_ids.astype(np.int64) * max(n, 1) + doc_of_token
-        del doc_of_token
-        keys.sort()
-        if len(keys):
-            first = np.empty(len(keys), dtype=bool)
-            first[0] = True
-            np.not_equal(keys[1:], keys[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
-            tf = np.diff(np.append(starts, len(keys)))
-            pairs = keys[starts]
-        else:
-            tf = np.empty(0, dtype=np.int64)
-            pairs = keys
-        del keys
-        terms = (pairs // max(n, 1)).astype(np.int32)
-        docs = (pairs - terms.astype(np.int64) * max(n, 1)).astype(np.uint16)
+        pairs, tf, stride = _count_pairs(term_ids, lengths)
+        terms = (pairs // stride).astype(np.int32)
+        docs = (pairs - terms.astype(np.int64) * stride).astype(np.uint16)
         tf_small = tf.astype(np.uint16) if not len(tf) or int(tf.max()) <= np.iinfo(np.uint16).max else tf
         n_terms = int(terms.max()) + 1 if len(terms) else 0
         if n_terms > len(self._doc_freq):
