@@ -1,4 +1,5 @@
-"""Crash-safe file writing: temp file + rename, and append-only JSONL flushed per record.
+"""Crash-safe file writing: temp file + rename, whole directories built aside and renamed into place, and
+append-only JSONL flushed per record.
 
 A killed process leaves either the old file or the new one, never a torn one; a torn final
 JSONL line (killed mid-write) is dropped and truncated away on the next open. A new file gets the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -107,6 +109,26 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def staging_directory(target: Path) -> Path:
+    """A fresh hidden sibling of `target` to build a directory in (then `replace_directory`)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+
+
+def replace_directory(staging: Path, target: Path) -> None:
+    """Rename a finished `staging` directory to `target`. What is there (an incomplete or damaged build) is
+    renamed aside first, then removed. If another process put its build there first (the rename fails),
+    ours is dropped: both were built for the same key, so theirs is equivalent."""
+    if target.exists():
+        discard = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+        os.replace(target, discard / "old")
+        shutil.rmtree(discard, ignore_errors=True)
+    try:
+        os.replace(staging, target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:

@@ -24,7 +24,6 @@ import json
 import mmap
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -32,7 +31,7 @@ from typing import Any, overload
 import numpy as np
 
 from .data import Page
-from .io import atomic_write_json
+from .io import atomic_write_json, replace_directory, staging_directory
 
 STORE_FORMAT = "1"
 MANIFEST = "manifest.json"
@@ -221,8 +220,7 @@ def build_store(
 ) -> PageStore:
     """Stream `(id, text)` pairs into a store at `directory` (replacing an incomplete one)."""
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    staging = staging_directory(directory)
     try:
         manifest = _write(staging, pages, on_page)
         manifest["source"] = source or {}
@@ -231,14 +229,7 @@ def build_store(
             with open(staging / name, "rb") as handle:
                 os.fsync(handle.fileno())
         atomic_write_json(staging / MANIFEST, manifest)
-        if directory.exists():
-            discard = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
-            os.replace(directory, discard / "store")
-            shutil.rmtree(discard, ignore_errors=True)
-        try:
-            os.replace(staging, directory)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)  # another process finished the same store first
+        replace_directory(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -27,12 +27,13 @@ import numpy as np
 from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..io import staging_directory
 from ..metrics.ranking import trec_ranked as ranked
 from ..progress import progress_bar
 from ..registry import METHODS
 from ..rendering import PageStyle, page_text
 from ..rendering import describe as describe_style
-from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index, staging_dir
+from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index
 from .tokenize import TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
 K1 = 1.5
@@ -130,7 +131,7 @@ class BM25Retriever:
             index = _LoadedIndex(retriever, page_ids, analyzer, cache_hit=True, key=key)
         else:
             self._indexes = {}  # free the previous corpus's index before building the next
-            staging = staging_dir(directory)
+            staging = staging_directory(directory)
             retriever = self._build(subset, analyzer, staging)
             save_index(directory, retriever, subset_page_ids(subset), settings, staging=staging)
             del retriever  # serve from the saved, memory-mapped copy, like every later run

@@ -25,13 +25,12 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..io import atomic_write_json
+from ..io import atomic_write_json, replace_directory, staging_directory
 from .tokenize import TokenizedCorpus
 
 INDEX_FORMAT = "2"
@@ -232,17 +231,11 @@ def _fsync_dir_files(directory: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def staging_dir(target: Path) -> Path:
-    """A fresh temporary sibling of `target` (the build writes spill files and the index there)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-
-
 def save_index(
     target: Path, retriever, page_ids: PageIds, settings: dict[str, Any], staging: Path | None = None
 ) -> None:
     """Write the index to a temporary sibling directory, then rename it to `target` (replacing a bad one)."""
-    staging = staging if staging is not None else staging_dir(target)
+    staging = staging if staging is not None else staging_directory(target)
     try:
         for leftover in staging.iterdir():  # spill files of the build
             leftover.unlink()
@@ -253,15 +246,7 @@ def save_index(
         }
         _fsync_dir_files(staging)
         atomic_write_json(staging / MANIFEST, {"format": INDEX_FORMAT, "settings": settings, "files": files})
-        if target.exists():
-            discard = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            os.replace(target, discard / "index")
-            shutil.rmtree(discard, ignore_errors=True)
-        try:
-            os.replace(staging, target)
-        except OSError:
-            # Another process finished the same index first; theirs is equivalent.
-            shutil.rmtree(staging, ignore_errors=True)
+        replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
