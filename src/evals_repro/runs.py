@@ -80,31 +80,28 @@ def file_sha256(path: Path) -> str:
 
 def read_saved_run(path: Path) -> dict[str, dict[str, float]]:
     """A saved run as `{qid: {doc: score}}` (the writer's own format: six fields, gzip)."""
-    run: dict[str, dict[str, float]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            fields = line.split()
-            if len(fields) >= 6:
-                run.setdefault(fields[0], {})[fields[2]] = float(fields[4])
-    return run
+    return _read_saved(path, fields=6, value=4)
 
 
 def read_saved_qrels(path: Path) -> dict[str, dict[str, int]]:
-    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_judgments(path).items()}
+    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_saved(path, fields=4, value=3).items()}
 
 
 def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
-    return _read_judgments(path)
+    return _read_saved(path, fields=4, value=3)
 
 
-def _read_judgments(path: Path) -> dict[str, dict[str, float]]:
-    judgments: dict[str, dict[str, float]] = {}
+def _read_saved(path: Path, fields: int, value: int) -> dict[str, dict[str, float]]:
+    """`{qid: {doc: float}}` from one of the writer's gzip files: runs and judgments alike hold the query id
+    in column 0 and the doc id in column 2; `value` is the column of the number, lines with fewer than
+    `fields` columns are skipped."""
+    table: dict[str, dict[str, float]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
-            fields = line.split()
-            if len(fields) >= 4:
-                judgments.setdefault(fields[0], {})[fields[2]] = float(fields[3])
-    return judgments
+            columns = line.split()
+            if len(columns) >= fields:
+                table.setdefault(columns[0], {})[columns[2]] = float(columns[value])
+    return table
 
 
 @dataclass(frozen=True)
