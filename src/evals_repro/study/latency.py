@@ -27,7 +27,7 @@ from ..progress import progress_bar
 from .candidates import Candidate
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
-from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, parse_models, preflight
+from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, call_record, parse_models, preflight
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
@@ -112,13 +112,7 @@ def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, 
 
 def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
     before = usage.as_dict()
-    record: dict[str, Any] = {
-        "model": model.name,
-        "model_id": model.model or "",
-        "benchmark": candidate.benchmark,
-        "subset": candidate.subset,
-        "query_id": candidate.query_id,
-    }
+    record = call_record(model, candidate)
     started = time.perf_counter_ns()
     try:
         reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])

@@ -13,6 +13,7 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import UsageError, choices
 from ..usage import Usage
+from .candidates import Candidate
 
 
 def study_models() -> dict[str, tuple[str, str | None]]:
@@ -102,4 +103,16 @@ def call_costs(before: dict[str, float], after: dict[str, float], provider: str)
         "wait_seconds": round(delta("wait_seconds"), 6),
         "tokens": delta("tokens"),
         "call_ms": round(delta("call_seconds") * 1000, 3),
+    }
+
+
+def call_record(model: StudyModel, candidate: Candidate) -> dict[str, Any]:
+    """The fields that name one reranker call in quality.jsonl and latency.jsonl: the model as given and
+    its provider id, and the query. Both phases start every record with them."""
+    return {
+        "model": model.name,
+        "model_id": model.model or "",
+        "benchmark": candidate.benchmark,
+        "subset": candidate.subset,
+        "query_id": candidate.query_id,
     }

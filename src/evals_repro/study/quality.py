@@ -22,7 +22,16 @@ from ..progress import progress_bar
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
-from .models import DEFAULT_MODELS, StudyModel, build_all, build_reranker, call_costs, parse_models, preflight
+from .models import (
+    DEFAULT_MODELS,
+    StudyModel,
+    build_all,
+    build_reranker,
+    call_costs,
+    call_record,
+    parse_models,
+    preflight,
+)
 
 log = logging.getLogger(__name__)
 
@@ -169,15 +178,8 @@ def _score_all(
         reranker, usage = cache[model.name]
         before = usage.as_dict()
         started = time.perf_counter_ns()
-        record: dict[str, Any] = {
-            "model": model.name,
-            "model_id": model.model or "",
-            "benchmark": candidate.benchmark,
-            "subset": candidate.subset,
-            "query_id": candidate.query_id,
-            "request_digest": candidate.request_digest,
-            "candidate_digest": candidate.candidate_digest,
-        }
+        record = call_record(model, candidate)
+        record.update(request_digest=candidate.request_digest, candidate_digest=candidate.candidate_digest)
         try:
             scores = reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
             record.update(status="ok", scores=[float(s) for s in scores])
