@@ -43,20 +43,24 @@ def rerank_key(provider: str, model: str, query: str, documents: list) -> str:
     return f"rerank|{provider}:{model}|{query}\x1f{short(json.dumps(documents))}"
 
 
-class LedgerCohere(Ledger, FakeCohereRerank):
+class RerankLedger(Ledger):
+    """A rerank fake's ledger: one key per call to `path` (its model, query and documents)."""
+
+    provider = path = ""
+
     def keys(self, request) -> list[str]:
-        if request.method != "POST" or not request.path.startswith("/v2/rerank"):
+        if request.method != "POST" or not request.path.startswith(self.path):
             return []
         body = request.json
-        return [rerank_key("cohere", body["model"], body["query"], body["documents"])]
+        return [rerank_key(self.provider, body["model"], body["query"], body["documents"])]
 
 
-class LedgerVoyageRerank(Ledger, FakeVoyageRerank):
-    def keys(self, request) -> list[str]:
-        if request.method != "POST" or not request.path.startswith("/v1/rerank"):
-            return []
-        body = request.json
-        return [rerank_key("voyage", body["model"], body["query"], body["documents"])]
+class LedgerCohere(RerankLedger, FakeCohereRerank):
+    provider, path = "cohere", "/v2/rerank"
+
+
+class LedgerVoyageRerank(RerankLedger, FakeVoyageRerank):
+    provider, path = "voyage", "/v1/rerank"
 
 
 class LedgerStores(Ledger, FakeMixedbreadStores):
