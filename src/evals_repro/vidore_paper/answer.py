@@ -7,7 +7,8 @@ a run with context reports accuracy overall, per domain and on the easy/hard spl
 
 Layout under `--out-dir` (default results/vidore-v3-paper): `answer/<run name>/` per pipeline and
 generator, `easy-hard/` for the panel; each holds manifest.json, contexts/, answers.jsonl,
-verdicts.jsonl, result.json and table.md (the panel also labels.json).
+verdicts.jsonl, result.json and table.md (the panel also labels.json). Scoring the verdicts and the
+table of runs are in answer_results.py.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..providers.keys import require_key
 from ..usage import Usage
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
+from .answer_results import PANEL_DIR, accuracy, answer_table, collect_results, panel_scores, pipeline_scores
 from .calls import CallOutcome, CallTask, execute, spend, spend_line
 from .contexts import Pipeline, compute_contexts, context_parts, frozen_contexts
 from .judge import judge_request, parse_verdict
@@ -37,7 +39,16 @@ from .rundir import record_dataset, run_directory
 
 log = logging.getLogger(__name__)
 
-PANEL_DIR = "easy-hard"
+__all__ = [  # the results side lives in answer_results.py; callers import it from here too
+    "AnswerRequest",
+    "PANEL_DIR",
+    "accuracy",
+    "answer_table",
+    "collect_results",
+    "run_answer",
+    "run_dir_of",
+    "safe_name",
+]
 
 
 @dataclass
@@ -172,9 +183,9 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None
         result["missing"] = missing
         result["judge_unparsed"] = sum(1 for r in rows if r["verdict"] == "unparsed")
         if request.panel_mode:
-            _panel_result(result, rows, generators, run_dir, papers)
+            panel_scores(result, rows, generators, run_dir, papers)
         else:
-            _pipeline_result(result, rows, request, papers)
+            pipeline_scores(result, rows, request.labels, request.out_dir, papers)
         atomic_write_json(run_dir / "result.json", result)
         atomic_write_text(run_dir / "table.md", answer_table([result]))
         outcome["status"] = "completed" if result["complete"] else "incomplete"
@@ -282,110 +293,6 @@ def _rows(
     return rows
 
 
-def accuracy(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:
-    """Micro accuracy over judged queries, per domain, and the mean of the domain accuracies (macro)."""
-
-    def block(subset_rows: list[dict[str, Any]]) -> dict[str, Any]:
-        judged = [r for r in subset_rows if r["verdict"] != "missing"]
-        correct = sum(r["correct"] for r in judged)
-        return {
-            "n": len(judged),
-            "correct": correct,
-            "accuracy": correct / len(judged) if judged else None,
-            "missing": len(subset_rows) - len(judged),
-        }
-
-    per_domain = {d: block([r for r in rows if r["subset"] == d]) for d in domains}
-    scored = [b["accuracy"] for b in per_domain.values() if b["accuracy"] is not None]
-    return {
-        "overall": block(rows),
-        "macro": sum(scored) / len(scored) if scored else None,
-        "domains": per_domain,
-    }
-
-
-def _pipeline_result(
-    result: dict[str, Any], rows: list[dict[str, Any]], request: AnswerRequest, papers: list[PaperSubset]
-) -> None:
-    domains = [p.name for p in papers]
-    path = Path(request.labels) if request.labels else Path(request.out_dir) / PANEL_DIR / L.LABELS
-    stored = L.load_labels(path)
-    by_key = (stored or {}).get("labels", {})
-    for row in rows:
-        row["label"] = (by_key.get(row["key"]) or {}).get("label")
-    result["accuracy"] = {"all": accuracy(rows, domains)}
-    if stored is None:
-        result["labels"] = {
-            "source": str(path),
-            "note": "no easy/hard labels: build them once with `evals-repro answer --no-context --models ...`",
-        }
-    else:
-        result["labels"] = {
-            "source": str(path),
-            "sha256": L.file_digest(path),
-            "panel": stored.get("panel"),
-            "judge": stored.get("judge"),
-            "counts": L.counts({r["key"]: {"label": r["label"]} for r in rows}),
-        }
-        for label in ("easy", "hard"):
-            result["accuracy"][label] = accuracy([r for r in rows if r["label"] == label], domains)
-    result["queries"] = [[r["key"], r["verdict"], r.get("label")] for r in rows]
-
-
-def _panel_result(
-    result: dict[str, Any], rows: list[dict[str, Any]], generators: list[ModelSpec], run_dir: Path, papers
-) -> None:
-    from ..io import read_jsonl
-
-    domains = [p.name for p in papers]
-    panel = [g.name for g in generators]
-    keys = [L.query_key(p.name, q.id) for p in papers for q in p.queries]
-    labels = L.labels_from_verdicts(read_jsonl(run_dir / "verdicts.jsonl"), panel, keys)
-    stored = {
-        "panel": panel,
-        "judge": result["config"]["judge"],
-        "prompts": result["config"]["prompts"],
-        "counts": L.counts(labels),
-        "labels": labels,
-    }
-    atomic_write_json(run_dir / L.LABELS, stored)
-    result["labels"] = {"path": str(run_dir / L.LABELS), "panel": panel, "counts": stored["counts"]}
-    result["accuracy"] = {m: accuracy([r for r in rows if r["generator"] == m], domains) for m in panel}
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}"
-
-
-def answer_table(results: list[dict[str, Any]]) -> str:
-    """Markdown, accuracy x100: one row per run (or panel model), domains then hard / easy / all (macro)."""
-    domains: list[str] = []
-    for result in results:
-        for name in result.get("datasets", {}):
-            if name not in domains:
-                domains.append(name)
-    lines = [
-        "| run | " + " | ".join(domains) + " | hard | easy | all (mean of domains) | all (pooled) |",
-        "|---|" + "---:|" * (len(domains) + 4),
-    ]
-    for result in results:
-        if result["kind"] == "answer-panel":
-            blocks = [(f"no context: {m}", acc, None) for m, acc in result["accuracy"].items()]
-        else:
-            acc = result["accuracy"]
-            blocks = [(result["run"], acc["all"], acc)]
-        for label, block, split in blocks:
-            cells = [_pct(block["domains"].get(d, {}).get("accuracy")) for d in domains]
-            hard = _pct(split["hard"]["macro"]) if split and "hard" in split else "-"
-            easy = _pct(split["easy"]["macro"]) if split and "easy" in split else "-"
-            lines.append(
-                f"| {label} | "
-                + " | ".join(cells)
-                + f" | {hard} | {easy} | {_pct(block['macro'])} | {_pct(block['overall']['accuracy'])} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
 def _summarise(result: dict[str, Any], run_dir: Path, echo: Callable[[str], None]) -> None:
     spent = result["spend"]
     if result["retrieval_usage"]:
@@ -398,18 +305,3 @@ def _summarise(result: dict[str, Any], run_dir: Path, echo: Callable[[str], None
     if not result["complete"]:
         echo(f"incomplete: {result['missing']} answer(s) or verdict(s) missing; rerun the same command to retry")
     echo(f"wrote {run_dir / 'result.json'} and {run_dir / 'table.md'}")
-
-
-def collect_results(out_dir: Path) -> list[dict[str, Any]]:
-    """Every answer result under `out_dir` (the panel first, then pipeline runs by name)."""
-    import json
-
-    found = []
-    panel = Path(out_dir) / PANEL_DIR / "result.json"
-    if panel.exists():
-        found.append(json.loads(panel.read_text(encoding="utf-8")))
-    for path in sorted((Path(out_dir) / "answer").glob("*/result.json")):
-        found.append(json.loads(path.read_text(encoding="utf-8")))
-    if not found:
-        raise UsageError(f"no answer results under {out_dir}", "run `evals-repro answer ...` first")
-    return found
