@@ -139,26 +139,25 @@ def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[dict[str, list
     return rows, pool
 
 
+QRELS_SCHEMA = pa.schema(
+    [
+        ("query-id", pa.string()),
+        ("corpus-id", pa.string()),
+        ("score", pa.int64()),
+        ("gain", pa.float64()),
+        ("theta", pa.float64()),
+    ]
+)
+
+
+def qrels_table(rows: list[tuple]) -> bytes:
+    """`{subset}-qrels` from (query id, corpus id, score (int), gain, theta (None outside the judged pool)) rows."""
+    return _parquet({name: [r[i] for r in rows] for i, name in enumerate(QRELS_SCHEMA.names)}, QRELS_SCHEMA)
+
+
 def qrels_parquet(qid: str, rows: list[tuple]) -> bytes:
-    """`{subset}-qrels`: query-id, corpus-id, score (int), gain, theta (null outside the judged pool)."""
-    return _parquet(
-        {
-            "query-id": [qid] * len(rows),
-            "corpus-id": [r[0] for r in rows],
-            "score": [r[1] for r in rows],
-            "gain": [r[2] for r in rows],
-            "theta": [r[3] for r in rows],
-        },
-        pa.schema(
-            [
-                ("query-id", pa.string()),
-                ("corpus-id", pa.string()),
-                ("score", pa.int64()),
-                ("gain", pa.float64()),
-                ("theta", pa.float64()),
-            ]
-        ),
-    )
+    """`{subset}-qrels` of one query, from (corpus id, score, gain, theta) rows."""
+    return qrels_table([(qid, *row) for row in rows])
 
 
 def releases_json(tags: dict[str, str]) -> bytes:

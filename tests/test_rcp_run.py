@@ -7,7 +7,6 @@ import functools
 import json
 import math
 
-import pyarrow as pa
 import pytest
 
 import rcp_fixture
@@ -72,24 +71,7 @@ def _extra_hr_subsets(files: dict[str, bytes]) -> None:
             (f"hr-{code}-1", "h3", 0, 0.1),
             (f"hr-{code}-2", "h2", 1, 0.7),
         ]
-        files[f"{subset}/qrels.parquet"] = rcp_fixture._parquet(
-            {
-                "query-id": [r[0] for r in rows],
-                "corpus-id": [r[1] for r in rows],
-                "score": [r[2] for r in rows],
-                "gain": [r[3] for r in rows],
-                "theta": [0.0] * len(rows),
-            },
-            pa.schema(
-                [
-                    ("query-id", pa.string()),
-                    ("corpus-id", pa.string()),
-                    ("score", pa.int64()),
-                    ("gain", pa.float64()),
-                    ("theta", pa.float64()),
-                ]
-            ),
-        )
+        files[f"{subset}/qrels.parquet"] = rcp_fixture.qrels_table([(*row, 0.0) for row in rows])
 
 
 def _ghost_in_pool(files: dict[str, bytes]) -> None:
