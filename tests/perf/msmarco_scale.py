@@ -21,6 +21,8 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -148,28 +150,35 @@ def step_store(scratch: Path) -> dict:
     return {"seconds": seconds, "n_docs": len(store), "mean_words": n_words / max(1, len(store))}
 
 
-def step_harness_build(scratch: Path) -> dict:
-    from evals_repro.retrieval.bm25 import BM25Retriever
-
-    subset = _subset(scratch)
+@contextmanager
+def measured_build() -> Iterator[dict]:
+    """Wall and CPU seconds, load average and memory around one index build, the same for harness and peer."""
+    figures: dict = {}
     before = rss_gib()
     load_before = os.getloadavg()[0]
     cpu = cpu_seconds()
     started = time.perf_counter()
-    index = BM25Retriever("bm25", scratch / "harness-cache").index(subset)
-    seconds = time.perf_counter() - started
-    cpu = cpu_seconds() - cpu
+    yield figures
+    figures.update(
+        seconds=time.perf_counter() - started,
+        cpu_seconds=cpu_seconds() - cpu,
+        loadavg=[load_before, os.getloadavg()[0]],
+        peak_rss_gib=peak_rss_gib(),
+        rss_before_gib=before,
+    )
+
+
+def step_harness_build(scratch: Path) -> dict:
+    from evals_repro.retrieval.bm25 import BM25Retriever
+
+    subset = _subset(scratch)
+    with measured_build() as figures:
+        index = BM25Retriever("bm25", scratch / "harness-cache").index(subset)
     files = sum(p.stat().st_size for p in (scratch / "harness-cache" / "bm25" / index.key).iterdir())
-    return {
-        "seconds": seconds,
-        "cpu_seconds": cpu,
-        "loadavg": [load_before, os.getloadavg()[0]],
-        "peak_rss_gib": peak_rss_gib(),
-        "rss_before_gib": before,
-        "nnz": int(index.retriever.scores["indptr"][-1]),
-        "vocab": len(index.retriever.vocab_dict),
-        "index_bytes": files,
-    }
+    figures.update(
+        nnz=int(index.retriever.scores["indptr"][-1]), vocab=len(index.retriever.vocab_dict), index_bytes=files
+    )
+    return figures
 
 
 def step_harness_query(scratch: Path) -> dict:
@@ -214,24 +223,13 @@ def step_raw_build(scratch: Path) -> dict:
     words, cdf = vocabulary()
     texts = [text for chunk in corpus_chunks(words, cdf) for text in chunk]
     del words, cdf
-    before = rss_gib()
-    load_before = os.getloadavg()[0]
-    cpu = cpu_seconds()
-    started = time.perf_counter()
-    stemmer = Stemmer.Stemmer("english")
-    tokens = _raw_tokens(texts, stemmer)
-    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend="numba")
-    retriever.index(tokens, show_progress=False)
-    retriever.save(scratch / "raw-index")
-    seconds = time.perf_counter() - started
-    cpu = cpu_seconds() - cpu
-    return {
-        "seconds": seconds,
-        "cpu_seconds": cpu,
-        "loadavg": [load_before, os.getloadavg()[0]],
-        "peak_rss_gib": peak_rss_gib(),
-        "rss_before_gib": before,
-    }
+    with measured_build() as figures:
+        stemmer = Stemmer.Stemmer("english")
+        tokens = _raw_tokens(texts, stemmer)
+        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend="numba")
+        retriever.index(tokens, show_progress=False)
+        retriever.save(scratch / "raw-index")
+    return figures
 
 
 def step_raw_query(scratch: Path) -> dict:
