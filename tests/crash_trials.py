@@ -8,25 +8,37 @@ decode, JSONL lines parse except a torn last line, which the next run repairs; a
 are hidden dot files). After each chain:
 
 - no completed request was sent twice: the fakes count billable requests by content (an embedding
-  item, a rerank call, an uploaded file...), and a request counts as completed once its answer was
-  written `GRACE` seconds before the kill (the time for the answer to reach the client and its disk);
-  over the whole chain, no content is completed more often than in the baseline;
+  item, a rerank call, an uploaded file...); over the whole chain, no content is completed more often
+  than in the baseline;
 - the end result equals the baseline's (results, records, store contents; timings aside).
 
-Kill points are drawn among "the nth billable request arrives, plus a few ms", "the nth billable
-answer was written, plus just over GRACE" and "t seconds after start". Children fork from a forkserver with the SDKs preloaded, so a trial costs its work, not an
-interpreter start. `EVALS_REPRO_CRASH_KILLS` (default 10) sets the kills per command,
-`EVALS_REPRO_CRASH_SEED` the seed.
+When a request is completed is decided by what happened, not by how long it took (a loaded machine
+may take any time to persist an answer): its answer was delivered (the client's kernel acknowledged
+every byte of it, so the reading thread was woken), and after that the client was seen quiet before
+the kill (`Quiet`: every thread of the child asleep at one instant, none having run since the
+previous look). A client that had the answer and nothing left to do has persisted it, or never will:
+one that persists only at the end of a call sits waiting for the call's other answers. Answers
+delivered after the client was last seen quiet are undecided, and may be sent again.
+
+Kill points are drawn among "the nth billable request arrives, plus a few ms" (in flight), "the nth
+billable answer was delivered and the client was then seen quiet" (just persisted: it must not be
+sent again) and "t seconds after start" (anywhere, mid-write included). Children fork from a
+forkserver with the SDKs preloaded, so a trial costs its work, not an interpreter start.
+`EVALS_REPRO_CRASH_KILLS` (default 10) sets the kills per command, `EVALS_REPRO_CRASH_SEED` the seed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import multiprocessing
 import os
 import random
+import socket
+import struct
 import sys
+import termios
 import threading
 import time
 from collections import Counter
@@ -35,8 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-GRACE = 0.15  # seconds between an answer leaving the fake and the client having persisted it
 CHAIN = 3  # kills in a row before a chain is run to completion
+HANG = 900.0  # seconds after which a child counts as hung (a bound for a stuck child, not a time limit)
+QUIET_WAIT = 120.0  # seconds an "answer" kill point waits to see the client quiet before it kills anyway
 KILLS = int(os.environ.get("EVALS_REPRO_CRASH_KILLS", "10"))
 SEED = int(os.environ.get("EVALS_REPRO_CRASH_SEED", "15"))
 PRELOAD = [
@@ -85,8 +98,11 @@ def _forkserver():
     return _context
 
 
-def _child(args: list[str], env: dict[str, str], cwd: str, log: str) -> None:
-    """The command, in a child forked from the preloaded server: output to `log`, exit with its code."""
+def _child(
+    args: list[str], env: dict[str, str], cwd: str, log: str, command: Callable[[list[str]], int] | None
+) -> None:
+    """The command (the CLI's `main` unless given), in a child forked from the preloaded server: output to
+    `log`, exit with its code."""
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -96,7 +112,7 @@ def _child(args: list[str], env: dict[str, str], cwd: str, log: str) -> None:
     preloaded = [name for name in PRELOAD if name not in sys.modules]
     from evals_repro.cli import main
 
-    code = main(args)
+    code = (command or main)(args)
     print(f"[exit {code} after {time.monotonic() - started:.2f} s; not preloaded: {preloaded}]")
     sys.stdout.flush()
     sys.stderr.flush()
@@ -107,31 +123,137 @@ def _child(args: list[str], env: dict[str, str], cwd: str, log: str) -> None:
 
 
 class Trigger:
-    """Kill the running child `delay` seconds after the nth billable request arrives (`on="request"`)
-    or after the nth billable answer was written (`on="answer"`), once."""
+    """Call `fire(moment)` once, at the nth billable request's arrival (`on="request"`) or the nth billable
+    answer's delivery (`on="answer"`)."""
 
-    def __init__(self, on: str, nth: int, delay: float, kill: Callable[[], None]):
-        self.on, self.nth, self.delay, self.kill = on, nth, delay, kill
+    def __init__(self, on: str, nth: int, fire: Callable[[float], None]):
+        self.on, self.nth, self.fire = on, nth, fire
         self.counts: Counter = Counter()
         self.lock = threading.Lock()
 
-    def event(self, kind: str) -> None:
+    def event(self, kind: str, moment: float) -> None:
         with self.lock:
             self.counts[kind] += 1
             fire = kind == self.on and self.counts[kind] == self.nth
         if fire:
-            threading.Timer(self.delay, self.kill).start()
+            self.fire(moment)
+
+
+_TCP_ESTABLISHED, _TCP_CLOSE_WAIT = 1, 8
+
+
+def on_delivery(connection: socket.socket, then: Callable[[float], None]) -> threading.Thread:
+    """Call `then(moment)` once the client's kernel has acknowledged every byte written on `connection`:
+    the answer sits in its socket and the thread reading it was woken. Not called when the connection
+    was reset first (a killed client) or nothing was acknowledged for a minute."""
+    watched = connection.dup()  # stays open when the handler closes its own
+
+    def watch() -> None:
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                unacked = struct.unpack("i", fcntl.ioctl(watched.fileno(), termios.TIOCOUTQ, bytes(4)))[0]
+                state = watched.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[
+                    0
+                ]  # read after: a reset empties the queue
+                if state not in (_TCP_ESTABLISHED, _TCP_CLOSE_WAIT):
+                    return
+                if unacked == 0:
+                    then(time.monotonic())
+                    return
+                time.sleep(0.001)
+        except OSError:
+            return
+        finally:
+            watched.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+def _threads(pid: int) -> dict[str, tuple[str, int, int]] | None:
+    """tid -> (state, voluntary, involuntary context switches) of each thread of `pid`; None once it is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return None
+    found = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended (the next look differs)
+        found[tid] = (
+            fields["State"].split()[0],
+            int(fields["voluntary_ctxt_switches"]),
+            int(fields["nonvoluntary_ctxt_switches"]),
+        )
+    return found
+
+
+class Quiet:
+    """Watches a child for moments it could not act: two looks at /proc find the same threads, all asleep
+    (state S), with the same context-switch counts, so every thread slept from its first look to its
+    second and all of them at once at the end of the first look. A thread woken before the first look
+    (by an answer, or by another thread handing it work) has run and gone back to sleep since.
+
+    `mark` is when the first look of the latest such pair began: whatever was delivered before it, the
+    client has acted on. Waiting on a timer or on the network counts as quiet; fsync (state D) does not.
+    """
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.mark: float | None = None
+        self.looks = 0
+        self.quiet_looks = 0
+        self.changed = threading.Condition()
+        self.stopped = False
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        previous: dict | None = None
+        previous_start = 0.0
+        while not self.stopped:
+            start = time.monotonic()
+            threads = _threads(self.pid)
+            if threads is None:
+                break
+            self.looks += 1
+            if threads and threads == previous and all(state == "S" for state, _, _ in threads.values()):
+                self.quiet_looks += 1
+                with self.changed:
+                    self.mark = previous_start
+                    self.changed.notify_all()
+            previous, previous_start = threads, start
+            time.sleep(0.002)
+
+    def wait_after(self, moment: float, timeout: float) -> bool:
+        """Whether the child was seen quiet after `moment` (waiting up to `timeout` seconds)."""
+        with self.changed:
+            return (
+                self.changed.wait_for(lambda: self.stopped or (self.mark is not None and self.mark > moment), timeout)
+                and not self.stopped
+            )
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
 
 
 class Ledger:
     """Mixin for a fake: `keys(request)` names the billable contents of a request ([] = free); every
-    answered billable request is recorded with the time its answer was written. Every other billable
-    answer is held back `slow/2..slow` seconds, so the requests of one call finish far apart and a kill
-    can land between them (where a client that persists only at the end of a call pays twice)."""
+    answered billable request is recorded with the time its answer was delivered (`on_delivery`). Every
+    other billable answer is held back `slow/2..slow` seconds, so the requests of one call finish far
+    apart and a kill can land between them (where a client that persists only at the end of a call pays
+    twice)."""
 
     def __init__(self, *args, slow: float = 0.0, seed: int = SEED, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.answered: list[tuple[int, float, list[str]]] = []  # (trial, time written, keys)
+        self.answered: list[tuple[int, float, list[str]]] = []  # (trial, time delivered, keys)
+        self.watchers: list[threading.Thread] = []
         self.trial = 0
         self.trigger: Trigger | None = None
         self.slow = slow
@@ -149,7 +271,7 @@ class Ledger:
     def dispatch(self, request):
         billable = bool(self.keys(request))
         if billable and self.trigger is not None:
-            self.trigger.event("request")
+            self.trigger.event("request", time.monotonic())
         reply = super().dispatch(request)
         if billable and self.slow and reply.status == 200:
             with self._lock:
@@ -159,14 +281,27 @@ class Ledger:
         return reply
 
     def after(self, request, reply) -> None:
-        if reply.status == 200:
-            keys = self.keys(request)
-            if keys:
+        keys = self.keys(request) if reply.status == 200 else []
+        if keys and request.connection is not None:
+            trial, trigger = self.trial, self.trigger
+
+            def delivered(moment: float) -> None:
                 with self._lock:
-                    self.answered.append((self.trial, time.monotonic(), keys))
-                if self.trigger is not None:
-                    self.trigger.event("answer")
+                    self.answered.append((trial, moment, keys))
+                if trigger is not None:
+                    trigger.event("answer", moment)
+
+            watcher = on_delivery(request.connection, delivered)
+            with self._lock:
+                self.watchers.append(watcher)
         super().after(request, reply)
+
+    def settle(self) -> None:
+        """Wait until every answer sent so far is known delivered or not (`answered` is then final)."""
+        with self._lock:
+            watchers, self.watchers = self.watchers, []
+        for watcher in watchers:
+            watcher.join()
 
 
 # -- scenarios --------------------------------------------------------------------------------------
@@ -182,6 +317,7 @@ class Scenario:
     setup: Callable[[Path], None] = lambda directory: None
     counted: Callable[[Path, str], bool] = lambda directory, key: True  # keys under the no-repeat rule
     end_checks: Callable[[Path, dict[str, Any]], None] = lambda directory, fakes: None
+    command: Callable[[list[str]], int] | None = None  # run instead of the CLI (a module-level function)
 
 
 @dataclass
@@ -192,6 +328,9 @@ class Report:
     kill_kinds: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     baseline_seconds: float = 0.0
+    delivered_before_kills: int = 0  # answers delivered in killed trials
+    completed_before_kills: int = 0  # of those, the ones the client was seen quiet after (not to be sent again)
+    quiet_kills: int = 0  # kills with the client seen quiet earlier in its trial
 
 
 def check_files(root: Path, final: bool) -> None:
@@ -234,22 +373,32 @@ def check_files(root: Path, final: bool) -> None:
             assert data, f"{path}: an empty file"
 
 
-def _completed(fakes: dict[str, Any], kill_times: dict[int, float]) -> Counter:
-    """Billable contents whose answer was written GRACE seconds before their trial's kill (or not killed)."""
+def _completed(fakes: dict[str, Any], cutoffs: dict[int, float | None]) -> Counter:
+    """Billable contents whose answer was delivered before the client was last seen quiet in its killed
+    trial (`cutoffs`: trial -> that moment, None when never), or delivered in a trial that was not killed."""
     counts: Counter = Counter()
     for fake in fakes.values():
-        for trial, written, keys in fake.answered:
-            killed_at = kill_times.get(trial)
-            if killed_at is None or written < killed_at - GRACE:
+        for trial, delivered, keys in fake.answered:
+            if trial not in cutoffs:
+                counts.update(keys)
+            elif cutoffs[trial] is not None and delivered < cutoffs[trial]:
                 counts.update(keys)
     return counts
 
 
 class Driver:
-    def __init__(self, scenario: Scenario, workdir: Path, kills: int = KILLS, seed: int = SEED):
+    def __init__(
+        self,
+        scenario: Scenario,
+        workdir: Path,
+        kills: int = KILLS,
+        seed: int = SEED,
+        kinds: tuple[str, ...] = ("request", "answer", "time"),
+    ):
         self.scenario = scenario
         self.workdir = Path(workdir)
         self.kills = kills
+        self.kinds = kinds
         self.rng = random.Random(f"{seed}-{scenario.name}")
         self.report = Report()
 
@@ -267,26 +416,56 @@ class Driver:
             handle.write(f"\n--- trial {trial}, kill point {point}\n")
         proc = ctx.Process(
             target=_child,
-            args=(self.scenario.args(directory), self.scenario.env(fakes), str(directory), str(log)),
+            args=(
+                self.scenario.args(directory),
+                self.scenario.env(fakes),
+                str(directory),
+                str(log),
+                self.scenario.command,
+            ),
         )
         killed_at: list[float] = []
+        watch: list[Quiet] = []
+        lock = threading.Lock()
 
         def kill() -> None:
-            if proc.exitcode is None and not killed_at:
+            with lock:
+                if proc.exitcode is not None or killed_at:
+                    return
+                # Read before the kill: every answer delivered before this moment was acted on.
+                self.cutoffs[trial] = watch[0].mark if watch else None
                 killed_at.append(time.monotonic())
                 proc.kill()
 
-        trigger = Trigger(point[0], point[1], point[2], kill) if point and point[0] != "time" else None
+        def kill_when_quiet(delivered: float) -> None:
+            """Kill once the client was seen quiet after this delivery (so it has persisted the answer)."""
+            pause = point[2] if point else 0.0
+
+            def wait_then_kill() -> None:
+                if watch and watch[0].wait_after(delivered, QUIET_WAIT):
+                    time.sleep(pause)
+                kill()
+
+            threading.Thread(target=wait_then_kill, daemon=True).start()
+
+        trigger = None
+        if point and point[0] == "request":
+            delay = point[2]
+            trigger = Trigger("request", point[1], lambda moment: threading.Timer(delay, kill).start())
+        elif point and point[0] == "answer":
+            trigger = Trigger("answer", point[1], kill_when_quiet)
         for fake in fakes.values():
             fake.trial, fake.trigger = trial, trigger
         started = time.monotonic()
         proc.start()
+        watch.append(Quiet(proc.pid))
         timer = threading.Timer(point[1], kill) if point and point[0] == "time" else None
         if timer is not None:
             timer.start()
-        proc.join(120)
+        proc.join(HANG)
         if timer is not None:
             timer.cancel()
+        watch[0].stop()
         if proc.exitcode is None:
             proc.kill()
             proc.join()
@@ -295,20 +474,20 @@ class Driver:
         for fake in fakes.values():
             fake.trigger = None
         if killed_at:
-            self.kill_times[trial] = killed_at[0]
+            self.report.quiet_kills += self.cutoffs[trial] is not None
             return True, time.monotonic() - started
         assert proc.exitcode == 0, f"{self.scenario.name}: exit {proc.exitcode}:\n{log.read_text()[-3000:]}"
         return False, time.monotonic() - started
 
     def _point(self, requests: int, seconds: float) -> tuple:
         """A third of kill points fall while a request is in flight, a third just after an answer was
-        written (past GRACE: it must be on disk by then), a third at a random time."""
-        kind = self.rng.choice(("request", "answer", "time"))
+        delivered and the client was then seen quiet (it must be on disk by then), a third at a random time."""
+        kind = self.rng.choice(self.kinds)
         nth = self.rng.randint(1, max(1, requests // 2))
         if kind == "request":
             return ("request", nth, self.rng.uniform(0.0, 0.03))
         if kind == "answer":
-            return ("answer", nth, self.rng.uniform(GRACE, GRACE + 0.1))
+            return ("answer", nth, self.rng.uniform(0.0, 0.01))
         return ("time", self.rng.uniform(0.02, max(0.05, seconds * 0.8)))
 
     def _chain(self, name: str, kill: bool) -> tuple[Any, Counter, float, int]:
@@ -316,7 +495,7 @@ class Driver:
         directory.mkdir(parents=True)
         self.scenario.setup(directory)
         fakes = self._start_fakes()
-        self.kill_times: dict[int, float] = {}
+        self.cutoffs: dict[int, float | None] = {}  # killed trial -> when the client was last seen quiet
         try:
             trial, seconds = 0, 0.0
             if kill:
@@ -339,7 +518,15 @@ class Driver:
             check_files(directory, final=True)
             outcome = self.scenario.outcome(directory, fakes)
             self.scenario.end_checks(directory, fakes)
-            completed = _completed(fakes, self.kill_times)
+            for fake in fakes.values():
+                fake.settle()
+            completed = _completed(fakes, self.cutoffs)
+            for fake in fakes.values():
+                for t, moment, keys in fake.answered:
+                    if t in self.cutoffs:
+                        cutoff = self.cutoffs[t]
+                        self.report.delivered_before_kills += len(keys)
+                        self.report.completed_before_kills += len(keys) * (cutoff is not None and moment < cutoff)
             arrivals = sum(len(f.answered) for f in fakes.values())
             return (
                 outcome,
@@ -369,3 +556,45 @@ class Driver:
             assert outcome == baseline, f"{self.scenario.name} chain {self.report.chains}: result differs from baseline"
         self.report.seconds = time.monotonic() - started
         return self.report
+
+
+# -- a client for the harness's own tests -------------------------------------------------------------
+
+JOURNAL_QUERIES = [f"which {word} is in the maintenance plan" for word in "abcdefghijklmnopqrstuvwxyz"]
+JOURNAL_DOCUMENTS = ["the maintenance plan lists every part", "parts are checked once a year", "an unrelated page"]
+
+
+def journal_client(args: list[str]) -> int:
+    """A minimal rerank client to show what the trials catch: reranks JOURNAL_QUERIES through Cohere's
+    `/v2/rerank` (CO_API_URL), two at a time, skipping queries already in answers.jsonl, and records each
+    answer there as it arrives (`each`) or all of them once every call returned (`at-end`: a killed run
+    has paid for answers it does not keep)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from evals_repro.io import JsonlAppender, read_jsonl
+
+    at_end = args == ["at-end"]
+    done = {record["query"] for record in read_jsonl(Path("answers.jsonl"), repair=True)}
+    held: list[dict] = []
+    url = os.environ["CO_API_URL"].rstrip("/") + "/v2/rerank"
+    with JsonlAppender(Path("answers.jsonl")) as out, httpx.Client(timeout=60) as client:
+        lock = threading.Lock()
+
+        def call(query: str) -> None:
+            body = {"model": "rerank-v4.0-pro", "query": query, "documents": JOURNAL_DOCUMENTS}
+            reply = client.post(url, json=body, headers={"Authorization": "Bearer journal-key"})
+            reply.raise_for_status()
+            record = {"query": query, "results": reply.json()["results"]}
+            with lock:
+                if at_end:
+                    held.append(record)
+                else:
+                    out.append(record)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(call, [q for q in JOURNAL_QUERIES if q not in done]))
+        for record in held:
+            out.append(record)
+    return 0

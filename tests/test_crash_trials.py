@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crash_trials import KILLS, Driver, Ledger, Scenario
+from crash_trials import CHAIN, Driver, Ledger, Scenario, journal_client
 from evals_repro.io import read_jsonl
 from fakes.mixedbread_store import FakeMixedbreadStores, _parse_multipart
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank
@@ -258,9 +258,14 @@ def report(driver: Driver) -> None:
     r = driver.run()
     print(
         f"\n{driver.scenario.name}: {r.kills} kills ({dict(r.kill_kinds)}) in {r.chains} chains, "
-        f"{r.children} runs, {r.seconds:.1f} s (uninterrupted run {r.baseline_seconds:.1f} s)"
+        f"{r.children} runs, {r.seconds:.1f} s (uninterrupted run {r.baseline_seconds:.1f} s); "
+        f"{r.completed_before_kills} of {r.delivered_before_kills} answers delivered before a kill were "
+        f"completed (the client seen quiet after them), {r.quiet_kills} kills after the client was seen quiet"
     )
-    assert r.kills >= KILLS
+    assert r.kills >= driver.kills
+    assert r.completed_before_kills > 0, (
+        "no kill followed a completed answer: the no-repeat rule was never put to the test"
+    )
 
 
 def test_crash_trials_run_with_an_api_embedder(tmp_path):
@@ -277,3 +282,28 @@ def test_crash_trials_rerank_study_latency(tmp_path, prepared):
 
 def test_crash_trials_mixedbread_upload(tmp_path):
     report(Driver(UPLOAD, tmp_path))
+
+
+# -- the harness's own check: a client that pays twice is caught, one that does not passes ----------
+
+
+def journal(mode: str) -> Scenario:
+    return Scenario(
+        name=f"journal client ({mode})",
+        fakes=lambda: {"cohere": LedgerCohere(slow=0.2)},
+        env=lambda fakes: {"CO_API_URL": fakes["cohere"].url},
+        args=lambda d: [mode],
+        outcome=lambda d, fakes: sorted(r["query"] for r in read_jsonl(d / "answers.jsonl")),
+        command=journal_client,
+    )
+
+
+def test_crash_trials_catch_a_client_that_keeps_answers_until_the_end(tmp_path):
+    """Killed once it was seen holding an answer, a client that writes its answers only at the end asks for
+    them again: the trials say so, however loaded the machine (no time margin decides it)."""
+    with pytest.raises(AssertionError, match="completed requests sent again"):
+        Driver(journal("at-end"), tmp_path, kills=CHAIN, kinds=("answer",)).run()
+
+
+def test_crash_trials_pass_a_client_that_records_each_answer(tmp_path):
+    report(Driver(journal("each"), tmp_path, kills=CHAIN, kinds=("answer",)))

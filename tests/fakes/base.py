@@ -62,6 +62,7 @@ class Request:
     body: bytes
     match: re.Match | None = None
     received: float = field(default_factory=time.monotonic)
+    connection: socket.socket | None = field(default=None, repr=False, compare=False)  # the client's connection
 
     @property
     def json(self) -> Any:
@@ -179,7 +180,7 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                request = Request(self.command, self.path, headers, body)
+                request = Request(self.command, self.path, headers, body, connection=self.connection)
                 reply = fake.dispatch(request)
                 if reply.sleep:
                     time.sleep(reply.sleep)
