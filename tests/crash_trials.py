@@ -35,8 +35,10 @@ import json
 import multiprocessing
 import os
 import random
+import signal
 import socket
 import struct
+import subprocess
 import sys
 import termios
 import threading
@@ -556,6 +558,26 @@ class Driver:
             assert outcome == baseline, f"{self.scenario.name} chain {self.report.chains}: result differs from baseline"
         self.report.seconds = time.monotonic() - started
         return self.report
+
+
+# -- one kill, for the tests that need no driver ------------------------------------------------------
+
+
+def spawn(code: str, env: dict[str, str]) -> subprocess.Popen:
+    """`python -c code` in a child with `env` added (tests/ importable, no progress bars)."""
+    full_env = dict(os.environ, **env, PYTHONPATH=str(Path(__file__).parent), EVALS_REPRO_NO_PROGRESS="1")
+    return subprocess.Popen([sys.executable, "-c", code], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def kill_at_lines(proc: subprocess.Popen, path: Path, lines: int, timeout: float) -> None:
+    """SIGKILL `proc` once `path` holds `lines` complete lines (or it ended, or `timeout` seconds passed)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
 
 
 # -- a client for the harness's own tests -------------------------------------------------------------

@@ -5,14 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from crash_trials import kill_at_lines, spawn
 from evals_repro.errors import UsageError
 from evals_repro.io import read_jsonl
 from evals_repro.study.latency import LATENCY, PLAN, WARMUP, LatencyRequest, run_latency
@@ -157,22 +154,6 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
             run_quality(request, echo=QUIET)
 
 
-def _spawn(code: str, env: dict) -> subprocess.Popen:
-    tests = Path(__file__).parent
-    full_env = dict(os.environ, **env, PYTHONPATH=str(tests), EVALS_REPRO_NO_PROGRESS="1")
-    return subprocess.Popen([sys.executable, "-c", code], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def _kill_when(proc: subprocess.Popen, path: Path, lines: int) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        if path.exists() and path.read_bytes().count(b"\n") >= lines:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-
-
 def test_killed_quality_and_latency_resume_without_repeating(study, providers, tmp_path):
     cohere = providers["cohere"]
     cohere.delay = 0.05
@@ -181,7 +162,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
         f"run_quality(QualityRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], workers=1, "
         f"cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
     )
-    _kill_when(_spawn(code, providers["env"]), study / QUALITY, 5)
+    kill_at_lines(spawn(code, providers["env"]), study / QUALITY, 5, timeout=60)
     done_before = {r["query_id"] for r in read_jsonl(study / QUALITY) if r["status"] == "ok"}
     assert 5 <= len(done_before) < 52
     sent_before = len(cohere.requests)
@@ -196,7 +177,7 @@ def test_killed_quality_and_latency_resume_without_repeating(study, providers, t
         f"run_latency(LatencyRequest(study_dir=Path({str(study)!r}), models=['cohere-pro'], samples=6, "
         f"repeats=3, cache_dir=Path({str(tmp_path / 'cache')!r})), echo=print)"
     )
-    _kill_when(_spawn(code, providers["env"]), study / LATENCY, 4)
+    kill_at_lines(spawn(code, providers["env"]), study / LATENCY, 4, timeout=60)
     plan = json.loads((study / PLAN).read_text())
     timed_before = {(r["query_id"], r["repeat"]) for r in read_jsonl(study / LATENCY) if r["status"] == "ok"}
     assert timed_before and sum(len(v) for v in plan["queries"]["sample"].values()) == 6

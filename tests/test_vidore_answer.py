@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import hub_fixtures as fx
+from crash_trials import kill_at_lines, spawn
 from evals_repro.cli import main
 from evals_repro.errors import UsageError
 from evals_repro.io import read_jsonl
@@ -274,18 +270,6 @@ def test_judge_verdicts_are_read_from_the_last_json_flag():
     assert parse_verdict("Correct.") is None and parse_verdict("") is None
 
 
-def _spawn_and_kill(code: str, env: dict, watch: Path, lines: int) -> None:
-    full_env = dict(os.environ, **env, EVALS_REPRO_NO_PROGRESS="1")
-    proc = subprocess.Popen([sys.executable, "-c", code], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if watch.exists() and watch.read_bytes().count(b"\n") >= lines:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-
-
 def test_killed_panel_resumes_without_repeating_a_completed_call(servers, tmp_path):
     servers["gemini"].delay = servers["openai"].delay = 0.3
     models = ["gemini:fake-pro", "openai:fake-oss", "gemini:fake-flash"]
@@ -296,7 +280,7 @@ def test_killed_panel_resumes_without_repeating_a_completed_call(servers, tmp_pa
         f"judge='openai:fake-judge', out_dir=Path({str(tmp_path)!r}), workers=1), echo=print)"
     )
     answers = tmp_path / "easy-hard/answers.jsonl"
-    _spawn_and_kill(code, servers["env"], answers, 3)
+    kill_at_lines(spawn(code, servers["env"]), answers, 3, timeout=120)
     done = {(r["query_key"], r["generator"]) for r in read_jsonl(answers) if r["status"] == "ok"}
     assert 3 <= len(done) < 9
     seen = {"gemini": len(servers["gemini"].calls), "openai": len(servers["openai"].calls)}
