@@ -60,7 +60,7 @@ PRELOAD = [
     "evals_repro.cli",
     "evals_repro.cli.commands",
     "evals_repro.evaluation",
-    "evals_repro.methods",
+    "evals_repro.pipeline",
     "evals_repro.retrieval.dense",
     "evals_repro.embedders.voyage",
     "evals_repro.study.quality",

@@ -1,1 +1,2 @@
-"""Rerankers over any first stage: Cohere, Voyage, Mixedbread through their official SDKs."""
+"""Rerankers over any first stage: hosted (Cohere, Voyage, Mixedbread through their official SDKs), local on
+vLLM (qwen3-8b, zerank-2: `serve-reranker` starts the replicas), and offline bi-encoders (minilm, multilingual-e5-small)."""

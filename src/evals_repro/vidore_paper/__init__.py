@@ -2,6 +2,7 @@
 
 - `zones`, `annotations`, `agreement`: inter-annotator agreement on bounding boxes (offline);
 - `bboxes`, `grounding`: a generator's inline boxes, parsed and scored against each annotator;
-- `llm`, `prompts`, `render`, `contexts`, `calls`, `answer`, `labels`: end-to-end answers from a
-  retrieval pipeline (or the annotated pages, or none), judged by an LLM, split easy/hard.
+- `llm`, `prompts`, `render`, `contexts`, `calls`, `rundir`, `answer`, `judge`, `labels`,
+  `answer_results`: end-to-end answers from a retrieval pipeline (or the annotated pages, or none),
+  judged by an LLM, split easy/hard, tabled.
 """
