@@ -15,7 +15,7 @@ are hidden dot files). After each chain:
 When a request is completed is decided by what happened, not by how long it took (a loaded machine
 may take any time to persist an answer): its answer was delivered (the client's kernel acknowledged
 every byte of it, so the reading thread was woken), and after that the client was seen quiet before
-the kill (`Quiet`: every thread of the child asleep at one instant, none having run since the
+the kill (`crash_watch.Quiet`: every thread of the child asleep at one instant, none having run since the
 previous look). A client that had the answer and nothing left to do has persisted it, or never will:
 one that persists only at the end of a call sits waiting for the call's other answers. Answers
 delivered after the client was last seen quiet are undecided, and may be sent again.
@@ -29,18 +29,10 @@ forkserver with the SDKs preloaded, so a trial costs its work, not an interprete
 
 from __future__ import annotations
 
-import fcntl
-import gzip
-import json
 import multiprocessing
 import os
 import random
-import signal
-import socket
-import struct
-import subprocess
 import sys
-import termios
 import threading
 import time
 from collections import Counter
@@ -48,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from crash_watch import Quiet, check_files, on_delivery
 
 CHAIN = 3  # kills in a row before a chain is run to completion
 HANG = 900.0  # seconds after which a child counts as hung (a bound for a stuck child, not a time limit)
@@ -141,110 +135,6 @@ class Trigger:
             self.fire(moment)
 
 
-_TCP_ESTABLISHED, _TCP_CLOSE_WAIT = 1, 8
-
-
-def on_delivery(connection: socket.socket, then: Callable[[float], None]) -> threading.Thread:
-    """Call `then(moment)` once the client's kernel has acknowledged every byte written on `connection`:
-    the answer sits in its socket and the thread reading it was woken. Not called when the connection
-    was reset first (a killed client) or nothing was acknowledged for a minute."""
-    watched = connection.dup()  # stays open when the handler closes its own
-
-    def watch() -> None:
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                unacked = struct.unpack("i", fcntl.ioctl(watched.fileno(), termios.TIOCOUTQ, bytes(4)))[0]
-                state = watched.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[
-                    0
-                ]  # read after: a reset empties the queue
-                if state not in (_TCP_ESTABLISHED, _TCP_CLOSE_WAIT):
-                    return
-                if unacked == 0:
-                    then(time.monotonic())
-                    return
-                time.sleep(0.001)
-        except OSError:
-            return
-        finally:
-            watched.close()
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    return watcher
-
-
-def _threads(pid: int) -> dict[str, tuple[str, int, int]] | None:
-    """tid -> (state, voluntary, involuntary context switches) of each thread of `pid`; None once it is gone."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return None
-    found = {}
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # the thread ended (the next look differs)
-        found[tid] = (
-            fields["State"].split()[0],
-            int(fields["voluntary_ctxt_switches"]),
-            int(fields["nonvoluntary_ctxt_switches"]),
-        )
-    return found
-
-
-class Quiet:
-    """Watches a child for moments it could not act: two looks at /proc find the same threads, all asleep
-    (state S), with the same context-switch counts, so every thread slept from its first look to its
-    second and all of them at once at the end of the first look. A thread woken before the first look
-    (by an answer, or by another thread handing it work) has run and gone back to sleep since.
-
-    `mark` is when the first look of the latest such pair began: whatever was delivered before it, the
-    client has acted on. Waiting on a timer or on the network counts as quiet; fsync (state D) does not.
-    """
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.mark: float | None = None
-        self.looks = 0
-        self.quiet_looks = 0
-        self.changed = threading.Condition()
-        self.stopped = False
-        threading.Thread(target=self._watch, daemon=True).start()
-
-    def _watch(self) -> None:
-        previous: dict | None = None
-        previous_start = 0.0
-        while not self.stopped:
-            start = time.monotonic()
-            threads = _threads(self.pid)
-            if threads is None:
-                break
-            self.looks += 1
-            if threads and threads == previous and all(state == "S" for state, _, _ in threads.values()):
-                self.quiet_looks += 1
-                with self.changed:
-                    self.mark = previous_start
-                    self.changed.notify_all()
-            previous, previous_start = threads, start
-            time.sleep(0.002)
-
-    def wait_after(self, moment: float, timeout: float) -> bool:
-        """Whether the child was seen quiet after `moment` (waiting up to `timeout` seconds)."""
-        with self.changed:
-            return (
-                self.changed.wait_for(lambda: self.stopped or (self.mark is not None and self.mark > moment), timeout)
-                and not self.stopped
-            )
-
-    def stop(self) -> None:
-        with self.changed:
-            self.stopped = True
-            self.changed.notify_all()
-
-
 class Ledger:
     """Mixin for a fake: `keys(request)` names the billable contents of a request ([] = free); every
     answered billable request is recorded with the time its answer was delivered (`on_delivery`). Every
@@ -333,46 +223,6 @@ class Report:
     delivered_before_kills: int = 0  # answers delivered in killed trials
     completed_before_kills: int = 0  # of those, the ones the client was seen quiet after (not to be sent again)
     quiet_kills: int = 0  # kills with the client seen quiet earlier in its trial
-
-
-def check_files(root: Path, final: bool) -> None:
-    """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
-    from evals_repro.embedders.cache import decode, decode_partial
-
-    for path in sorted(root.rglob("*")):
-        if path.is_dir():
-            continue
-        name = path.name
-        if name.startswith(".") and name.endswith(".tmp"):
-            continue  # an atomic write cut short: a hidden temp file no reader opens
-        data = path.read_bytes()
-        if name == "study.lock":
-            assert data == b"" or isinstance(json.loads(data), dict), f"{path}: garbled lock label"
-        elif name.endswith(".jsonl"):
-            lines = data.split(b"\n")
-            tail = lines.pop()  # b"" when the file ends with a newline
-            assert not (final and tail), f"{path}: torn last line left after a complete run"
-            for number, line in enumerate(lines, 1):
-                if line.strip():
-                    json.loads(line), f"{path}:{number}"
-        elif name.endswith(".json"):
-            try:
-                json.loads(data)
-            except ValueError as exc:
-                raise AssertionError(f"{path}: partial or corrupt JSON ({exc})") from None
-        elif name.endswith(".emb"):
-            if "partial" in path.parts:
-                decode_partial(data)
-            else:
-                header = json.loads(data.split(b"\n", 2)[1])
-                decode(data, int(header["rows"]))
-        elif name.endswith(".gz"):
-            try:
-                gzip.decompress(data)
-            except (OSError, EOFError) as exc:
-                raise AssertionError(f"{path}: partial or corrupt gzip ({exc})") from None
-        else:
-            assert data, f"{path}: an empty file"
 
 
 def _completed(fakes: dict[str, Any], cutoffs: dict[int, float | None]) -> Counter:
@@ -558,65 +408,3 @@ class Driver:
             assert outcome == baseline, f"{self.scenario.name} chain {self.report.chains}: result differs from baseline"
         self.report.seconds = time.monotonic() - started
         return self.report
-
-
-# -- one kill, for the tests that need no driver ------------------------------------------------------
-
-
-def spawn(code: str, env: dict[str, str]) -> subprocess.Popen:
-    """`python -c code` in a child with `env` added (tests/ importable, no progress bars)."""
-    full_env = dict(os.environ, **env, PYTHONPATH=str(Path(__file__).parent), EVALS_REPRO_NO_PROGRESS="1")
-    return subprocess.Popen([sys.executable, "-c", code], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def kill_at_lines(proc: subprocess.Popen, path: Path, lines: int, timeout: float) -> None:
-    """SIGKILL `proc` once `path` holds `lines` complete lines (or it ended, or `timeout` seconds passed)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if path.exists() and path.read_bytes().count(b"\n") >= lines:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-
-
-# -- a client for the harness's own tests -------------------------------------------------------------
-
-JOURNAL_QUERIES = [f"which {word} is in the maintenance plan" for word in "abcdefghijklmnopqrstuvwxyz"]
-JOURNAL_DOCUMENTS = ["the maintenance plan lists every part", "parts are checked once a year", "an unrelated page"]
-
-
-def journal_client(args: list[str]) -> int:
-    """A minimal rerank client to show what the trials catch: reranks JOURNAL_QUERIES through Cohere's
-    `/v2/rerank` (CO_API_URL), two at a time, skipping queries already in answers.jsonl, and records each
-    answer there as it arrives (`each`) or all of them once every call returned (`at-end`: a killed run
-    has paid for answers it does not keep)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import httpx
-
-    from evals_repro.io import JsonlAppender, read_jsonl
-
-    at_end = args == ["at-end"]
-    done = {record["query"] for record in read_jsonl(Path("answers.jsonl"), repair=True)}
-    held: list[dict] = []
-    url = os.environ["CO_API_URL"].rstrip("/") + "/v2/rerank"
-    with JsonlAppender(Path("answers.jsonl")) as out, httpx.Client(timeout=60) as client:
-        lock = threading.Lock()
-
-        def call(query: str) -> None:
-            body = {"model": "rerank-v4.0-pro", "query": query, "documents": JOURNAL_DOCUMENTS}
-            reply = client.post(url, json=body, headers={"Authorization": "Bearer journal-key"})
-            reply.raise_for_status()
-            record = {"query": query, "results": reply.json()["results"]}
-            with lock:
-                if at_end:
-                    held.append(record)
-                else:
-                    out.append(record)
-
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(call, [q for q in JOURNAL_QUERIES if q not in done]))
-        for record in held:
-            out.append(record)
-    return 0

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from crash_trials import CHAIN, Driver, Ledger, Scenario, journal_client
+from crash_children import journal_client
+from crash_trials import CHAIN, Driver, Ledger, Scenario
 from evals_repro.io import read_jsonl
 from fakes.mixedbread_store import FakeMixedbreadStores, _parse_multipart
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from crash_trials import kill_at_lines, spawn
+from crash_children import kill_at_lines, spawn
 from evals_repro.errors import UsageError
 from evals_repro.io import read_jsonl
 from evals_repro.study.latency import LATENCY, PLAN, WARMUP, LatencyRequest, run_latency

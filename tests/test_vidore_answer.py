@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hub_fixtures as fx
-from crash_trials import kill_at_lines, spawn
+from crash_children import kill_at_lines, spawn
 from evals_repro.cli import main
 from evals_repro.errors import UsageError
 from evals_repro.io import read_jsonl

@@ -1,0 +1,159 @@
+"""What the crash trials see of a child from outside: when an answer reached it, when it was quiet (so it
+had acted on what it had), and whether the files it left after a kill are whole."""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+import socket
+import struct
+import termios
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+_TCP_ESTABLISHED, _TCP_CLOSE_WAIT = 1, 8
+
+
+def on_delivery(connection: socket.socket, then: Callable[[float], None]) -> threading.Thread:
+    """Call `then(moment)` once the client's kernel has acknowledged every byte written on `connection`:
+    the answer sits in its socket and the thread reading it was woken. Not called when the connection
+    was reset first (a killed client) or nothing was acknowledged for a minute."""
+    watched = connection.dup()  # stays open when the handler closes its own
+
+    def watch() -> None:
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                unacked = struct.unpack("i", fcntl.ioctl(watched.fileno(), termios.TIOCOUTQ, bytes(4)))[0]
+                state = watched.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[
+                    0
+                ]  # read after: a reset empties the queue
+                if state not in (_TCP_ESTABLISHED, _TCP_CLOSE_WAIT):
+                    return
+                if unacked == 0:
+                    then(time.monotonic())
+                    return
+                time.sleep(0.001)
+        except OSError:
+            return
+        finally:
+            watched.close()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+def threads_of(pid: int) -> dict[str, tuple[str, int, int]] | None:
+    """tid -> (state, voluntary, involuntary context switches) of each thread of `pid`; None once it is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return None
+    found = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended (the next look differs)
+        found[tid] = (
+            fields["State"].split()[0],
+            int(fields["voluntary_ctxt_switches"]),
+            int(fields["nonvoluntary_ctxt_switches"]),
+        )
+    return found
+
+
+class Quiet:
+    """Watches a child for moments it could not act: two looks at /proc find the same threads, all asleep
+    (state S), with the same context-switch counts, so every thread slept from its first look to its
+    second and all of them at once at the end of the first look. A thread woken before the first look
+    (by an answer, or by another thread handing it work) has run and gone back to sleep since.
+
+    `mark` is when the first look of the latest such pair began: whatever was delivered before it, the
+    client has acted on. Waiting on a timer or on the network counts as quiet; fsync (state D) does not.
+    """
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.mark: float | None = None
+        self.looks = 0
+        self.quiet_looks = 0
+        self.changed = threading.Condition()
+        self.stopped = False
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        previous: dict | None = None
+        previous_start = 0.0
+        while not self.stopped:
+            start = time.monotonic()
+            threads = threads_of(self.pid)
+            if threads is None:
+                break
+            self.looks += 1
+            if threads and threads == previous and all(state == "S" for state, _, _ in threads.values()):
+                self.quiet_looks += 1
+                with self.changed:
+                    self.mark = previous_start
+                    self.changed.notify_all()
+            previous, previous_start = threads, start
+            time.sleep(0.002)
+
+    def wait_after(self, moment: float, timeout: float) -> bool:
+        """Whether the child was seen quiet after `moment` (waiting up to `timeout` seconds)."""
+        with self.changed:
+            return (
+                self.changed.wait_for(lambda: self.stopped or (self.mark is not None and self.mark > moment), timeout)
+                and not self.stopped
+            )
+
+    def stop(self) -> None:
+        with self.changed:
+            self.stopped = True
+            self.changed.notify_all()
+
+
+def check_files(root: Path, final: bool) -> None:
+    """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
+    from evals_repro.embedders.cache import decode, decode_partial
+
+    for path in sorted(root.rglob("*")):
+        if path.is_dir():
+            continue
+        name = path.name
+        if name.startswith(".") and name.endswith(".tmp"):
+            continue  # an atomic write cut short: a hidden temp file no reader opens
+        data = path.read_bytes()
+        if name == "study.lock":
+            assert data == b"" or isinstance(json.loads(data), dict), f"{path}: garbled lock label"
+        elif name.endswith(".jsonl"):
+            lines = data.split(b"\n")
+            tail = lines.pop()  # b"" when the file ends with a newline
+            assert not (final and tail), f"{path}: torn last line left after a complete run"
+            for number, line in enumerate(lines, 1):
+                if line.strip():
+                    json.loads(line), f"{path}:{number}"
+        elif name.endswith(".json"):
+            try:
+                json.loads(data)
+            except ValueError as exc:
+                raise AssertionError(f"{path}: partial or corrupt JSON ({exc})") from None
+        elif name.endswith(".emb"):
+            if "partial" in path.parts:
+                decode_partial(data)
+            else:
+                header = json.loads(data.split(b"\n", 2)[1])
+                decode(data, int(header["rows"]))
+        elif name.endswith(".gz"):
+            try:
+                gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise AssertionError(f"{path}: partial or corrupt gzip ({exc})") from None
+        else:
+            assert data, f"{path}: an empty file"
