@@ -101,8 +101,9 @@ def _admit(value, col, rank, values, ranks, cols, size, k):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_exact(scores, start, c0, query, corpus, id_rank, error, values, ranks, cols, size, k):
-    """Exact mode: rescore every score within `error` of the root (an exact score) and push it."""
+def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, ranks, cols, size, k):
+    """Exact mode: rescore every score within `error` of the root (an exact score) and push it.
+    Document row `col` is corpus[col - base] (base 0: the whole corpus; else a block of it)."""
     cut = _float32_floor(values[0] - error) if size == k else np.float32(-np.inf)
     width = scores.shape[0]
     for chunk in range(start, width, _CHUNK):
@@ -115,7 +116,7 @@ def _scan_exact(scores, start, c0, query, corpus, id_rank, error, values, ranks,
         for j in range(max(chunk, start), stop):
             if scores[j] >= cut:
                 col = c0 + j
-                size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
+                size, _, _ = _admit(dot64(query, corpus[col - base]), col, id_rank[col], values, ranks, cols, size, k)
                 if size == k:
                     cut = max(cut, _float32_floor(values[0] - error))
     return size
@@ -251,8 +252,37 @@ def scan_tile(tile, c0, block, corpus, id_rank, error, state, r0, r1):
                 )
                 band_size, exact = 0, 1
         if exact:
-            size = _scan_exact(tile[r], start, c0, block[r], corpus, id_rank, error[r], values, ranks, cols, size, k)
+            size = _scan_exact(tile[r], start, c0, block[r], corpus, 0, id_rank, error[r], values, ranks, cols, size, k)
         sizes[r, 0], sizes[r, 1], sizes[r, 2] = size, band_size, exact
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_block(tile, c0, block, rows, id_rank, error, values_all, ranks_all, cols_all, sizes, q0):
+    """Streamed search: fold tile[r, j], the float32 score of query block[r] against rows[j]
+    (document row c0 + j, a block of the corpus read from disk), into the exact heap of query
+    q0 + r. Exact mode from the start: a score within error[r] of the heap's worst is rescored
+    in float64 now, while its row is in memory (earlier blocks are gone by the end). A query
+    sees ~k(1 + ln(n / k)) such rescorings over n rows, small beside the tile's matmul."""
+    k = values_all.shape[1]
+    for r in range(tile.shape[0]):
+        q = q0 + r
+        sizes[q] = _scan_exact(
+            tile[r], 0, c0, block[r], rows, c0, id_rank, error[r], values_all[q], ranks_all[q], cols_all[q], sizes[q], k
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def drain(values_all, ranks_all, cols_all, sizes, out_cols, out_values):
+    """Empty each exact heap into out[q] best first (score descending, then id descending)."""
+    for q in range(values_all.shape[0]):
+        values, ranks, cols = values_all[q], ranks_all[q], cols_all[q]
+        size = sizes[q]
+        while size > 0:
+            size -= 1
+            out_cols[q, size], out_values[q, size] = cols[0], values[0]
+            values[0], ranks[0], cols[0] = values[size], ranks[size], cols[size]
+            _sift_down(values, ranks, cols, size, 0)
+        sizes[q] = 0
 
 
 @numba.njit(cache=True, nogil=True)

@@ -1,0 +1,158 @@
+"""Exact top-k over a matrix file too large for memory: ExactIndex's results, read block by block.
+
+The corpus rows are read once per search, in blocks, into two reused buffers: a reader thread
+fills one (pread, segment checksums, the block's largest row norm for the float32 error bound)
+while the search threads score the other, so reading the file and searching overlap. Each block
+is scored like an ExactIndex tile (BLAS float32 matmul, then the numba scan), except that a
+query is in exact mode from the start: a float32 score within the error bound of the query's
+k-th best is rescored in float64 while its row is in memory. The heaps therefore hold exact
+scores only, and the top k (score descending, then document id descending) is the same, id for
+id and bit for bit, as ExactIndex's on the same matrix.
+
+Memory: the two read buffers, one score tile per search thread and the heaps (24 bytes per query
+and k), within `memory_budget` (default 256 MiB); the file's size does not matter. Queries whose
+heaps would take more than half the budget are searched in several passes over the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..errors import UsageError
+from ..matrix_file import MatrixFile
+from .exact import _HEAP_BYTES_PER_ENTRY, _THREADS, _blas_controller, _spans, error_scale, id_ranks
+
+DEFAULT_BUDGET = 256 << 20
+_MAX_QUERY_BLOCK = 512  # queries per tile: BLAS is efficient from a few hundred on
+_MIN_BLOCK_ROWS = 4096  # narrower tiles slow BLAS down (see exact.py)
+
+
+class StreamedExactIndex:
+    """Exact top-k search over the float32 rows of `matrix` (a file), which belong to `ids`."""
+
+    def __init__(
+        self,
+        matrix: MatrixFile,
+        ids: Sequence[str],
+        memory_budget: int | None = None,
+        block_rows: int | None = None,
+    ):
+        if len(ids) != matrix.rows:
+            raise UsageError(f"{matrix.path} has {matrix.rows} rows but {len(ids)} ids", "pass one id per row")
+        self.matrix = matrix
+        self.ids = list(ids)
+        self.memory_budget = memory_budget if memory_budget is not None else DEFAULT_BUDGET
+        self.block_rows = block_rows  # fixed rows per block (tests); default: from the budget
+        self.id_rank = id_ranks(self.ids)
+
+    @property
+    def dimension(self) -> int:
+        return self.matrix.dimension
+
+    def __len__(self) -> int:
+        return self.matrix.rows
+
+    def search(
+        self, queries: np.ndarray, top_k: int, on_rows: Callable[[int], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return (row indices, float64 exact scores), each (n_queries, min(top_k, n)), best first.
+        `on_rows(count)` is called as each block of rows has been searched (for a progress bar)."""
+        if top_k < 1:
+            raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dimension:
+            raise UsageError(
+                f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
+                "embed queries with the same model and dimension as the corpus",
+            )
+        m, k = queries.shape[0], min(top_k, len(self))
+        indices = np.empty((m, k), dtype=np.int64)
+        scores = np.empty((m, k), dtype=np.float64)
+        if m == 0 or k == 0:
+            return indices, scores
+        per_pass = self._queries_per_pass(m, k)
+        for q0 in range(0, m, per_pass):
+            q1 = min(m, q0 + per_pass)
+            self._pass(queries[q0:q1], k, indices[q0:q1], scores[q0:q1], on_rows)
+        return indices, scores
+
+    def _queries_per_pass(self, n_queries: int, k: int) -> int:
+        return max(1, min(n_queries, (self.memory_budget // 2) // (k * _HEAP_BYTES_PER_ENTRY + 8)))
+
+    def passes(self, n_queries: int, top_k: int) -> int:
+        """Reads of the file a search of `n_queries` takes (`on_rows` counts every row of each)."""
+        k = min(top_k, len(self))
+        return 0 if n_queries == 0 or k == 0 else math.ceil(n_queries / self._queries_per_pass(n_queries, k))
+
+    def _pass(self, queries, k, indices, scores, on_rows) -> None:
+        """Search `queries` with one read of the file."""
+        from . import exact_kernels
+
+        m, d = queries.shape
+        groups = _spans(m, _THREADS)
+        query_block = min(_MAX_QUERY_BLOCK, max(stop - start for start, stop in groups))
+        heaps = m * (k * _HEAP_BYTES_PER_ENTRY + 8)
+        if self.block_rows is not None:
+            target = self.block_rows
+        else:
+            per_row = 2 * d * 4 + len(groups) * query_block * 4  # two read buffers, one tile per thread
+            target = max(_MIN_BLOCK_ROWS, (self.memory_budget - heaps) // per_row)
+        blocks = self.matrix.blocks(target)
+        widest = max(stop - start for start, stop in blocks)
+        buffers = [np.empty((widest, d), dtype=np.float32) for _ in range(min(2, len(blocks)))]
+        tiles = [np.empty(query_block * widest, dtype=np.float32) for _ in groups]
+        values = np.empty((m, k), dtype=np.float64)
+        ranks = np.empty((m, k), dtype=np.int64)
+        cols = np.empty((m, k), dtype=np.int64)
+        sizes = np.zeros(m, dtype=np.int64)
+        query_scale = error_scale(d) * np.linalg.norm(queries, axis=1).astype(np.float64)
+
+        def load(number: int, reader) -> tuple[np.ndarray, float]:
+            start, stop = blocks[number]
+            rows = reader.read(start, stop, buffers[number % len(buffers)])
+            return rows, float(np.sqrt(exact_kernels.max_square_norm(rows, 0, len(rows)))) * 1.0001
+
+        def search_group(group: int, rows: np.ndarray, c0: int, error: np.ndarray) -> None:
+            g0, g1 = groups[group]
+            width = len(rows)
+            for b0 in range(g0, g1, query_block):
+                b1 = min(g1, b0 + query_block)
+                scored = tiles[group][: (b1 - b0) * width].reshape(b1 - b0, width)
+                np.matmul(queries[b0:b1], rows.T, out=scored)
+                exact_kernels.scan_block(
+                    scored, c0, queries[b0:b1], rows, self.id_rank, error[b0:b1], values, ranks, cols, sizes, b0
+                )
+
+        with contextlib.ExitStack() as stack:
+            reader = stack.enter_context(self.matrix.reader())
+            reading = stack.enter_context(ThreadPoolExecutor(1))
+            pool = stack.enter_context(ThreadPoolExecutor(len(groups)))
+            if len(groups) > 1:  # one BLAS thread per search thread, as in ExactIndex
+                stack.enter_context(_blas_controller().limit(limits=1, user_api="blas"))
+            pending = reading.submit(load, 0, reader)
+            for number, (c0, c1) in enumerate(blocks):
+                rows, max_norm = pending.result()
+                if number + 1 < len(blocks):  # into the buffer of block number - 1, searched already
+                    pending = reading.submit(load, number + 1, reader)
+                error = query_scale * max_norm
+                if len(groups) == 1:
+                    search_group(0, rows, c0, error)
+                else:
+                    for run in [pool.submit(search_group, g, rows, c0, error) for g in range(len(groups))]:
+                        run.result()
+                if on_rows is not None:
+                    on_rows(c1 - c0)
+        exact_kernels.drain(values, ranks, cols, sizes, indices, scores)
+
+    def search_ids(self, queries: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
+        """Like `search`, with document ids and Python floats, best first."""
+        indices, scores = self.search(queries, top_k)
+        return [
+            [(self.ids[i], float(s)) for i, s in zip(row_i, row_s)]
+            for row_i, row_s in zip(indices.tolist(), scores.tolist())
+        ]
