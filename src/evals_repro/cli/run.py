@@ -48,10 +48,18 @@ def run_command(
     mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm"),
     mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm"),
     mixedbread_interval: Optional[float] = typer.Option(None, "--mixedbread-interval"),
+    index_ram: Optional[str] = typer.Option(
+        None,
+        "--index-ram",
+        help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
+    ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
     from ..progress import console
+    from ..retrieval.dense import parse_size
+
+    parse_size(index_ram)  # a bad size fails now, naming the option
 
     if rerank:
         method = f"{method}+{rerank}@{rerank_depth}"
@@ -74,6 +82,7 @@ def run_command(
             mixedbread_tpm=mixedbread_tpm,
             mixedbread_rpm=mixedbread_rpm,
             mixedbread_interval=mixedbread_interval,
+            index_ram=index_ram,
         ),
     }
     request = RunRequest(

@@ -14,17 +14,24 @@ Chunk boundaries are content-defined (a chunk closes after an item whose digest 
 fixed pattern, or at `max_chunk` items), so editing, inserting or deleting a page changes
 only the chunk around it: the rest of the corpus is still found by key.
 
-A `.emb` file is one JSON header line (rows, dimension, dtype, blake2b checksum of the data)
-followed by the raw float32 rows. A file that is truncated, has the wrong shape or checksum,
-or holds non-finite values is reported with a warning line and embedded again; a damaged
-manifest is rebuilt from the chunks. Counts go to `usage`: cache_hits and cache_misses
-(items) and embedded_items.
+- `<list key>.npy`: for a list too large to hold in memory (`embed_matrix` with a `ram_limit`),
+  its whole matrix as one matrix file (`evals_repro.matrix_file`: the .npy layout, one
+  checksummed segment per chunk), written from the chunks and searched from disk block by block
+  by `StreamedExactIndex`. It is derived data: deleting it costs one rebuild from the chunks.
+
+A `.emb` file is one JSON header line (rows, dimension, dtype, checksum of the data: xxh3-128,
+or blake2b in files written before it) followed by the raw float32 rows, which are read straight
+into the output matrix. A file that is truncated, has the wrong shape or checksum, or holds
+non-finite values is reported with a warning line and embedded again (a damaged matrix file is
+rebuilt from the chunks); a damaged manifest is rebuilt from the chunks. Counts go to `usage`:
+cache_hits and cache_misses (items) and embedded_items.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +41,8 @@ import numpy as np
 
 from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
+from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
+from ..matrix_file import digest as xxh3_digest
 from ..progress import console
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
@@ -47,13 +56,16 @@ def _safe(name: str) -> str:
 
 
 def item_digest(item: EmbedItem) -> bytes:
-    """Digest of everything an embedding is computed from."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (item.text, item.title):
-        digest.update(b"\0" if part is None else b"\1" + part.encode("utf-8"))
-        digest.update(b"\xff")
-    digest.update(b"\0" if item.image is None else b"\1" + hashlib.blake2b(item.image, digest_size=16).digest())
-    return digest.digest()
+    """Digest of everything an embedding is computed from: blake2b-128 of, for text and title,
+    0x00 (absent) or 0x01 + UTF-8, each closed by 0xff; then 0x00, or 0x01 + the image's blake2b-128.
+    (One call over the joined bytes: a million items are digested on every cached run.)"""
+    text, title, image = item.text, item.title, item.image
+    data = (
+        (b"\0\xff" if text is None else b"\1" + text.encode("utf-8") + b"\xff")
+        + (b"\0\xff" if title is None else b"\1" + title.encode("utf-8") + b"\xff")
+        + (b"\0" if image is None else b"\1" + hashlib.blake2b(image, digest_size=16).digest())
+    )
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def settings_digest(embedder: Embedder, input_type: InputType) -> bytes:
@@ -74,15 +86,48 @@ def chunk_bounds(digests: list[bytes], average: int, max_chunk: int) -> Iterator
 
 
 def encode(matrix: np.ndarray) -> bytes:
-    data = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
+    """A chunk file's bytes. Only finite rows are written, so a verified checksum implies finite rows."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    if not np.isfinite(matrix).all():
+        raise ValueError("refusing to cache non-finite embeddings")
+    data = matrix.tobytes()
     header = {
         "format": FORMAT,
         "rows": int(matrix.shape[0]),
         "dimension": int(matrix.shape[1]),
         "dtype": "float32",
-        "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(),
+        "hash": "xxh3_128",
+        "checksum": xxh3_digest(data).hex(),
     }
     return _MAGIC + json.dumps(header).encode() + b"\n" + data
+
+
+def _parse_header(line: bytes, rows: int) -> tuple[tuple[int, int], str, str]:
+    """(shape, hash name, checksum) from a chunk file's header line; ValueError when it is bad."""
+    try:
+        header = json.loads(line)
+        shape = (int(header["rows"]), int(header["dimension"]))
+        checksum = str(header["checksum"])
+        algorithm = str(header.get("hash", "blake2b"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"bad header ({exc})") from None
+    if algorithm not in ("xxh3_128", "blake2b") or header.get("dtype", "float32") != "float32":
+        raise ValueError(f"bad header (hash {algorithm}, dtype {header.get('dtype')})")
+    if shape[0] != rows:
+        raise ValueError(f"{shape[0]} rows, expected {rows}")
+    if shape[1] < 1:
+        raise ValueError(f"dimension {shape[1]}")
+    return shape, algorithm, checksum
+
+
+def _verify(rows: np.ndarray, algorithm: str, checksum: str) -> None:
+    data = memoryview(rows).cast("B")
+    actual = xxh3_digest(data).hex() if algorithm == "xxh3_128" else hashlib.blake2b(data, digest_size=16).hexdigest()
+    if actual != checksum:
+        raise ValueError("checksum mismatch")
+    # xxh3 files come from `encode`, which writes finite rows only; older files are checked.
+    if algorithm != "xxh3_128" and not np.isfinite(rows).all():
+        raise ValueError("non-finite values")
 
 
 def decode(blob: bytes, rows: int) -> np.ndarray:
@@ -92,23 +137,47 @@ def decode(blob: bytes, rows: int) -> np.ndarray:
     end = blob.find(b"\n", len(_MAGIC))
     if end < 0:
         raise ValueError("truncated header")
-    try:
-        header = json.loads(blob[len(_MAGIC) : end])
-        shape = (int(header["rows"]), int(header["dimension"]))
-        checksum = header["checksum"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"bad header ({exc})") from None
-    if shape[0] != rows:
-        raise ValueError(f"{shape[0]} rows, expected {rows}")
+    shape, algorithm, checksum = _parse_header(blob[len(_MAGIC) : end], rows)
     data = memoryview(blob)[end + 1 :]
     if len(data) != shape[0] * shape[1] * 4:
         raise ValueError(f"{len(data)} data bytes, expected {shape[0] * shape[1] * 4} (truncated?)")
-    if hashlib.blake2b(data, digest_size=16).hexdigest() != checksum:
-        raise ValueError("checksum mismatch")
     matrix = np.frombuffer(data, dtype=np.float32).reshape(shape)
-    if not np.isfinite(matrix).all():
-        raise ValueError("non-finite values")
+    _verify(matrix, algorithm, checksum)
     return matrix
+
+
+def read_chunk(path: Path, rows: int, slot: Callable[[int], np.ndarray]) -> np.ndarray:
+    """Read a chunk file's rows straight into `slot(dimension)` (a writable (rows, dimension)
+    float32 array) and verify them: one copy, from the page cache to their final place.
+    FileNotFoundError when there is no such file; ValueError says what is wrong with it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, 1024, 0)
+        if not head.startswith(_MAGIC):
+            raise ValueError("not an embeddings file")
+        end = head.find(b"\n", len(_MAGIC))
+        if end < 0:
+            head = os.pread(fd, 1 << 16, 0)
+            end = head.find(b"\n", len(_MAGIC))
+            if end < 0:
+                raise ValueError("truncated header")
+        shape, algorithm, checksum = _parse_header(head[len(_MAGIC) : end], rows)
+        nbytes = shape[0] * shape[1] * 4
+        if size - end - 1 != nbytes:
+            raise ValueError(f"{size - end - 1} data bytes, expected {nbytes} (truncated?)")
+        out = slot(shape[1])
+        view = memoryview(out).cast("B")
+        done = 0
+        while done < nbytes:
+            got = os.preadv(fd, [view[done:]], end + 1 + done)
+            if got == 0:
+                raise ValueError(f"{done} data bytes, expected {nbytes} (truncated?)")
+            done += got
+    finally:
+        os.close(fd)
+    _verify(out, algorithm, checksum)
+    return out
 
 
 class EmbeddingCache:
@@ -141,9 +210,9 @@ class EmbeddingCache:
         root = Path(cache_dir) / "embeddings" / _safe(benchmark) / _safe(method)
         return cls(root, embedder, usage, **kwargs)
 
-    def _warn(self, path: Path, problem: str) -> None:
+    def _warn(self, path: Path, problem: str, action: str = "embedding it again") -> None:
         console.print(
-            f"warning: embedding cache file {path} is damaged ({problem}); embedding it again",
+            f"warning: embedding cache file {path} is damaged ({problem}); {action}",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -157,6 +226,21 @@ class EmbeddingCache:
         self, items: list[EmbedItem], input_type: InputType, on_progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """One unit row per item, in order: from the cache where possible, else embedded and cached."""
+        matrix = self.embed_matrix(items, input_type, on_progress)
+        assert isinstance(matrix, np.ndarray)
+        return matrix
+
+    def embed_matrix(
+        self,
+        items: list[EmbedItem],
+        input_type: InputType,
+        on_progress: Callable[[int], None] | None = None,
+        ram_limit: int | None = None,
+    ) -> np.ndarray | MatrixFile:
+        """Like `embed`; but a list whose float32 matrix takes more than `ram_limit` bytes comes
+        back as its matrix file, written from the chunks (and new embeddings) without ever
+        holding the matrix in memory, or found already written and structurally sound (its rows
+        are verified as they are read)."""
         settings = settings_digest(self.embedder, input_type)
         digests = [item_digest(item) for item in items]
         list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
@@ -164,22 +248,32 @@ class EmbeddingCache:
         bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
         keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
         self._check_manifest(manifest_path, len(items), keys)
-        rows = _Rows(len(items), self.embedder.name)
-        pending: list[tuple[int, int, str]] = []
-        for (start, stop), key in zip(bounds, keys):
-            cached = self._load(key, stop - start)
-            if cached is not None:
-                rows.place(start, cached)
+        matrix_path = manifest_path.with_suffix(".npy")
+        if ram_limit is not None:
+            packed = self._open_matrix(matrix_path, len(items))
+            if packed is not None and packed.nbytes > ram_limit:
+                self.usage.add("cache_hits", len(items))
                 if on_progress is not None:
-                    on_progress(stop - start)
-                continue
-            pending.append((start, stop, key))
-            if sum(b - a for a, b, _ in pending) >= self.call_size:
+                    on_progress(len(items))
+                return packed
+        rows = _Rows(len(items), self.embedder.name, matrix_path, ram_limit)
+        try:
+            pending: list[tuple[int, int, str]] = []
+            for (start, stop), key in zip(bounds, keys):
+                if self._load(key, start, stop - start, rows):
+                    if on_progress is not None:
+                        on_progress(stop - start)
+                    continue
+                pending.append((start, stop, key))
+                if sum(b - a for a, b, _ in pending) >= self.call_size:
+                    self._embed_chunks(items, pending, input_type, rows, on_progress)
+                    pending = []
+            if pending:
                 self._embed_chunks(items, pending, input_type, rows, on_progress)
-                pending = []
-        if pending:
-            self._embed_chunks(items, pending, input_type, rows, on_progress)
-        matrix = rows.matrix
+            matrix = rows.finish()
+        except BaseException:
+            rows.abort()
+            raise
         atomic_write_json(
             manifest_path,
             {
@@ -193,6 +287,24 @@ class EmbeddingCache:
         )
         return matrix
 
+    def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
+        """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""
+        if not path.exists():
+            return None
+        try:
+            packed = MatrixFile.open(path)
+            if packed.rows != count or packed.segments is None:
+                raise MatrixDamaged(path, f"{packed.rows} rows without chunk checksums, expected {count}")
+        except MatrixDamaged as exc:
+            self.discard(path, exc.problem)
+            return None
+        return packed
+
+    def discard(self, path: Path, problem: str) -> None:
+        """Report a damaged matrix file and delete it: the next `embed_matrix` rebuilds it from the chunks."""
+        self._warn(path, problem, "rebuilding it from the chunks")
+        Path(path).unlink(missing_ok=True)
+
     def _check_manifest(self, path: Path, count: int, keys: list[str]) -> None:
         """A manifest that disagrees with the item list it is named after is reported (and rewritten)."""
         if not path.exists():
@@ -204,17 +316,19 @@ class EmbeddingCache:
         except (ValueError, KeyError, TypeError) as exc:
             self._warn(path, str(exc))
 
-    def _load(self, key: str, count: int) -> np.ndarray | None:
+    def _load(self, key: str, start: int, count: int, rows: _Rows) -> bool:
+        """Read a cached chunk into rows[start : start + count]; False when it is absent or damaged."""
         path = self._chunk_path(key)
-        if not path.exists():
-            return None
         try:
-            vectors = decode(path.read_bytes(), count)
+            vectors = read_chunk(path, count, lambda dimension: rows.slot(start, count, dimension))
+        except FileNotFoundError:
+            return False
         except ValueError as exc:
             self._warn(path, str(exc))
-            return None
+            return False
+        rows.place(start, vectors)
         self.usage.add("cache_hits", count)
-        return vectors
+        return True
 
     def _embed_chunks(
         self,
@@ -245,24 +359,53 @@ class EmbeddingCache:
 
 
 class _Rows:
-    """The output matrix, allocated once the first chunk tells the dimension."""
+    """Where the rows of one item list go, decided when the first chunk tells the dimension: a
+    matrix in memory or, past `ram_limit` bytes, the list's matrix file (`spill`)."""
 
-    def __init__(self, count: int, embedder: str):
+    def __init__(self, count: int, embedder: str, spill: Path | None = None, ram_limit: int | None = None):
         self.count = count
         self.embedder = embedder
+        self.spill = spill
+        self.ram_limit = ram_limit
+        self.dimension: int | None = None
         self._matrix: np.ndarray | None = None
+        self._writer: MatrixWriter | None = None
 
-    def place(self, start: int, vectors: np.ndarray) -> None:
-        if self._matrix is None:
-            self._matrix = np.empty((self.count, vectors.shape[1]), dtype=np.float32)
-        elif vectors.shape[1] != self._matrix.shape[1]:
+    def _open(self, dimension: int) -> None:
+        if self.dimension is None:
+            self.dimension = dimension
+            if self.ram_limit is not None and self.spill is not None and self.count * dimension * 4 > self.ram_limit:
+                self._writer = MatrixWriter(self.spill, self.count, dimension)
+            else:
+                self._matrix = np.empty((self.count, dimension), dtype=np.float32)
+        elif dimension != self.dimension:
             raise ProviderError(
-                f"embedder {self.embedder} returned dimension {vectors.shape[1]}, "
-                f"earlier vectors have {self._matrix.shape[1]}",
+                f"embedder {self.embedder} returned dimension {dimension}, earlier vectors have {self.dimension}",
                 "clear this method's embedding cache if the model settings changed",
             )
-        self._matrix[start : start + len(vectors)] = vectors
 
-    @property
-    def matrix(self) -> np.ndarray:
+    def slot(self, start: int, count: int, dimension: int) -> np.ndarray:
+        """A writable (count, dimension) array to read rows start... into: their place in the
+        matrix, or a scratch array for the matrix file (then `place` them)."""
+        self._open(dimension)
+        if self._matrix is not None:
+            return self._matrix[start : start + count]
+        return np.empty((count, dimension), dtype=np.float32)
+
+    def place(self, start: int, vectors: np.ndarray) -> None:
+        self._open(vectors.shape[1])
+        if self._writer is not None:
+            self._writer.place(start, vectors)
+        elif self._matrix is not None:
+            target = self._matrix[start : start + len(vectors)]
+            if not np.may_share_memory(target, vectors):  # rows read in place are there already
+                target[:] = vectors
+
+    def finish(self) -> np.ndarray | MatrixFile:
+        if self._writer is not None:
+            return self._writer.finish()
         return self._matrix if self._matrix is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()
