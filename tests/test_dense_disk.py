@@ -187,3 +187,27 @@ def test_available_memory_respects_an_address_space_limit():
     )
     free = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
     assert 0 < free < 3 << 30
+
+
+def test_a_large_list_is_loaded_from_its_matrix_file_next_time(tmp_path, capsys):
+    items = _items(500)
+    first = _cache(tmp_path, CountingEmbedder(), pack_min_bytes=1).embed(items, "document")
+    packed = next(_method_dir(tmp_path).glob("document-*.npy"))
+    assert np.array_equal(np.load(packed), first)
+    for chunk in _method_dir(tmp_path).rglob("*.emb"):  # only the matrix file is left to read
+        chunk.unlink()
+    embedder = CountingEmbedder()
+    cache = _cache(tmp_path, embedder, pack_min_bytes=1)
+    assert np.array_equal(cache.embed(items, "document"), first)
+    assert embedder.calls == 0 and cache.usage.get("cache_hits") == 500
+    # Below the size threshold no matrix file is written.
+    _cache(tmp_path / "small", CountingEmbedder()).embed(items, "document")
+    assert not list((tmp_path / "small").rglob("*.npy"))
+    # A damaged matrix file is reported and the chunks (here: embedded again) take over.
+    blob = bytearray(packed.read_bytes())
+    blob[4096 + 10] ^= 0x01
+    packed.write_bytes(bytes(blob))
+    again = CountingEmbedder()
+    assert np.array_equal(_cache(tmp_path, again, pack_min_bytes=1).embed(items, "document"), first)
+    assert "is damaged (checksum mismatch in rows 0:" in capsys.readouterr().err and len(again.items) == 500
+    assert np.array_equal(np.load(packed), first)  # and rewritten

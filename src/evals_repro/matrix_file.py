@@ -28,7 +28,7 @@ HEADER_BYTES = 4096
 _FOOTER = struct.Struct("<QQ16s8s")  # segments, trailer bytes, trailer digest, magic
 _FOOTER_MAGIC = b"ERMATRX1"
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
-_LOAD_PIECE = 64 << 20  # bytes per read when a whole matrix is loaded
+_LOAD_PIECE = 4 << 20  # bytes per read when a whole matrix is loaded: hashed while in the CPU cache
 
 
 class MatrixDamaged(DataError):

@@ -14,10 +14,13 @@ Chunk boundaries are content-defined (a chunk closes after an item whose digest 
 fixed pattern, or at `max_chunk` items), so editing, inserting or deleting a page changes
 only the chunk around it: the rest of the corpus is still found by key.
 
-- `<list key>.npy`: for a list too large to hold in memory (`embed_matrix` with a `ram_limit`),
-  its whole matrix as one matrix file (`evals_repro.matrix_file`: the .npy layout, one
-  checksummed segment per chunk), written from the chunks and searched from disk block by block
-  by `StreamedExactIndex`. It is derived data: deleting it costs one rebuild from the chunks.
+- `<list key>.npy`: for a large list (a matrix of PACK_MIN_BYTES or more, or past the
+  `ram_limit` of `embed_matrix`), its whole matrix as one matrix file (`evals_repro.matrix_file`:
+  the .npy layout, one checksummed segment per chunk). The next load is one sequential read
+  instead of a file per chunk; past the RAM limit the file is not loaded at all but searched from
+  disk block by block (`StreamedExactIndex`), and it is written from the chunks without ever
+  holding the matrix in memory. It is derived data (it doubles the disk used by that list):
+  deleting it costs one rebuild from the chunks.
 
 A `.emb` file is one JSON header line (rows, dimension, dtype, checksum of the data: xxh3-128,
 or blake2b in files written before it) followed by the raw float32 rows, which are read straight
@@ -35,7 +38,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -48,6 +51,9 @@ from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
 
 FORMAT = 1
+# A list whose matrix takes this much is also saved as one matrix file: loading ~30k small chunk
+# files per GiB costs several times one sequential read.
+PACK_MIN_BYTES = 256 << 20
 _MAGIC = b"evals-repro-embeddings\n"
 
 
@@ -180,6 +186,14 @@ def read_chunk(path: Path, rows: int, slot: Callable[[int], np.ndarray]) -> np.n
     return out
 
 
+class Lookup(NamedTuple):
+    """One item list's place in the cache."""
+
+    manifest: Path
+    bounds: list[tuple[int, int]]
+    keys: list[str]
+
+
 class EmbeddingCache:
     """Embeds item lists through an embedder, reusing every chunk ever computed for them.
 
@@ -195,6 +209,7 @@ class EmbeddingCache:
         call_size: int = 256,
         average_chunk: int = 32,
         max_chunk: int = 128,
+        pack_min_bytes: int = PACK_MIN_BYTES,
     ):
         self.root = Path(root)
         self.embedder = embedder
@@ -202,6 +217,7 @@ class EmbeddingCache:
         self.call_size = max(1, call_size)
         self.average_chunk = average_chunk
         self.max_chunk = max_chunk
+        self.pack_min_bytes = pack_min_bytes
 
     @classmethod
     def for_method(
@@ -236,26 +252,39 @@ class EmbeddingCache:
         input_type: InputType,
         on_progress: Callable[[int], None] | None = None,
         ram_limit: int | None = None,
+        lookup: Lookup | None = None,
     ) -> np.ndarray | MatrixFile:
         """Like `embed`; but a list whose float32 matrix takes more than `ram_limit` bytes comes
         back as its matrix file, written from the chunks (and new embeddings) without ever
         holding the matrix in memory, or found already written and structurally sound (its rows
-        are verified as they are read)."""
-        settings = settings_digest(self.embedder, input_type)
-        digests = [item_digest(item) for item in items]
-        list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
-        manifest_path = self.root / f"{input_type}-{list_key}.json"
-        bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
-        keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
+        are verified as they are read). `lookup`: this list's keys, when already computed."""
+        looked_up = lookup if lookup is not None else self.lookup(items, input_type)
+        manifest_path, bounds, keys = looked_up.manifest, looked_up.bounds, looked_up.keys
         self._check_manifest(manifest_path, len(items), keys)
         matrix_path = manifest_path.with_suffix(".npy")
-        if ram_limit is not None:
-            packed = self._open_matrix(matrix_path, len(items))
-            if packed is not None and packed.nbytes > ram_limit:
-                self.usage.add("cache_hits", len(items))
-                if on_progress is not None:
-                    on_progress(len(items))
-                return packed
+        matrix = self._from_matrix_file(matrix_path, len(items), ram_limit)
+        if matrix is not None:
+            if on_progress is not None:
+                on_progress(len(items))
+        else:
+            matrix = self._from_chunks(items, input_type, bounds, keys, matrix_path, ram_limit, on_progress)
+            if isinstance(matrix, np.ndarray) and matrix.nbytes >= self.pack_min_bytes:
+                self._write_matrix_file(matrix_path, matrix, bounds)
+        atomic_write_json(
+            manifest_path,
+            {
+                "format": FORMAT,
+                "embedder": self.embedder.describe(),
+                "input_type": input_type,
+                "items": len(items),
+                "dimension": int(matrix.shape[1]),
+                "chunks": keys,
+            },
+        )
+        return matrix
+
+    def _from_chunks(self, items, input_type, bounds, keys, matrix_path, ram_limit, on_progress):
+        """The list's rows from its chunk files, embedding (and caching) the missing chunks."""
         rows = _Rows(len(items), self.embedder.name, matrix_path, ram_limit)
         try:
             pending: list[tuple[int, int, str]] = []
@@ -270,22 +299,58 @@ class EmbeddingCache:
                     pending = []
             if pending:
                 self._embed_chunks(items, pending, input_type, rows, on_progress)
-            matrix = rows.finish()
+            return rows.finish()
         except BaseException:
             rows.abort()
             raise
-        atomic_write_json(
-            manifest_path,
-            {
-                "format": FORMAT,
-                "embedder": self.embedder.describe(),
-                "input_type": input_type,
-                "items": len(items),
-                "dimension": int(matrix.shape[1]),
-                "chunks": keys,
-            },
-        )
-        return matrix
+
+    def _from_matrix_file(self, path: Path, count: int, ram_limit: int | None) -> np.ndarray | MatrixFile | None:
+        """The list's matrix file itself past `ram_limit`, else its rows loaded (each chunk's
+        checksum verified): one sequential read instead of a file per chunk. None when there is
+        no sound file (a damaged one is reported and deleted)."""
+        packed = self._open_matrix(path, count)
+        if packed is None:
+            return None
+        if ram_limit is None or packed.nbytes <= ram_limit:
+            try:
+                loaded = packed.load()
+            except MatrixDamaged as exc:
+                self.discard(path, exc.problem)
+                return None
+            self.usage.add("cache_hits", count)
+            return loaded
+        self.usage.add("cache_hits", count)
+        return packed
+
+    def _write_matrix_file(self, path: Path, matrix: np.ndarray, bounds: list[tuple[int, int]]) -> None:
+        """Save a large list's matrix as one file (a segment per chunk) for fast loads next time.
+        A failure (disk full) only costs the speed-up: it is reported and the run goes on."""
+        try:
+            with MatrixWriter(path, matrix.shape[0], matrix.shape[1]) as writer:
+                if path.exists():  # another process wrote it while we waited for its lock
+                    writer.abort()
+                    return
+                for start, stop in bounds:
+                    writer.place(start, matrix[start:stop])
+                writer.finish()
+        except OSError as exc:
+            console.print(
+                f"warning: could not write the embedding cache's matrix file {path} ({exc}); "
+                "the next run loads the chunks again",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    def lookup(self, items: list[EmbedItem], input_type: InputType) -> Lookup:
+        """Where the list's vectors live: its manifest path, chunk bounds and chunk keys (from
+        the digest of every item: ~1 us per item, the whole cost of a cache hit besides reading)."""
+        settings = settings_digest(self.embedder, input_type)
+        digests = [item_digest(item) for item in items]
+        list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
+        bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
+        keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
+        return Lookup(self.root / f"{input_type}-{list_key}.json", bounds, keys)
 
     def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
         """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""
