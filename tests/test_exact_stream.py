@@ -174,8 +174,8 @@ def test_memory_stays_at_the_buffers_not_the_file(tmp_path):
     assert peak < 2 << 20 < corpus.nbytes // 4, peak
 
 
-@pytest.mark.parametrize("block_rows", [9, 64])
-def test_float32_cancellation_is_caught_by_the_error_bound(tmp_path, block_rows):
+@pytest.mark.parametrize("block_rows, k", [(9, 10), (64, 10), (400, 3), (400, 12)])  # 13 chunks of 32 in 400
+def test_float32_cancellation_is_caught_by_the_error_bound(tmp_path, block_rows, k):
     """Rows holding +2^26 and -2^26 next to small parts: the float32 matmul loses the small parts
     (whatever BLAS's summation order), the exact score is their sum. Only rescoring everything
     within the error bound of the k-th best finds the true top k, in memory and from disk."""
@@ -187,12 +187,12 @@ def test_float32_cancellation_is_caught_by_the_error_bound(tmp_path, block_rows)
         corpus[row, a], corpus[row, b] = 2.0**26, -(2.0**26)
     queries = np.ones((3, d), dtype=np.float32) * np.array([[1.0], [0.5], [0.25]], dtype=np.float32)  # +-2^26 cancel
     ids = [f"doc{i:03d}" for i in range(n)]
-    float32_top = np.argsort(-(queries @ corpus.T), axis=1, kind="stable")[:, :10]
-    expected = _brute_force(corpus, queries, ids, 10)
+    float32_top = np.argsort(-(queries @ corpus.T), axis=1, kind="stable")[:, :k]
+    expected = _brute_force(corpus, queries, ids, k)
     assert any(  # the float32 scores alone would pick other documents
         {ids[j] for j in float32_top[q]} != {doc for doc, _ in expected[q]} for q in range(3)
     )
     write_matrix(tmp_path / "m.npy", corpus, 8)
     streamed = StreamedExactIndex(MatrixFile.open(tmp_path / "m.npy"), ids, block_rows=block_rows)
-    assert streamed.search_ids(queries, 10) == expected
-    assert ExactIndex(corpus, ids).search_ids(queries, 10) == expected
+    assert streamed.search_ids(queries, k) == expected
+    assert ExactIndex(corpus, ids).search_ids(queries, k) == expected

@@ -100,28 +100,6 @@ def _admit(value, col, rank, values, ranks, cols, size, k):
     return size, value, col
 
 
-@numba.njit(cache=True, nogil=True)
-def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, ranks, cols, size, k):
-    """Exact mode: rescore every score within `error` of the root (an exact score) and push it.
-    Document row `col` is corpus[col - base] (base 0: the whole corpus; else a block of it)."""
-    cut = _float32_floor(values[0] - error) if size == k else np.float32(-np.inf)
-    width = scores.shape[0]
-    for chunk in range(start, width, _CHUNK):
-        stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
-            continue
-        for j in range(max(chunk, start), stop):
-            if scores[j] >= cut:
-                col = c0 + j
-                size, _, _ = _admit(dot64(query, corpus[col - base]), col, id_rank[col], values, ranks, cols, size, k)
-                if size == k:
-                    cut = max(cut, _float32_floor(values[0] - error))
-    return size
-
-
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _chunk_max(scores, start, stop):
     largest = scores[start]
@@ -141,6 +119,37 @@ def _kth_chunk_max(scores, values, ranks, cols, k):
         largest = np.float64(_chunk_max(scores, start, min(width, start + _CHUNK)))
         size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
     return values[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, ranks, cols, size, k):
+    """Exact mode: rescore every score within `error` of the root (an exact score) and push it.
+    Document row `col` is corpus[col - base] (base 0: the whole corpus; else a block of it).
+
+    An empty heap starts from the k-th largest chunk maximum t instead of admitting everything:
+    k documents score at least t - error exactly, so the k-th best does too, and a score below
+    t - 2 error (exact value below t - error) cannot make the top k."""
+    width = scores.shape[0]
+    if size == k:
+        cut = _float32_floor(values[0] - error)
+    elif size == 0 and start == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - 2.0 * error)
+    else:
+        cut = np.float32(-np.inf)
+    for chunk in range(start, width, _CHUNK):
+        stop = min(width, chunk + _CHUNK)
+        hit = False
+        for j in range(chunk, stop):
+            hit |= scores[j] >= cut
+        if not hit:
+            continue
+        for j in range(max(chunk, start), stop):
+            if scores[j] >= cut:
+                col = c0 + j
+                size, _, _ = _admit(dot64(query, corpus[col - base]), col, id_rank[col], values, ranks, cols, size, k)
+                if size == k:
+                    cut = max(cut, _float32_floor(values[0] - error))
+    return size
 
 
 @numba.njit(cache=True, nogil=True)
