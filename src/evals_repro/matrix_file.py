@@ -207,7 +207,7 @@ class MatrixReader:
         view = _byte_view(rows)
         if _pread_into(self.fd, view, matrix.offset + start * matrix.dimension * 4) != len(view):
             raise MatrixDamaged(matrix.path, f"rows {start}:{stop} cut short (truncated?)")
-        if matrix.bounds is not None:
+        if matrix.bounds is not None and matrix.digests is not None:
             first = int(np.searchsorted(matrix.bounds, start))
             last = int(np.searchsorted(matrix.bounds, stop))
             if matrix.bounds[first] != start or matrix.bounds[last] != stop:
