@@ -154,19 +154,24 @@ class MatrixFile:
         """The rows as a read-only memory map (unverified)."""
         return np.memmap(self.path, dtype="<f4", mode="r", offset=self.offset, shape=self.shape)
 
-    def blocks(self, target_rows: int) -> list[tuple[int, int]]:
-        """(start, stop) row ranges of about `target_rows` each, covering all rows; with segments,
-        every block is whole segments (a segment longer than the target is a block of its own)."""
+    def blocks(self, target_rows: int, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+        """(start, stop) row ranges of about `target_rows` each, covering rows start:stop (all by
+        default); with segments, every block is whole segments (a segment longer than the target
+        is a block of its own), so start and stop must be segment boundaries."""
         target = max(1, int(target_rows))
+        stop = self.rows if stop is None else stop
         if self.bounds is None:
-            return [(start, min(self.rows, start + target)) for start in range(0, self.rows, target)]
+            return [(a, min(stop, a + target)) for a in range(start, stop, target)]
         bounds = self.bounds
         out = []
-        at = 0  # index into bounds
-        while bounds[at] < self.rows:
-            start = int(bounds[at])
-            end = max(at + 1, int(np.searchsorted(bounds, start + target, side="right")) - 1)
-            out.append((start, int(bounds[end])))
+        at = int(np.searchsorted(bounds, start))
+        last = int(np.searchsorted(bounds, stop))
+        if bounds[at] != start or bounds[last] != stop:
+            raise ValueError(f"rows {start}:{stop} are not whole segments of {self.path}")
+        while at < last:
+            first = int(bounds[at])
+            end = min(last, max(at + 1, int(np.searchsorted(bounds, first + target, side="right")) - 1))
+            out.append((first, int(bounds[end])))
             at = end
         return out
 

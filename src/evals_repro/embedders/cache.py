@@ -358,8 +358,10 @@ class EmbeddingCache:
             return None
         try:
             packed = MatrixFile.open(path)
-            if packed.rows != count or packed.segments is None:
-                raise MatrixDamaged(path, f"{packed.rows} rows without chunk checksums, expected {count}")
+            if packed.rows != count:
+                raise MatrixDamaged(path, f"{packed.rows} rows, expected {count}")
+            if packed.segments is None:
+                raise MatrixDamaged(path, "no chunk checksums")
         except MatrixDamaged as exc:
             self.discard(path, exc.problem)
             return None

@@ -30,6 +30,7 @@ from .exact import _HEAP_BYTES_PER_ENTRY, _THREADS, _blas_controller, _spans, er
 DEFAULT_BUDGET = 256 << 20
 _MAX_QUERY_BLOCK = 512  # queries per tile: BLAS is efficient from a few hundred on
 _MIN_BLOCK_ROWS = 4096  # narrower tiles slow BLAS down (see exact.py)
+_PIECE_BYTES = 4 << 20  # per read call
 
 
 class StreamedExactIndex:
@@ -113,9 +114,14 @@ class StreamedExactIndex:
         query_scale = error_scale(d) * np.linalg.norm(queries, axis=1).astype(np.float64)
 
         def load(number: int, reader) -> tuple[np.ndarray, float]:
+            """Read a block in ~4 MiB pieces, each checksummed and normed while in the CPU cache."""
             start, stop = blocks[number]
-            rows = reader.read(start, stop, buffers[number % len(buffers)])
-            return rows, float(np.sqrt(exact_kernels.max_square_norm(rows, 0, len(rows)))) * 1.0001
+            rows = buffers[number % len(buffers)][: stop - start]
+            largest = 0.0
+            for a, b in self.matrix.blocks(max(1, _PIECE_BYTES // (4 * d)), start, stop):
+                piece = reader.read(a, b, rows[a - start : b - start])
+                largest = max(largest, exact_kernels.max_square_norm(piece, 0, len(piece)))
+            return rows, float(np.sqrt(largest)) * 1.0001
 
         def search_group(group: int, rows: np.ndarray, c0: int, error: np.ndarray) -> None:
             g0, g1 = groups[group]
