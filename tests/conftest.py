@@ -43,3 +43,17 @@ def fresh_provider_throttles():
     reset_throttles()
     yield
     reset_throttles()
+
+
+@pytest.fixture
+def registered():
+    """Register test components for one test: `registered(METHODS, "scripted", scripted_method.build)`."""
+    added = []
+
+    def add(registry, name, factory, **details):
+        registry.register(name, **details)(factory)
+        added.append((registry, name))
+
+    yield add
+    for registry, name in added:
+        registry.unregister(name)

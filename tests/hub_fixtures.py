@@ -1,8 +1,9 @@
 """Small fixture repos in the exact upstream Hub layouts (see ../shared/docs/hub-layouts.md).
 
-Everything here is written for the tests: a few pages with 2x2 PNGs, queries in six languages
-whose row order interleaves languages (so only the `language` column can tell them apart),
-graded qrels (1/2) and one page with empty markdown. Parquet files are written by `datasets`
+Everything here is written for the tests: a few pages with small solid-colour PNGs (100x140),
+queries in six languages whose row order interleaves languages (so only the `language` column
+can tell them apart), graded qrels (1/2), one page with empty markdown, gold answers, and per
+qrel row each annotator's bounding boxes with one modality (`content_type`) per box. Parquet files are written by `datasets`
 itself so their schema metadata carries the `Image` feature exactly as `push_to_hub` does.
 """
 
@@ -21,6 +22,8 @@ HR_MTEB_SHA = "bc7d43d64815ed30f664168c8052106484aba7fd"
 MIRACL_REPO = "nvidia/miracl-vision"
 MIRACL_SHA = "309e1696433408fbd555959cf1da968f3814f8b6"
 HR_UNCACHED_SHA = "c0ffee" + "0" * 34  # served, but no test loads it online
+ENERGY_REPO = "vidore/vidore_v3_energy"
+ENERGY_SHA = "caec06d3c73434d635f710f93bcd898331c59f20"  # benchmarks/vidore-v3.toml pins main
 OCR_REPO = "fixture/vidore_v3_hr_ocr"  # an mteb OCR-style repo (corpus text column), declared in a test
 OCR_SHA = "4d42cf85d8b8117935c04698b5b7fd3c70c8c9f4"
 
@@ -28,13 +31,15 @@ OCR_SHA = "4d42cf85d8b8117935c04698b5b7fd3c70c8c9f4"
 def install(hub):
     """Serve every fixture repo on `hub` (a tests/fakehub.FakeHub), once per session.
 
-    hr: the eval commit (5 pages), main (6 pages) and a commit no test downloads online.
+    hr: the eval commit (5 pages), main (6 pages) and a commit no test downloads online;
+    energy: main (2 pages, one French-native question).
     """
     if getattr(hub, "_evals_fixtures", False):
         return hub
     hub.add_repo(HR_REPO, HR_MAIN_SHA, vidore_raw_files(extra_page=True))
     hub.add_repo(HR_REPO, HR_UNCACHED_SHA, vidore_raw_files(extra_page=True), branch=None)
     hub.add_repo(HR_REPO, HR_EVAL_SHA, vidore_raw_files(), branch=None)
+    hub.add_repo(ENERGY_REPO, ENERGY_SHA, energy_raw_files())
     hub.add_repo(HR_MTEB_REPO, HR_MTEB_SHA, vidore_mteb_files())
     hub.add_repo(OCR_REPO, OCR_SHA, vidore_mteb_files(with_text=True))
     hub.add_repo(MIRACL_REPO, MIRACL_SHA, miracl_files())
@@ -42,11 +47,14 @@ def install(hub):
     return hub
 
 
-def png(rgb: tuple[int, int, int]) -> bytes:
+PAGE_SIZE = (100, 140)  # width, height in pixels: the bounding boxes below are in these pixels
+
+
+def png(rgb: tuple[int, int, int], size: tuple[int, int] = PAGE_SIZE) -> bytes:
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.new("RGB", (2, 2), rgb).save(buffer, format="PNG")
+    Image.new("RGB", size, rgb).save(buffer, format="PNG")
     return buffer.getvalue()
 
 
@@ -84,6 +92,26 @@ HR_QUESTION_META = {
 }
 # Positive qrels per question: corpus_id -> grade.
 HR_QUESTION_QRELS = {"leave": {0: 2, 2: 1}, "training": {3: 2, 4: 1, 1: 1}}
+# Gold final answers (the `answer` column), the same for every language copy of a question.
+HR_ANSWERS = {
+    "leave": "Employees receive twenty five days of paid leave.",
+    "training": "The training budget chart breaks the budget down by department and region.",
+}
+# Per question and page: (annotator, x1, x2, y1, y2, modality) in page pixels, the qrels row's
+# `bounding_boxes` with `content_type` listing one modality per box. Hand-computed agreement is in
+# tests/test_vidore_agreement.py: page 0 overlapping Text boxes; page 2 three annotators (nested and
+# disjoint); page 3 an annotator with two boxes against one; page 4 a single annotator; page 1 none.
+HR_BOXES = {
+    "leave": {
+        0: [(0, 10, 60, 10, 40, "Text"), (1, 20, 70, 10, 40, "Text")],
+        2: [(0, 0, 50, 0, 50, "Table"), (1, 10, 40, 10, 40, "Table"), (2, 60, 90, 60, 90, "Table")],
+    },
+    "training": {
+        3: [(0, 0, 40, 0, 40, "Chart"), (0, 50, 90, 0, 40, "Table"), (1, 20, 70, 0, 40, "Chart")],
+        4: [(0, 5, 95, 5, 60, "Image")],
+        1: [],
+    },
+}
 # query rows in file order: (query_id, question, language). Languages interleave; ids do not
 # group by language, so neither row position nor id ranges reveal a query's language.
 HR_QUERY_ROWS = [
@@ -101,7 +129,7 @@ HR_QUERY_ROWS = [
     (11, "training", "spanish"),
 ]
 
-HR_README = """---
+RAW_README = """---
 license: cc-by-4.0
 dataset_info:
 - config_name: corpus
@@ -204,7 +232,7 @@ configs:
   - split: test
     path: queries/test-*
 ---
-# ViDoRe v3 HR (test fixture)
+# ViDoRe v3 {title} (test fixture)
 """
 
 
@@ -220,11 +248,67 @@ def _parquet(columns: dict, features: dict) -> bytes:
 
 def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
     """The raw `vidore/vidore_v3_hr` layout; `extra_page` adds a sixth page (another revision)."""
-    from datasets import Image, List, Value
-
     pages = list(HR_PAGES)
     if extra_page:
         pages.append((5, "eu_skills_report", 2, "Apprenticeship numbers by country.", (128, 128, 128)))
+    return raw_domain_files(
+        pages, HR_QUERY_ROWS, HR_QUESTIONS, HR_QUESTION_META, HR_QUESTION_QRELS, HR_ANSWERS, HR_BOXES, "HR"
+    )
+
+
+# -- ViDoRe v3 raw (energy): a second domain, French documents -----------------------------------
+ENERGY_PAGES = [
+    (0, "rte_bilan", 0, "Capacité installée du parc éolien : 12 GW en fin d'année.", (200, 100, 0)),
+    (1, "rte_bilan", 1, "Carte des installations solaires par région.", (0, 100, 200)),
+]
+ENERGY_QUESTIONS = {
+    "capacity": {
+        "english": "What is the installed wind capacity?",
+        "french": "Quelle est la capacité éolienne installée ?",
+        "german": "Wie hoch ist die installierte Windkapazität?",
+        "italian": "Qual è la capacità eolica installata?",
+        "portuguese": "Qual é a capacidade eólica instalada?",
+        "spanish": "¿Cuál es la capacidad eólica instalada?",
+    }
+}
+ENERGY_QUESTION_META = {
+    "capacity": {"query_types": ["numerical"], "query_format": "question", "content_type": ["Text", "Image"]}
+}
+ENERGY_QUESTION_QRELS = {"capacity": {0: 2, 1: 1}}
+ENERGY_ANSWERS = {"capacity": "12 GW"}
+ENERGY_BOXES = {
+    "capacity": {
+        0: [(0, 0, 100, 0, 20, "Text"), (1, 0, 100, 0, 20, "Text")],  # identical zones
+        1: [(0, 0, 10, 0, 10, "Image"), (1, 50, 60, 50, 60, "Image")],  # disjoint zones
+    }
+}
+ENERGY_QUERY_ROWS = [
+    (0, "capacity", "spanish"),
+    (1, "capacity", "french"),
+    (2, "capacity", "english"),
+    (3, "capacity", "italian"),
+    (4, "capacity", "german"),
+    (5, "capacity", "portuguese"),
+]
+
+
+def energy_raw_files() -> dict[str, bytes]:
+    return raw_domain_files(
+        ENERGY_PAGES,
+        ENERGY_QUERY_ROWS,
+        ENERGY_QUESTIONS,
+        ENERGY_QUESTION_META,
+        ENERGY_QUESTION_QRELS,
+        ENERGY_ANSWERS,
+        ENERGY_BOXES,
+        "Energy",
+    )
+
+
+def raw_domain_files(pages, rows, questions, meta, question_qrels, answers, boxes, title) -> dict[str, bytes]:
+    """One raw `vidore/vidore_v3_<domain>` repo: corpus, queries, qrels, documents_metadata, pdfs."""
+    from datasets import Image, List, Value
+
     corpus = _parquet(
         {
             "corpus_id": [p[0] for p in pages],
@@ -241,21 +325,20 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
             "page_number_in_doc": Value("int64"),
         },
     )
-    rows = HR_QUERY_ROWS
     queries = _parquet(
         {
             "query_id": [r[0] for r in rows],
-            "query": [HR_QUESTIONS[r[1]][r[2]] for r in rows],
+            "query": [questions[r[1]][r[2]] for r in rows],
             "language": [r[2] for r in rows],
-            "query_types": [HR_QUESTION_META[r[1]]["query_types"] for r in rows],
-            "query_format": [HR_QUESTION_META[r[1]]["query_format"] for r in rows],
-            "content_type": [HR_QUESTION_META[r[1]]["content_type"] for r in rows],
-            "raw_answers": [["an answer"] for _ in rows],
+            "query_types": [meta[r[1]]["query_types"] for r in rows],
+            "query_format": [meta[r[1]]["query_format"] for r in rows],
+            "content_type": [meta[r[1]]["content_type"] for r in rows],
+            "raw_answers": [[answers[r[1]]] for r in rows],
             "query_generator": ["human" for _ in rows],
             "query_generation_pipeline": [None for _ in rows],
             "source_type": ["summary" for _ in rows],
-            "query_type_for_generation": [HR_QUESTION_META[r[1]]["query_types"][0] for r in rows],
-            "answer": ["an answer" for _ in rows],
+            "query_type_for_generation": [meta[r[1]]["query_types"][0] for r in rows],
+            "answer": [answers[r[1]] for r in rows],
         },
         {
             "query_id": Value("int64"),
@@ -272,32 +355,35 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
             "answer": Value("string"),
         },
     )
-    qrel_rows = [(qid, cid, grade) for qid, question, _ in rows for cid, grade in HR_QUESTION_QRELS[question].items()]
-    box = {"annotator": 0, "x1": 0, "x2": 1, "y1": 0, "y2": 1}
+    # Every language copy of a question carries the question's qrels and boxes.
+    qrel_rows = [
+        (qid, cid, grade, boxes[question].get(cid, []))
+        for qid, question, _ in rows
+        for cid, grade in question_qrels[question].items()
+    ]
+    box_keys = ("annotator", "x1", "x2", "y1", "y2")
     qrels = _parquet(
         {
             "query_id": [r[0] for r in qrel_rows],
             "corpus_id": [r[1] for r in qrel_rows],
             "score": [r[2] for r in qrel_rows],
-            "content_type": [["Text"] for _ in qrel_rows],
-            "bounding_boxes": [[box] for _ in qrel_rows],
+            "content_type": [[b[5] for b in r[3]] for r in qrel_rows],
+            "bounding_boxes": [[dict(zip(box_keys, b[:5])) for b in r[3]] for r in qrel_rows],
         },
         {
             "query_id": Value("int64"),
             "corpus_id": Value("int64"),
             "score": Value("int64"),
             "content_type": List(Value("string")),
-            "bounding_boxes": List({k: Value("int64") for k in box}),
+            "bounding_boxes": List({k: Value("int64") for k in box_keys}),
         },
     )
+    doc_ids = sorted({p[1] for p in pages})
     documents = _parquet(
-        {
-            "file_name": ["eu_leave_report.pdf", "eu_skills_report.pdf"],
-            "doc_id": ["eu_leave_report", "eu_skills_report"],
-        },
+        {"file_name": [f"{d}.pdf" for d in doc_ids], "doc_id": doc_ids},
         {"file_name": Value("string"), "doc_id": Value("string")},
     )
-    readme = HR_README.format(n_pages=len(pages), n_qrels=len(qrel_rows), n_queries=len(rows))
+    readme = RAW_README.format(n_pages=len(pages), n_qrels=len(qrel_rows), n_queries=len(rows), title=title)
     return {
         ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n",
         "README.md": readme.encode(),
@@ -305,7 +391,7 @@ def vidore_raw_files(extra_page: bool = False) -> dict[str, bytes]:
         "queries/test-00000-of-00001.parquet": queries,
         "qrels/test-00000-of-00001.parquet": qrels,
         "documents_metadata/test-00000-of-00001.parquet": documents,
-        "pdfs/metadata.csv": b"file_name,doc_id\neu_leave_report.pdf,eu_leave_report\n",
+        "pdfs/metadata.csv": ("file_name,doc_id\n" + "".join(f"{d}.pdf,{d}\n" for d in doc_ids)).encode(),
     }
 
 

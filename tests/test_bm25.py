@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from conftest import shared_path
-from evals_repro import methods
 from evals_repro.data import Page, Query, Subset
 from evals_repro.errors import DataError, UsageError
+from evals_repro.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext, Retriever
 from evals_repro.retrieval.bm25 import BM25Retriever, build, tie_safe_fetch
 from evals_repro.retrieval.bm25_index import build_scores
@@ -336,7 +336,7 @@ def test_unknown_language_is_a_clear_data_error(tmp_path):
 
 def test_registry_builds_bm25_and_refuses_images(tmp_path):
     ctx = MethodContext(benchmark="test", cache_dir=tmp_path)
-    retriever = methods.build(methods.resolve("bm25"), ctx)
+    retriever = PipelineSpec.parse("bm25").build(ctx)
     assert isinstance(retriever, Retriever) and isinstance(retriever, BM25Retriever)
     description = retriever.describe()
     assert (description["k1"], description["b"], description["method"]) == (1.5, 0.75, "lucene")

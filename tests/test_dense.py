@@ -194,11 +194,11 @@ def test_no_queries_embeds_nothing(tmp_path):
 
 def test_title_goes_inline_or_into_the_title_field():
     from evals_repro.embedders.gemini import prompted
-    from evals_repro.retrieval.dense import page_item
+    from evals_repro.rendering import PageStyle, render_page
 
     page = Page("p1", "Body text.", title="Heat pumps")
-    assert page_item(page, "markdown") == EmbedItem(text="title: Heat pumps\nBody text.")
-    fielded = page_item(page, "markdown", title_field=True)
+    assert render_page(page, PageStyle.LABELLED) == EmbedItem(text="title: Heat pumps\nBody text.")
+    fielded = render_page(page, PageStyle.TITLE_FIELD)
     assert fielded == EmbedItem(text="Body text.", title="Heat pumps")
     assert prompted(fielded, "document") == "title: Heat pumps | text: Body text."
-    assert prompted(page_item(Page("p2", "x"), "markdown", True), "document") == "title: none | text: x"
+    assert prompted(render_page(Page("p2", "x"), PageStyle.TITLE_FIELD), "document") == "title: none | text: x"

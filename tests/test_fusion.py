@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro import methods
 from evals_repro.data import Page, Query, Subset
 from evals_repro.errors import UsageError
+from evals_repro.pipeline import PipelineSpec
+from evals_repro.registry import METHODS
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.retrieval.fusion import RRFRetriever, rrf_fuse
 
@@ -69,12 +70,12 @@ def test_rrf_retriever_fuses_component_runs():
     assert retriever.describe()["components"] == [{"method": "first"}, {"method": "second"}]
 
 
-def test_rrf_through_method_registry(monkeypatch):
+def test_rrf_through_method_registry(registered):
     for name in ORDERS:
-        monkeypatch.setitem(methods.METHODS, name, methods.MethodEntry("test_fusion:build_fixed", "test"))
-    resolved = methods.resolve("rrf:first+second")
-    assert resolved.fused == ("first", "second")
-    retriever = methods.build(resolved, MethodContext(benchmark="t"))
+        registered(METHODS, name, build_fixed)
+    spec = PipelineSpec.parse("rrf:first+second")
+    assert spec.first_stage == ("first", "second") and spec.fused
+    retriever = spec.build(MethodContext(benchmark="t"))
     assert retriever.name == "rrf:first+second"
     subset = _subset()
     run = retriever.run(subset, subset.queries, top_k=10)

@@ -56,13 +56,13 @@ def test_vidore_raw_loads_pinned_hr_from_the_hub(hub):
     query = {q.id: q for q in subset.queries}
     assert query["7"].language == "french" and query["7"].text == "budget de formation par département"
     assert query["0"].metadata == {
-        "query_types": ["extractive", "numerical"],
+        "query_type": ["extractive", "numerical"],
         "query_format": "question",
         "content_type": ["Text"],
         "relevant_pages": 2,
     }
     assert query["11"].metadata == {
-        "query_types": ["open-ended"],
+        "query_type": ["open-ended"],
         "query_format": "keyword",
         "content_type": ["Chart", "Table"],
         "relevant_pages": 3,

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
 import hub_fixtures as fx
 import scripted_method
-from evals_repro import methods
 from evals_repro.benchmarks import hub as hub_access
 from evals_repro.breakdown import MISSING, BreakdownRow, breakdown, breakdown_markdown
 from evals_repro.cli import main
 from evals_repro.errors import UsageError
-from evals_repro.methods import MethodEntry
+from evals_repro.registry import METHODS
+from evals_repro.results import QueryEntry
 
 LEAVE = {"0": 2, "2": 1}  # hr qrels of the "leave" question, every language
 TRAINING = {"3": 2, "4": 1, "1": 1}
@@ -92,8 +93,8 @@ def test_hand_values_match_the_formula():
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
+def scripted(monkeypatch, registered):
+    registered(METHODS, "scripted", scripted_method.build)
     monkeypatch.setattr(scripted_method, "SCRIPT", SCRIPT)
     monkeypatch.setattr(scripted_method, "FAIL_ON_SUBSET", set())
 
@@ -239,18 +240,18 @@ def test_bm25_run_and_report(hub, tmp_path, capsys):
 
 
 # -- breakdown on hand-written result dicts ----------------------------------------------------
-def entry(value: float, **metadata) -> dict:
-    return {"language": "english", "metadata": metadata, "metrics": {"ndcg_at_10": value, "p_at_1": 1.0}}
+def entry(value: float, **metadata) -> QueryEntry:
+    return QueryEntry(language="english", metadata=metadata, metrics={"ndcg_at_10": value, "p_at_1": 1.0})
 
 
-RESULTS = [
-    {
-        "per_query": {
-            "a": entry(1.0, query_types=["numerical", "multi-hop"], relevant_pages=10),
-            "b": entry(0.5, query_types=["numerical"], relevant_pages=2),
+RESULTS = [  # breakdown reads only the records' per-query entries
+    SimpleNamespace(
+        per_query={
+            "a": entry(1.0, query_type=["numerical", "multi-hop"], relevant_pages=10),
+            "b": entry(0.5, query_type=["numerical"], relevant_pages=2),
         }
-    },
-    {"per_query": {"c": entry(0.0, query_types=[], relevant_pages=2, query_format="keyword")}},
+    ),
+    SimpleNamespace(per_query={"c": entry(0.0, query_type=[], relevant_pages=2, query_format="keyword")}),
 ]
 
 

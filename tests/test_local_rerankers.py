@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evals_repro.methods import RERANKERS, _import, resolve
+from evals_repro.pipeline import PipelineSpec
+from evals_repro.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 
 
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
     ctx = MethodContext(benchmark="t", cache_dir=tmp_path_factory.mktemp("cache"))
-    return _import(RERANKERS["minilm"].target)("minilm", None, ctx), ctx
+    return RERANKERS.require("minilm").factory("minilm", None, ctx), ctx
 
 
 def test_scores_follow_input_order_and_rank_the_answer_first(minilm):
@@ -33,6 +34,7 @@ def test_scores_follow_input_order_and_rank_the_answer_first(minilm):
 
 
 def test_resolves_as_a_reranker_over_any_first_stage():
-    method = resolve("bm25+minilm@20")
-    assert (method.first_stage, method.reranker, method.depth) == ("bm25", "minilm", 20)
-    assert resolve("bm25+multilingual-e5-small").label == "bm25+multilingual-e5-small@50"
+    method = PipelineSpec.parse("bm25+minilm@20")
+    assert method.rerank is not None
+    assert (method.first_stage, method.rerank.reranker, method.rerank.depth) == (("bm25",), "minilm", 20)
+    assert PipelineSpec.parse("bm25+multilingual-e5-small").label == "bm25+multilingual-e5-small@50"

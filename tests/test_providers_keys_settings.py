@@ -78,7 +78,7 @@ def test_bad_option_is_a_usage_error():
     with pytest.raises(UsageError, match="max_attempts"):
         provider_settings("voyage", {"max_attempts": 0})
     with pytest.raises(UsageError) as info:
-        provider_settings("openai", {})
+        provider_settings("anthropic", {})
     assert "choose from" in info.value.one_line()
 
 
@@ -93,6 +93,8 @@ def test_base_urls_read_at_call_time(monkeypatch):
     monkeypatch.setenv("MIXEDBREAD_BASE_URL", "http://127.0.0.1:6")
     assert provider_settings("gemini").base_url == "http://127.0.0.1:7"
     assert provider_settings("mixedbread").base_url == "http://127.0.0.1:6"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:5/v1/")  # OpenAI-compatible generators
+    assert provider_settings("openai").base_url == "http://127.0.0.1:5/v1"
 
 
 def test_aliases_accepted_and_named(fresh_dotenv, monkeypatch):

@@ -12,13 +12,12 @@ import pytest
 
 import rcp_fixture
 import scripted_method
-from evals_repro import methods
 from evals_repro.benchmarks import get_benchmark
 from evals_repro.cli import main
-from evals_repro.methods import MethodEntry
 from evals_repro.rcp.release import REPO
+from evals_repro.registry import METHODS, RERANKERS
 from evals_repro.report import declared_report
-from evals_repro.results import write_result
+from records import write_record
 
 SHA = "7e57" * 10  # a commit of the fixture release only this module uses (reached by sha, not a branch)
 L = math.log2(3)
@@ -112,11 +111,11 @@ def release() -> dict[str, bytes]:
 
 
 @pytest.fixture
-def rcp(fake_hub, tmp_path, monkeypatch):
+def rcp(fake_hub, tmp_path, monkeypatch, registered):
     fake_hub.add_repo(REPO, SHA, release(), branch=None)
     monkeypatch.delenv("EVALS_REPRO_RCP_SNAPSHOT", raising=False)
-    monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
-    monkeypatch.setitem(methods.RERANKERS, "scripted", MethodEntry("scripted_method:build_reranker", "test reranker"))
+    registered(METHODS, "scripted", scripted_method.build)
+    registered(RERANKERS, "scripted", scripted_method.build_reranker)
     monkeypatch.setattr(scripted_method, "SCRIPT", {"hr-en-1": ["h4", "h3", "h2", "h1"]})
     monkeypatch.setattr(scripted_method, "FAIL_ON_SUBSET", set())
     monkeypatch.setattr(scripted_method, "RERANK_SCRIPT", RERANK)
@@ -151,39 +150,43 @@ def result(tmp_path, method, subset, benchmark="vidore-v3-rcp"):
 HR_ALL = ["hr__english", "hr__french", *(f"hr__{lang}" for lang in OTHER_HR)]
 SUBSETS = [*HR_ALL, "energy__english", "energy__french"]
 RERANKED = "scripted+scripted@2"  # the scripted first stage would put h4 first
+POOLED = "pool+scripted"  # what it runs as on the reranking view: the judged pool, reranked whole
 
 
 def test_reranker_ranks_the_whole_pool_under_both_tie_rules(rcp, capsys):
     assert run(rcp, RERANKED, SUBSETS) == 0
+    assert not (rcp / "results" / "vidore-v3-rcp" / RERANKED).exists()  # filed under what actually ran
     # The pool replaced the first stage and was reranked whole (depth 2 raised to the pool's 3), in pool order.
     calls = dict(scripted_method.RERANK_CALLS)
     assert calls["What is the leave policy?"] == ["h1", "h2", "h3"]
     assert calls.keys() == {t for t in RERANK if t != "no pool"}  # the pool-less queries were never ranked
-    hr_en = result(rcp, RERANKED, "hr__english")
-    assert hr_en["config"]["tie_rule"] == "group-mean" and hr_en["config"]["view"] == "reranking"
-    assert hr_en["source"]["view"] == "reranking"
+    hr_en = result(rcp, POOLED, "hr__english")
+    assert hr_en["protocol"]["tie_rule"] == "group-mean" and hr_en["config"]["view"] == "reranking"
+    assert hr_en["source"]["view"] == "reranking" and hr_en["first_stage"] == "pool"
     pool = hr_en["config"]["pool"]
-    assert (pool["first_stage"], pool["replaced_first_stage"], pool["rerank_depth"]) == ("pool", "scripted", 3)
+    assert (pool["first_stage"], pool["requested"], pool["largest_pool"]) == ("pool", RERANKED, 3)
     assert hr_en["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_EN[0], abs=1e-12)
     assert hr_en["languages"]["english"]["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_EN[0], abs=1e-12)
     assert hr_en["per_query"]["hr-en-1"]["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_EN[0], abs=1e-12)
     assert hr_en["metrics"]["ndcg_at_10"] == pytest.approx(NDCG_HR_EN, abs=1e-4)
-    assert result(rcp, RERANKED, "hr__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_FR[0], abs=1e-12)
-    assert result(rcp, RERANKED, "hr__french")["metrics"]["ndcg_at_10"] == pytest.approx(NDCG_HR_FR, abs=1e-4)
-    assert result(rcp, RERANKED, "energy__english")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_EN[0])
-    assert result(rcp, RERANKED, "energy__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_FR[0])
-    german = result(rcp, RERANKED, "hr__german")
+    assert result(rcp, POOLED, "hr__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_FR[0], abs=1e-12)
+    assert result(rcp, POOLED, "hr__french")["metrics"]["ndcg_at_10"] == pytest.approx(NDCG_HR_FR, abs=1e-4)
+    assert result(rcp, POOLED, "energy__english")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_EN[0])
+    assert result(rcp, POOLED, "energy__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_FR[0])
+    german = result(rcp, POOLED, "hr__german")
     assert german["n_queries"] == 1 and german["unpooled_queries"] == ["hr-ge-2"]
     assert german["metrics"]["ndcg_float_at_10"] == pytest.approx(1.0)
 
-    # A changed tie rule is not covered by --resume; the same one is.
+    # A changed tie rule is not covered by --resume: the saved run is re-scored (no reranking call); the same one is.
     capsys.readouterr()
+    calls = len(scripted_method.RERANK_CALLS)
     assert run(rcp, RERANKED, ["hr__english", "energy__french"], "--resume", "--tie-rule", "doc-id") == 0
-    assert "it used tie rule group-mean" in " ".join(capsys.readouterr().err.split())
-    hr_en = result(rcp, RERANKED, "hr__english")
-    assert hr_en["config"]["tie_rule"] == "doc-id"
+    assert "re-scoring the saved run (it was scored with another tie_rule)" in capsys.readouterr().err
+    assert len(scripted_method.RERANK_CALLS) == calls
+    hr_en = result(rcp, POOLED, "hr__english")
+    assert hr_en["protocol"]["tie_rule"] == "doc-id"
     assert hr_en["metrics"]["ndcg_float_at_10"] == pytest.approx(HR_EN[1], abs=1e-12)
-    assert result(rcp, RERANKED, "energy__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_FR[1])
+    assert result(rcp, POOLED, "energy__french")["metrics"]["ndcg_float_at_10"] == pytest.approx(EN_FR[1])
     assert run(rcp, RERANKED, ["hr__english"], "--resume", "--tie-rule", "doc-id") == 0
     assert "complete result kept" in capsys.readouterr().err
 
@@ -203,7 +206,7 @@ def test_retrieval_view_ranks_the_open_corpus(rcp):
     # h4, h3, h2, h1 as retrieved; h4 (outside the pool) has gain 0 but its grade 1 counts for nDCG@10.
     assert run(rcp, "scripted", ["hr__english"], benchmark="vidore-v3-rcp-retrieval") == 0
     hr_en = result(rcp, "scripted", "hr__english", benchmark="vidore-v3-rcp-retrieval")
-    assert hr_en["source"]["view"] == "retrieval" and "pool" not in hr_en["config"]
+    assert hr_en["source"]["view"] == "retrieval" and hr_en["config"]["pool"] is None
     assert hr_en["metrics"]["ndcg_float_at_10"] == pytest.approx(
         (0.1 / L + 0.5 / 2 + 0.9 / math.log2(5)) / IDEAL_HR_EN, abs=1e-12
     )
@@ -225,7 +228,7 @@ def test_report_views_and_tie_rule_filter(rcp, capsys):
     domains = native.columns[:-1]
     assert native.columns[-1] == "mean" and len(domains) == 8
     ((method, cells),) = native.rows
-    assert method == RERANKED
+    assert method == POOLED
     expected = {"hr": HR_EN[0], "energy": EN_FR[0]}  # hr is asked natively in english, energy in french
     assert cells == [pytest.approx(expected[d]) if d in expected else None for d in domains] + [None]
     ((_, cells),) = six.rows
@@ -238,7 +241,7 @@ def test_report_views_and_tie_rule_filter(rcp, capsys):
         == 0
     )
     captured = capsys.readouterr()
-    assert f"not shown, computed with another tie rule than doc-id: {RERANKED} (group-mean)" in captured.err
+    assert f"not shown, computed with another tie rule than doc-id: {POOLED} (group-mean)" in captured.err
     assert "### vidore-v3-rcp — native-language view — ndcg_float_at_10, doc-id ties (x100)" in captured.out
     fs = (0.1 + 0.5 / L + 0.45) / IDEAL_HR_EN
     assert f"| scripted |  |  |  |  | {fs * 100:.1f} |  |  |  |  |" in captured.out
@@ -284,20 +287,13 @@ def test_views_fill_means_only_with_every_subset(tmp_path):
     for d, domain in enumerate(domains):
         for i, lang in enumerate(languages):
             score = d / 10 + i / 100
-            write_result(
+            write_record(
                 tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json",
-                {
-                    "benchmark": "vidore-v3-rcp",
-                    "subset": f"{domain}__{lang}",
-                    "method": "m",
-                    "first_stage": "m",
-                    "reranked": False,
-                    "setting": "monolingual",
-                    "native_language": lang,
-                    "config": {"tie_rule": "group-mean"},
-                    "metrics": {"ndcg_at_10": score},
-                    "languages": {lang: {"n_queries": 1, "metrics": {"ndcg_at_10": score}}},
-                },
+                benchmark="vidore-v3-rcp",
+                subset=f"{domain}__{lang}",
+                method="m",
+                native_language=lang,
+                languages={lang: {"ndcg_at_10": score}},
             )
     tables, _ = declared_report(tmp_path, decl)
     native, six = tables[0].rows[0][1], tables[1].rows[0][1]
@@ -313,5 +309,24 @@ def test_views_fill_means_only_with_every_subset(tmp_path):
 
 def test_pool_naming_unknown_pages_is_one_line(rcp, capsys):
     # energy__german (overridden in this module's release) pools a page missing from the energy corpus.
-    assert run(rcp, RERANKED, ["energy__german"]) == 2
-    assert "absent from the corpus" in capsys.readouterr().err
+    assert run(rcp, RERANKED, ["energy__german"]) == 4  # the subset failed (the run goes on past it)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: 1 subset(s) failed (energy__german:") and "absent from the corpus" in last
+
+
+def test_a_hosted_reranker_on_the_reranking_view_builds_no_first_stage(rcp, monkeypatch, capsys):
+    """`voyage-4+cohere@50` on the reranking view: the pool is the first stage, so no Voyage key is needed,
+    no embedding request is sent, and the result is filed under what ran."""
+    from fakes.rerankers import FakeCohereRerank
+
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with FakeCohereRerank() as fake:
+        monkeypatch.setenv("COHERE_API_KEY", "k")
+        monkeypatch.setenv("CO_API_URL", fake.url)
+        assert run(rcp, "voyage-4+cohere@50", ["hr__english"]) == 0
+        paths = {r.path for r in fake.requests}
+    assert paths == {"/v2/rerank"}
+    assert "runs as pool+cohere" in capsys.readouterr().err
+    record = result(rcp, "pool+cohere", "hr__english")
+    assert record["first_stage"] == "pool" and record["config"]["pool"]["requested"] == "voyage-4+cohere@50"
+    assert record["config"]["pipeline"]["reranker"] == {"name": "cohere", "model": None, "depth": None}

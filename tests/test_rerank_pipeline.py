@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro.data import Page, Query, Subset, ranked
+from evals_repro.data import Page, Query, Subset
 from evals_repro.errors import UsageError
-from evals_repro.methods import resolve
-from evals_repro.rerankers.pipeline import RerankedRetriever, merge_reranked, page_document
+from evals_repro.metrics.ranking import trec_ranked as ranked
+from evals_repro.pipeline import PipelineSpec
+from evals_repro.rendering import PageStyle, page_text
+from evals_repro.rerankers.pipeline import RerankedRetriever, merge_reranked
 
 
 class FixedFirstStage:
@@ -83,15 +85,15 @@ def test_depth_larger_than_top_k_is_one_clear_error():
     assert "depth 50" in info.value.one_line() and "--top-k" in info.value.one_line()
 
 
-def test_page_document_prefixes_title():
-    assert page_document(Page("p", "body", title="Title")) == "Title\n\nbody"
-    assert page_document(Page("p", "body")) == "body"
+def test_reranker_page_text_prefixes_title():
+    assert page_text(Page("p", "body", title="Title"), PageStyle.PLAIN) == "Title\n\nbody"
+    assert page_text(Page("p", "body"), PageStyle.PLAIN) == "body"
 
 
 def test_method_names_resolve():
-    assert resolve("bm25+cohere@20").label == "bm25+cohere@20"
-    assert resolve("bm25+voyage:rerank-2.5-lite").label == "bm25+voyage:rerank-2.5-lite@50"
-    assert resolve("mixedbread-markdown+rerank").first_stage == "mixedbread-markdown+rerank"
+    assert PipelineSpec.parse("bm25+cohere@20").label == "bm25+cohere@20"
+    assert PipelineSpec.parse("bm25+voyage:rerank-2.5-lite").label == "bm25+voyage:rerank-2.5-lite@50"
+    assert PipelineSpec.parse("mixedbread-markdown+rerank").first_stage == ("mixedbread-markdown+rerank",)
     with pytest.raises(UsageError) as info:
-        resolve("bm25+nosuch@10")
+        PipelineSpec.parse("bm25+nosuch@10")
     assert "unknown reranker 'nosuch'" in info.value.one_line() and "cohere" in info.value.one_line()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evals_repro.errors import ConfigurationError, ProviderError, UsageError
-from evals_repro.methods import RERANKERS, _import
+from evals_repro.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import count_tokens
 from fakes.mixedbread import FakeMixedbread
@@ -45,7 +45,7 @@ def mixedbread_fake(monkeypatch):
 
 def _build(name, model=None, **options):
     ctx = _ctx(**options)
-    return _import(RERANKERS[name].target)(name, model, ctx), ctx
+    return RERANKERS.require(name).factory(name, model, ctx), ctx
 
 
 EXPECTED = [relevance(QUERY, doc) for doc in DOCS]

@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 import scripted_method
-from evals_repro import methods
 from evals_repro.cli import main
 from evals_repro.evaluation import RunRequest, run_benchmark
-from evals_repro.methods import MethodEntry
+from evals_repro.registry import METHODS
 from evals_repro.report import build_tables, to_csv, to_markdown
 
 INV_LOG2_3 = 1 / math.log2(3)
@@ -42,12 +41,12 @@ def write_beir(folder: Path, name: str) -> Path:
 
 
 @pytest.fixture
-def suite(tmp_path, monkeypatch):
+def suite(tmp_path, monkeypatch, registered):
     """A two-subset BEIR folder and the scripted method registered as `scripted`."""
     data = tmp_path / "mybench"
     write_beir(data, "alpha")
     write_beir(data, "beta")
-    monkeypatch.setitem(methods.METHODS, "scripted", MethodEntry("scripted_method:build", "test method"))
+    registered(METHODS, "scripted", scripted_method.build)
     monkeypatch.setattr(
         scripted_method,
         "SCRIPT",
@@ -91,18 +90,19 @@ def test_crosslingual_averages_languages(suite, tmp_path):
     assert result["languages"]["french"]["n_queries"] == 2
 
 
-def test_resume_skips_complete_subsets_and_failure_keeps_finished(suite, tmp_path):
-    scripted_method.FAIL_ON_SUBSET.add("beta")
-    with pytest.raises(RuntimeError):
-        run_benchmark(request(suite, tmp_path), echo=lambda _: None)
-    alpha = tmp_path / "results/mybench/scripted/alpha.json"
-    assert json.loads(alpha.read_text())["complete"] is True
-    assert not (tmp_path / "results/mybench/scripted/beta.json").exists()
-    stamp = alpha.stat().st_mtime_ns
+def test_failing_subset_does_not_stop_the_others_and_resume_skips_complete(suite, tmp_path):
+    scripted_method.FAIL_ON_SUBSET.add("alpha")
+    summary = run_benchmark(request(suite, tmp_path), echo=lambda _: None)
+    assert [o.status for o in summary.outcomes] == ["failed", "written"]
+    assert "scripted failure on alpha" in summary.failures[0].reason
+    beta = tmp_path / "results/mybench/scripted/beta.json"
+    assert json.loads(beta.read_text())["complete"] is True
+    assert not (tmp_path / "results/mybench/scripted/alpha.json").exists()
+    stamp = beta.stat().st_mtime_ns
     scripted_method.FAIL_ON_SUBSET.clear()
     summary = run_benchmark(request(suite, tmp_path, resume=True), echo=lambda _: None)
-    assert [o.status for o in summary.outcomes] == ["skipped", "written"]
-    assert alpha.stat().st_mtime_ns == stamp
+    assert [o.status for o in summary.outcomes] == ["written", "skipped"]
+    assert beta.stat().st_mtime_ns == stamp
     # a crosslingual result satisfies a monolingual resume, not the reverse
     summary = run_benchmark(request(suite, tmp_path, resume=True, setting="crosslingual"), echo=lambda _: None)
     assert [o.status for o in summary.outcomes] == ["written", "written"]
@@ -173,9 +173,8 @@ def test_unknown_subset_names_choices(suite, tmp_path, capsys):
 def test_killed_run_leaves_no_partial_file(suite, tmp_path):
     """SIGKILL mid-run: finished subsets are complete files, the rest absent, no stray .json."""
     code = (
-        "import sys, scripted_method; from evals_repro import methods; "
-        "from evals_repro.methods import MethodEntry; "
-        "methods.METHODS['scripted'] = MethodEntry('scripted_method:build', 't'); "
+        "import sys, scripted_method; from evals_repro.registry import METHODS; "
+        "METHODS.register('scripted')(scripted_method.build); "
         "from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     env = dict(os.environ, SCRIPTED_DELAY="0.6", PYTHONPATH=str(Path(__file__).parent))

@@ -8,9 +8,10 @@ from collections import Counter
 import pytest
 
 from beir_folder import write_beir_folder
-from evals_repro.data import Page, Query, Subset, ranked
+from evals_repro.data import Page, Query, Subset
 from evals_repro.errors import ConfigurationError
-from evals_repro.methods import build, resolve
+from evals_repro.metrics.ranking import trec_ranked as ranked
+from evals_repro.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.stores.common import store_name, upload_command
 from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
@@ -169,7 +170,7 @@ def test_processing_timeout_is_a_failed_page_not_a_hang(fake):
 
 def test_search_maps_chunks_to_pages_by_best_chunk(fake):
     _uploader().run(SUBSET)
-    retriever = build(resolve("mixedbread-markdown"), _ctx())
+    retriever = PipelineSpec.parse("mixedbread-markdown").build(_ctx())
     run = retriever.run(SUBSET, QUERIES, top_k=10)
     for query in QUERIES:
         expected = {}
@@ -188,7 +189,7 @@ def test_search_maps_chunks_to_pages_by_best_chunk(fake):
 
 def test_store_rerank_sends_the_reranker_and_cuts_to_rerank_top_k(fake):
     _uploader().run(SUBSET)
-    retriever = build(resolve("mixedbread-markdown+rerank"), _ctx(rerank_top_k=2))
+    retriever = PipelineSpec.parse("mixedbread-markdown+rerank").build(_ctx(rerank_top_k=2))
     run = retriever.run(SUBSET, QUERIES, top_k=10)
     assert all(len(scores) <= 2 for scores in run.values())
     assert fake.rerank_calls[0] == {"model": "mixedbread-ai/mxbai-rerank-large-v2", "top_k": 2, "with_metadata": False}
@@ -196,7 +197,7 @@ def test_store_rerank_sends_the_reranker_and_cuts_to_rerank_top_k(fake):
 
 
 def test_missing_store_names_the_upload_command(fake):
-    retriever = build(resolve("mixedbread-markdown"), _ctx(store_prefix="other"))
+    retriever = PipelineSpec.parse("mixedbread-markdown").build(_ctx(store_prefix="other"))
     with pytest.raises(ConfigurationError) as info:
         retriever.run(SUBSET, QUERIES, top_k=10)
     assert info.value.one_line() == (
@@ -208,7 +209,7 @@ def test_missing_store_names_the_upload_command(fake):
 def test_incomplete_store_stops_the_run(fake):
     half = Subset("toy", "energy", "english", PAGES[:3], QUERIES, {})
     _uploader().run(half)
-    retriever = build(resolve("mixedbread-markdown"), _ctx())
+    retriever = PipelineSpec.parse("mixedbread-markdown").build(_ctx())
     with pytest.raises(ConfigurationError) as info:
         retriever.run(SUBSET, QUERIES, top_k=10)
     assert "incomplete: 3 of 6 pages ready (first missing: p4, p6, p/7)" in info.value.one_line()
@@ -218,7 +219,7 @@ def test_expired_store_is_one_line(fake):
     _uploader().run(SUBSET)
     next(iter(fake.stores.values()))["status"] = "expired"
     with pytest.raises(ConfigurationError) as info:
-        build(resolve("mixedbread-markdown"), _ctx()).run(SUBSET, QUERIES, top_k=10)
+        PipelineSpec.parse("mixedbread-markdown").build(_ctx()).run(SUBSET, QUERIES, top_k=10)
     assert "store toy-eval-energy-markdown has expired" in info.value.one_line()
 
 
@@ -242,8 +243,8 @@ def test_images_upload_with_titles_and_search(fake):
     files = {f["external_id"]: f for f in fake.store_files("toy-eval-pics-images")}
     assert files["a"]["mime_type"] == "image/png" and files["a"]["metadata"]["title"] == "Solar farm"
     assert files["b"]["data"] == pages[1].image
-    retriever = build(
-        resolve("mixedbread-images+rerank"), MethodContext("toy", content="images", options={"timeout": 5})
+    retriever = PipelineSpec.parse("mixedbread-images+rerank", "images").build(
+        MethodContext("toy", content="images", options={"timeout": 5})
     )
     run = retriever.run(subset, subset.queries, top_k=5)
     assert ranked(run["q"])[0][0] == "b"

@@ -8,19 +8,20 @@ reads "queries of this kind score X on average".
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .data import QUERY_METADATA_FIELDS
 from .errors import UsageError, choices
+from .results import ResultRecord
 
-# report field -> metadata key written by the loaders (ViDoRe's column is `query_types`).
-FIELDS = {
-    "query_type": "query_types",
-    "query_format": "query_format",
-    "content_type": "content_type",
-    "relevant_pages": "relevant_pages",
-}
+# The query metadata keys every loader writes (data.QUERY_METADATA_FIELDS): ViDoRe's `query_types`
+# column is loaded as `query_type`, so one name means one thing everywhere.
+FIELDS = QUERY_METADATA_FIELDS
 MISSING = "(none)"
 
 
@@ -50,21 +51,19 @@ def _order(value: str) -> tuple:
         return (1, 0, value)
 
 
-def breakdown(results: Iterable[dict[str, Any]], field: str, measure: str = "ndcg_at_10") -> list[BreakdownRow]:
+def breakdown(results: Iterable[ResultRecord], field: str, measure: str = "ndcg_at_10") -> list[BreakdownRow]:
     """Rows (value, query count, mean `measure`) over every per-query entry of `results`."""
     if field not in FIELDS:
         raise UsageError(f"--by '{field}' is not a breakdown field", f"choose from {choices(FIELDS)}")
-    key = FIELDS[field]
     groups: dict[str, list[float]] = {}
     seen_measures: set[str] = set()
     for result in results:
-        for entry in (result.get("per_query") or {}).values():
-            metrics = entry.get("metrics") or {}
-            seen_measures.update(metrics)
-            if measure not in metrics:
+        for entry in result.per_query.values():
+            seen_measures.update(entry.metrics)
+            if measure not in entry.metrics:
                 continue
-            for value in _values(entry.get("metadata") or {}, key):
-                groups.setdefault(value, []).append(float(metrics[measure]))
+            for value in _values(entry.metadata, field):
+                groups.setdefault(value, []).append(float(entry.metrics[measure]))
     if seen_measures and measure not in seen_measures:
         raise UsageError(
             f"measure '{measure}' is not in the per-query results", f"choose from {choices(sorted(seen_measures))}"
@@ -86,35 +85,50 @@ def breakdown_markdown(rows: list[BreakdownRow], field: str, measure: str, title
     return "\n".join(lines) + "\n"
 
 
+def breakdown_tables(
+    results_dir: Path,
+    benchmark: str,
+    field: str,
+    measure: str = "ndcg_at_10",
+    first_stage_only: bool = False,
+    tie_rule: str | None = None,
+) -> list[tuple[str, list[BreakdownRow]]]:
+    """(title, rows) per method with results for `benchmark` (what `report --by` prints); given a
+    tie rule, results computed with another one are left out."""
+    from .report import select_results
+
+    stored, _ = select_results(results_dir, benchmark, first_stage_only, tie_rule)
+    by_method: dict[str, list[ResultRecord]] = {}
+    for record in stored:
+        by_method.setdefault(record.method, []).append(record)
+    tables = []
+    for method in sorted(by_method):
+        results = by_method[method]
+        settings = "/".join(sorted({r.setting.value for r in results}))
+        subsets = ", ".join(sorted(r.subset for r in results))
+        title = f"{benchmark} — {method} — {settings} — by {field} ({subsets})"
+        tables.append((title, breakdown(results, field, measure)))
+    return tables
+
+
 def breakdown_report(
-    results_dir,
+    results_dir: Path,
     benchmark: str,
     field: str,
     measure: str = "ndcg_at_10",
     first_stage_only: bool = False,
     decimals: int = 1,
     tie_rule: str | None = None,
+    fmt: str = "markdown",
 ) -> str:
-    """One breakdown table per method with results for `benchmark` (what `report --by` prints);
-    given a tie rule, results computed with another one are left out."""
-    from .report import tie_rule_of
-    from .results import scan_results
-
-    stored = scan_results(results_dir, benchmark)
-    if first_stage_only:
-        stored = [r for r in stored if not r.data.get("reranked")]
-    if tie_rule is not None:
-        stored = [r for r in stored if tie_rule_of(r) in (None, tie_rule)]
-    by_method: dict[str, list[dict[str, Any]]] = {}
-    for item in stored:
-        by_method.setdefault(item.method, []).append(item.data)
-    if not by_method:
-        return breakdown_markdown([], field, measure, f"{benchmark} — by {field}", decimals)
-    parts = []
-    for method in sorted(by_method):
-        results = by_method[method]
-        settings = "/".join(sorted({str(r.get("setting")) for r in results}))
-        subsets = ", ".join(sorted(str(r.get("subset")) for r in results))
-        title = f"{benchmark} — {method} — {settings} — by {field} ({subsets})"
-        parts.append(breakdown_markdown(breakdown(results, field, measure), field, measure, title, decimals))
-    return "\n".join(parts)
+    """The breakdown tables as Markdown, or as one CSV (`fmt="csv"`: table, value, queries, mean x100)."""
+    tables = breakdown_tables(results_dir, benchmark, field, measure, first_stage_only, tie_rule)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(["table", field, "queries", f"{measure} (x100)"])
+        for title, rows in tables:
+            for row in rows:
+                writer.writerow([title, row.value, row.queries, f"{row.mean * 100:.{decimals}f}"])
+        return buffer.getvalue()
+    return "\n".join(breakdown_markdown(rows, field, measure, title, decimals) for title, rows in tables)

@@ -14,6 +14,11 @@ from typing import Any
 
 from .errors import DataError
 
+# Query metadata fields every loader writes under these names (when the source has them), read by
+# `report --by`: query_type (a list: a query can be of several types), query_format, content_type,
+# relevant_pages (the number of relevant pages).
+QUERY_METADATA_FIELDS = ("query_type", "query_format", "content_type", "relevant_pages")
+
 # qid -> docid -> score: the pytrec_eval shape, used for runs, qrels and gains alike.
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
@@ -47,6 +52,11 @@ class Query:
     # An instruction that narrows the need (FollowIR): first stages retrieve with `text` alone,
     # rerankers read text and instruction together.
     instruction: str | None = None
+
+    @property
+    def reranker_text(self) -> str:
+        """What a reranker reads: the query, then its instruction (mteb's `text + " " + instruction`)."""
+        return f"{self.text} {self.instruction}" if self.instruction else self.text
 
 
 @dataclass
@@ -99,14 +109,41 @@ class Subset:
                 digest.update(hashlib.sha256(page.image).digest())
         return digest.hexdigest()
 
+    def digests(self) -> dict[str, str | None]:
+        """sha256 of each part the scores depend on, and `combined` (= `data_digest()`).
+
+        Query metadata is left out (it labels queries for reports, it does not change a score);
+        the instruction is in, since rerankers read it.
+        """
+        queries = hashlib.sha256()
+        for query in self.queries:
+            parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
+            queries.update(json.dumps(parts).encode())
+
+        def digest(obj: Any) -> str | None:
+            return None if obj is None else hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+        return {
+            "corpus": self.fingerprint(),
+            "queries": queries.hexdigest(),
+            "qrels": digest(self.qrels),
+            "gains": digest(self.gains),
+            "pools": digest(self.pools),
+            "combined": self.data_digest(),
+        }
+
     def data_digest(self) -> str:
-        """Digest of corpus, queries and qrels: what a result or a study was computed on."""
+        """Digest of corpus, queries and qrels (and gains and pools where present): what a result or a
+        study was computed on."""
         digest = hashlib.sha256(self.fingerprint().encode())
         for query in self.queries:
-            digest.update(json.dumps([query.id, query.text, query.language]).encode())
+            parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
+            digest.update(json.dumps(parts).encode())
         digest.update(json.dumps(self.qrels, sort_keys=True).encode())
         if self.gains is not None:
             digest.update(json.dumps(self.gains, sort_keys=True).encode())
+        if self.pools is not None:
+            digest.update(json.dumps(self.pools, sort_keys=True).encode())
         return digest.hexdigest()
 
 
@@ -194,11 +231,3 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
             "fix the source data or pick another revision",
         )
     return result
-
-
-def ranked(scores: dict[str, float], top_k: int | None = None) -> list[tuple[str, float]]:
-    """Order one query's scores the trec_eval way: score descending (compared as float32, as
-    trec_eval holds them), then doc id descending."""
-    from .metrics.ranking import trec_ranked
-
-    return trec_ranked(scores, top_k)

@@ -39,6 +39,19 @@ class ConfigurationError(EvalsError):
     """A missing key or an unusable environment (no Hub access, store not uploaded)."""
 
 
+class SubsetsFailed(EvalsError):
+    """Some subsets of a run failed; the others' results were written. Each failure is listed."""
+
+    exit_code = 4
+
+    def __init__(self, failures) -> None:
+        listed = "; ".join(f"{f.subset}: {f.reason}" for f in failures)
+        super().__init__(
+            f"{len(failures)} subset(s) failed ({listed})",
+            "fix what each names, then rerun with --resume to run only those",
+        )
+
+
 def choices(values) -> str:
     """Format valid choices for a hint: `a, b, c`."""
     return ", ".join(str(v) for v in values)

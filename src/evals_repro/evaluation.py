@@ -1,33 +1,58 @@
-"""The run loop: benchmark -> subsets -> retriever -> metrics -> one result file per subset.
+"""The run loop: benchmark -> subsets -> pipeline -> metrics -> one result record and saved run per subset.
 
 `monolingual` scores each subset's native-language queries; `crosslingual` scores every query
 language of the benchmark and averages the per-language means (each language weighs the same).
-Finished subsets are never lost: each result is written atomically once complete, and
-`--resume` skips subsets whose complete result already covers the request.
+Finished subsets are never lost: each result is written atomically once complete; `--resume` keeps
+a result whose record covers the request, re-scores its saved run when only the scoring asked
+differs, and recomputes otherwise, saying why. A result never loses a measure it already had. A
+subset that fails (bad data, a provider giving up) does not stop the others: every failure is reported
+at the end. A bad option or an unusable environment (no key, no Hub access) stops the run at once.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .benchmarks import LoadOptions, get_benchmark, load_subset
 from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
+from .context import MethodContext
 from .data import Query, Run, Subset
-from .errors import UsageError, choices
-from .metrics.ndcg_float import DEFAULT_TIE_RULE, check_tie_rule
+from .errors import ConfigurationError, EvalsError, UsageError, choices
+from .metrics.protocol import ScoringProtocol
+from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
 from .progress import progress_bar
-from .results import method_label, read_result, result_path, write_result
-from .retrieval.base import MethodContext, Retriever
+from .results import (
+    Action,
+    Coverage,
+    DamagedResult,
+    DataDigest,
+    Flags,
+    LanguageBlock,
+    MethodConfig,
+    QueryEntry,
+    ResultRecord,
+    SavedRun,
+    Setting,
+    read_record,
+    result_path,
+    run_paths,
+)
+from .retrieval.base import Retriever
 from .usage import Usage
 
-SETTINGS = ("monolingual", "crosslingual")
-CONTENTS = ("markdown", "images")
+log = logging.getLogger(__name__)
+
+SETTINGS = tuple(s.value for s in Setting)
+# Run options that change what a method returns (so a result computed with others does not cover a request).
+RESULT_OPTIONS = ("rerank_top_k", "store_prefix")
 
 
 @dataclass
@@ -44,7 +69,10 @@ class RunRequest:
     revision: str | None = None
     measures: list[str] | None = None
     language: str | None = None  # native language of a user BEIR folder
-    tie_rule: str = DEFAULT_TIE_RULE  # ties in RCP-nDCG (float gains): group-mean | doc-id
+    tie_rule: str = "group-mean"  # ties in float-gain measures (RCP-nDCG)
+    score_precision: str = "float32"  # float32: trec_eval 9 / pytrec_eval; float64: trec_eval 10
+    rerank: str | None = None  # `--rerank NAME[:model]`, the same as `+NAME@depth` in the method
+    rerank_depth: int = 50
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -52,7 +80,7 @@ class RunRequest:
 class SubsetOutcome:
     subset: str
     path: Path
-    status: str  # "written" or "skipped"
+    status: str  # "written", "rescored", "skipped" or "failed"
     metrics: dict[str, float] = field(default_factory=dict)
     reason: str = ""
 
@@ -63,6 +91,10 @@ class RunSummary:
     method: str
     outcomes: list[SubsetOutcome]
     usage: Usage
+
+    @property
+    def failures(self) -> list[SubsetOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
 
 
 def package_versions() -> dict[str, str]:
@@ -95,219 +127,325 @@ def package_versions() -> dict[str, str]:
 
 def languages_for(setting: str, decl: BenchmarkDeclaration, subset: Subset) -> list[str]:
     """Which query languages a setting scores on this subset (only those the subset has)."""
-    if setting == "monolingual":
+    if setting == Setting.MONOLINGUAL:
         return [subset.native_language]
     present = set(subset.languages)
     ordered = [lang for lang in decl.query_languages if lang in present]
     return ordered + [lang for lang in subset.languages if lang not in ordered]
 
 
-def first_stage_of(resolved) -> str:
-    """The first stage a method's report row sits under: `mixedbread-markdown` for the registered
-    store-reranked `mixedbread-markdown+rerank`, the method itself for plain first stages."""
-    from .methods import METHODS
-
-    base, plus, _ = resolved.first_stage.rpartition("+")
-    if plus and not resolved.fused and base in METHODS:
-        return base
-    return resolved.first_stage
-
-
 def _validate(request: RunRequest) -> None:
     if request.setting not in SETTINGS:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
-    if request.content not in CONTENTS:
-        raise UsageError(f"--content '{request.content}' is not valid", f"choose from {choices(CONTENTS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
-    check_tie_rule(request.tie_rule)
 
 
-def _covers(existing: dict[str, Any], request: RunRequest, revision: Any) -> str | None:
-    """None when an existing complete result satisfies the request, else why it does not."""
-    config = existing.get("config", {})
-    if existing.get("setting") != request.setting and not (
-        request.setting == "monolingual" and existing.get("setting") == "crosslingual"
-    ):
-        return f"it was computed {existing.get('setting')}"
-    if config.get("top_k") != request.top_k:
-        return f"it used top_k {config.get('top_k')}"
-    if revision is not None and existing.get("source", {}).get("revision") not in (None, revision):
-        return "it used another revision"
-    if config.get("tie_rule") not in (None, request.tie_rule):
-        return f"it used tie rule {config.get('tie_rule')}"
-    return None
-
-
-def score_subset(
-    subset: Subset,
-    retriever: Retriever,
-    languages: list[str],
-    top_k: int,
-    measures: list[str],
-    on_progress: Callable[[str], None] | None = None,
-    tie_rule: str = DEFAULT_TIE_RULE,
-) -> tuple[dict[str, Any], Run]:
-    """Retrieve and score one subset; returns the metric blocks of a result file and the run.
-
-    With pools, only the queries that have one are ranked, and only their pool pages count.
-    """
-    from . import metrics as M
+def retrieve(subset: Subset, retriever: Retriever, queries: list[Query], top_k: int) -> Run:
+    """The retriever's run over `queries`, cut to each query's pool where the subset has pools."""
     from .retrieval.pool import restrict_to_pools
 
-    asked: list[Query] = subset.queries_in(languages)
-    queries = asked if subset.pools is None else [q for q in asked if q.id in subset.pools]
-    started = time.perf_counter()
     run = retriever.run(subset, queries, top_k)
-    if subset.pools is not None:
-        run = restrict_to_pools(run, subset.pools)
-    retrieval_seconds = time.perf_counter() - started
+    return run if subset.pools is None else restrict_to_pools(run, subset.pools)
 
-    started = time.perf_counter()
-    judged = {q.id for q in queries if any(s > 0 for s in subset.qrels.get(q.id, {}).values())}
-    qrels = {qid: subset.qrels[qid] for qid in judged}
-    per_query_metrics = M.evaluate(
-        qrels, {qid: run.get(qid, {}) for qid in judged}, measures, gains=subset.gains, options={"tie_rule": tie_rule}
+
+def ranked_queries(subset: Subset, languages: list[str]) -> tuple[list[Query], list[Query]]:
+    """(the queries a run ranks, all queries asked): with pools, only queries that have one are ranked."""
+    asked = subset.queries_in(languages)
+    queries = asked if subset.pools is None else [q for q in asked if q.id in subset.pools]
+    return queries, asked
+
+
+def score_run(
+    subset: Subset, run: Run, queries: list[Query], languages: list[str], protocol: ScoringProtocol
+) -> dict[str, Any]:
+    """Score a run: per query (with metadata), per language (macro mean), and the mean of the language means.
+
+    Every query the qrels judge is scored (a query without results scores 0 and counts, trec_eval -c);
+    queries the qrels do not mention are listed as skipped.
+    """
+    from . import metrics as M
+
+    judged = [q for q in queries if q.id in subset.qrels]
+    qrels = {q.id: subset.qrels[q.id] for q in judged}
+    per_query_metrics = (
+        M.evaluate(
+            qrels,
+            {q.id: run.get(q.id, {}) for q in judged},
+            list(protocol.measures),
+            gains=subset.gains,
+            options={"tie_rule": protocol.tie_rule},
+        )
+        if qrels
+        else {}
     )
-    per_query: dict[str, Any] = {}
+    per_query: dict[str, QueryEntry] = {}
     by_language: dict[str, list[str]] = {lang: [] for lang in languages}
-    for query in queries:
-        if query.id not in judged:
+    for query in judged:
+        if query.id not in per_query_metrics:
             continue
         by_language[query.language].append(query.id)
-        per_query[query.id] = {
-            "language": query.language,
-            "metadata": query.metadata,
-            "metrics": per_query_metrics[query.id],
-        }
+        per_query[query.id] = QueryEntry(
+            language=query.language, metadata=query.metadata, metrics=per_query_metrics[query.id]
+        )
     language_blocks = {
-        lang: {"n_queries": len(qids), "metrics": M.mean(per_query_metrics, qids)}
+        lang: LanguageBlock(n_queries=len(qids), metrics=M.mean(per_query_metrics, qids))
         for lang, qids in by_language.items()
         if qids
     }
-    metric_names = list(next(iter(per_query_metrics.values())).keys()) if per_query_metrics else list(measures)
+    names = list(protocol.measures)
     aggregate = (
-        {
-            name: sum(block["metrics"][name] for block in language_blocks.values()) / len(language_blocks)
-            for name in metric_names
-        }
+        {name: sum(b.metrics[name] for b in language_blocks.values()) / len(language_blocks) for name in names}
         if language_blocks
         else {}
     )
-    evaluation_seconds = time.perf_counter() - started
-    blocks = {
+    return {
         "metrics": aggregate,
         "languages": language_blocks,
         "per_query": per_query,
         "n_queries": len(per_query),
-        "skipped_queries": sorted(q.id for q in queries if q.id not in judged),
-        **(
-            {"unpooled_queries": sorted(q.id for q in asked if q.id not in subset.pools)}
-            if subset.pools is not None
-            else {}
-        ),
-        "timings": {
-            "retrieval_seconds": round(retrieval_seconds, 4),
-            "evaluation_seconds": round(evaluation_seconds, 4),
-        },
+        "skipped_queries": sorted(q.id for q in queries if q.id not in per_query),
     }
-    return blocks, run
 
 
-def run_benchmark(request: RunRequest, echo: Callable[[str], None] = print) -> RunSummary:
-    """Evaluate one method on the requested subsets of a benchmark; see module docstring."""
-    from . import methods
+def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
+    """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
     from . import metrics as M
 
+    say = echo or log.info
     _validate(request)
-    resolved = methods.resolve(request.method)
+    spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
     decl = get_benchmark(request.benchmark, language=request.language)
+    if decl.pooled and spec.rerank is not None:
+        pooled = spec.for_pooled_view()
+        say(
+            f"{decl.name} ranks judged pools: {spec.method_name} runs as {pooled.method_name} "
+            f"(the pool replaces {spec.first_stage_label} and is reranked whole)"
+        )
+        spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
-    label = method_label(resolved.label, request.content)
+    protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
         benchmark=decl.name, cache_dir=Path(request.cache_dir), content=request.content, options=dict(request.options)
     )
-    # Build once up front: bad keys, unknown rerankers and content mismatches fail before any work.
-    retriever = methods.build(resolved, ctx)
+    # Built once up front: bad keys, unknown rerankers and content mismatches fail before any work.
+    retriever = spec.build(ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
     outcomes: list[SubsetOutcome] = []
-    with progress_bar(f"{label} on {decl.name}", len(subset_names)) as bar:
+    with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
-            outcomes.append(_run_subset(request, decl, name, resolved, label, retriever, ctx, options, measures, echo))
+            path = result_path(request.results_dir, decl.name, spec.label, name)
+            try:
+                outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say))
+            except (UsageError, ConfigurationError):
+                raise  # a bad option or an unusable environment fails every subset alike: stop now
+            except EvalsError as exc:
+                say(f"{name}: failed: {exc.one_line()}")
+                outcomes.append(SubsetOutcome(name, path, "failed", reason=exc.one_line()))
+            except Exception as exc:  # noqa: BLE001 - one subset's bug must not lose the others' results
+                log.debug("subset %s failed", name, exc_info=True)
+                say(f"{name}: failed: {type(exc).__name__}: {exc}")
+                outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
             bar.advance()
-    return RunSummary(decl.name, label, outcomes, ctx.usage)
+    return RunSummary(decl.name, spec.label, outcomes, ctx.usage)
 
 
 def _run_subset(
     request: RunRequest,
     decl: BenchmarkDeclaration,
     name: str,
-    resolved,
-    label: str,
+    spec: PipelineSpec,
     retriever: Retriever,
     ctx: MethodContext,
     options: LoadOptions,
-    measures: list[str],
-    echo: Callable[[str], None],
+    protocol: ScoringProtocol,
+    path: Path,
+    say: Callable[[str], None],
 ) -> SubsetOutcome:
-    """Evaluate one subset and write its result file, or skip it when --resume finds it complete."""
-    path = result_path(request.results_dir, decl.name, label, name)
-    if request.resume:
-        existing = read_result(path)
-        if existing is not None:
-            why_not = _covers(existing, request, request.revision)
-            if why_not is None:
-                echo(f"{name}: complete result kept ({path}), skipped")
-                return SubsetOutcome(name, path, "skipped", existing.get("metrics", {}))
-            echo(f"{name}: recomputing, the existing result does not match ({why_not})")
+    """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
+    try:
+        existing = read_record(path)
+    except DamagedResult as exc:
+        say(f"{name}: recomputing, {exc.one_line()}")
+        existing = None
     started = time.perf_counter()
     subset = load_subset(decl, name, options)
     load_seconds = time.perf_counter() - started
     checks = subset.source.get("checks") or {}
     if checks:
-        echo(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
+        say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
     languages = languages_for(request.setting, decl, subset)
-    measures = measures_for(subset, measures)
-    plan = pool_plan(subset, retriever, resolved, request.top_k)
-    before = ctx.usage.as_dict()
-    blocks, _ = score_subset(subset, plan.retriever, languages, plan.top_k, measures, tie_rule=request.tie_rule)
-    spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
-    blocks["timings"]["load_seconds"] = round(load_seconds, 4)
-    result = {
-        "benchmark": decl.name,
-        "subset": name,
-        "method": label,
-        "first_stage": method_label(first_stage_of(resolved), request.content),
-        "reranked": resolved.is_reranked or first_stage_of(resolved) != resolved.first_stage,
-        "setting": request.setting,
-        "native_language": subset.native_language,
-        "config": {
-            "method": resolved.label,
-            "content": request.content,
-            "top_k": request.top_k,
-            "measures": measures,
-            "retriever": plan.retriever.describe(),
-            **({"tie_rule": request.tie_rule} if subset.gains is not None else {}),
-            **({"view": subset.source["view"]} if "view" in subset.source else {}),
-            **({"pool": plan.config} if plan.config is not None else {}),
-        },
-        "source": {k: v for k, v in subset.source.items() if k != "origin"},
-        "versions": package_versions(),
-        "usage": spent,
-        **blocks,
-    }
-    depth = getattr(plan.retriever, "meaningful_depth", None)
-    if depth is not None:
-        result["flags"] = {
-            "meaningful_depth": depth,
-            "note": f"metrics past rank {depth} do not reflect the reranker (first-stage order)",
-        }
-    write_result(path, result)
-    shown = "".join(
-        f", {title} {result['metrics'][key] * 100:.1f}"
-        for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
-        if key in result["metrics"]
+    # A result never loses a measure it had: the existing record's measures join the requested ones.
+    wanted = measures_for(subset, list(protocol.measures))
+    if existing is not None:
+        wanted += [m for m in existing.scoring.measures if m not in wanted]
+    subset_protocol = protocol.with_measures(wanted)
+    digests = subset.digests()
+    result_options = {k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options}
+    coverage = Coverage(
+        setting=Setting(request.setting),
+        pipeline=spec.as_dict(),
+        options=result_options,
+        top_k=request.top_k,
+        revision=request.revision,
+        data_digest=str(digests["combined"]),
+        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
     )
-    echo(f"{name}: {result['n_queries']} queries{shown} -> {path}")
-    return SubsetOutcome(name, path, "written", result["metrics"])
+    queries, asked = ranked_queries(subset, languages)
+    if request.resume and existing is not None:
+        verdict = existing.covers(coverage)
+        if verdict.action is Action.KEEP:
+            say(f"{name}: complete result kept ({path}), skipped")
+            return SubsetOutcome(name, path, "skipped", existing.metrics)
+        if verdict.action is Action.RESCORE:
+            run = _saved_run(path, existing)
+            if run is not None:
+                say(f"{name}: re-scoring the saved run ({verdict.reason})")
+                record = _record(
+                    request,
+                    decl,
+                    subset,
+                    spec,
+                    existing.config,
+                    subset_protocol,
+                    run,
+                    queries,
+                    asked,
+                    languages,
+                    {**existing.timings, "load_seconds": round(load_seconds, 4)},
+                    existing.usage,
+                    existing.flags,
+                    path,
+                )
+                _report(name, record, path, say)
+                return SubsetOutcome(name, path, "rescored", record.metrics, verdict.reason)
+            say(f"{name}: recomputing, the saved run is missing or changed ({verdict.reason})")
+        else:
+            say(f"{name}: recomputing, the existing result does not match ({verdict.reason})")
+    plan = pool_plan(subset, spec, request.top_k, request.method)
+    before = ctx.usage.as_dict()
+    started = time.perf_counter()
+    run = retrieve(subset, retriever, queries, plan.top_k)
+    retrieval_seconds = time.perf_counter() - started
+    spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
+    config = MethodConfig(
+        method=spec.method_name,
+        pipeline=spec.as_dict(),
+        content=spec.content,
+        top_k=request.top_k,
+        options=result_options,
+        retriever=retriever.describe(),
+        view=subset.source.get("view"),
+        pool=plan.config,
+    )
+    depth = getattr(retriever, "meaningful_depth", None)
+    flags = (
+        Flags(meaningful_depth=depth, note=f"metrics past rank {depth} do not reflect the reranker (first-stage order)")
+        if depth is not None
+        else None
+    )
+    timings = {"load_seconds": round(load_seconds, 4), "retrieval_seconds": round(retrieval_seconds, 4)}
+    record = _record(
+        request,
+        decl,
+        subset,
+        spec,
+        config,
+        subset_protocol,
+        run,
+        queries,
+        asked,
+        languages,
+        timings,
+        spent,
+        flags,
+        path,
+    )
+    _report(name, record, path, say)
+    return SubsetOutcome(name, path, "written", record.metrics)
+
+
+def _saved_run(path: Path, record: ResultRecord) -> Run | None:
+    """The record's saved run, if it is there and unchanged."""
+    from .runs import file_sha256, read_saved_run
+
+    run_file = path.parent / record.run.path
+    if not run_file.exists() or file_sha256(run_file) != record.run.sha256:
+        return None
+    return read_saved_run(run_file)
+
+
+def _record(
+    request: RunRequest,
+    decl: BenchmarkDeclaration,
+    subset: Subset,
+    spec: PipelineSpec,
+    config: MethodConfig,
+    protocol: ScoringProtocol,
+    run: Run,
+    queries: list[Query],
+    asked: list[Query],
+    languages: list[str],
+    timings: dict[str, float],
+    usage: dict[str, float],
+    flags: Flags | None,
+    path: Path,
+) -> ResultRecord:
+    """Score the run, write the run and qrels files, then the record (last: it points to them)."""
+    from .runs import write_trec_gains, write_trec_qrels, write_trec_run
+
+    started = time.perf_counter()
+    blocks = score_run(subset, run, queries, languages, protocol)
+    evaluation_seconds = time.perf_counter() - started
+    run_file, qrels_file, gains_file = run_paths(path)
+    written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)
+    judged = {q.id: subset.qrels[q.id] for q in queries if q.id in subset.qrels}
+    written_qrels = write_trec_qrels(qrels_file, judged)
+    written_gains = None
+    if subset.gains is not None:
+        written_gains = write_trec_gains(gains_file, {q: subset.gains[q] for q in judged if q in subset.gains})
+    digests = subset.digests()
+    record = ResultRecord(
+        benchmark=decl.name,
+        subset=subset.name,
+        method=spec.label,
+        first_stage=spec.report_group,
+        reranked=spec.reranked,
+        setting=Setting(request.setting),
+        native_language=subset.native_language,
+        config=config,
+        protocol=protocol.as_dict(),
+        data=DataDigest(**digests),  # type: ignore[arg-type]
+        source={k: v for k, v in subset.source.items() if k != "origin"},
+        versions=package_versions(),
+        usage=usage,
+        unpooled_queries=(
+            sorted(q.id for q in asked if q.id not in subset.pools) if subset.pools is not None else None
+        ),
+        timings={**timings, "evaluation_seconds": round(evaluation_seconds, 4)},
+        flags=flags,
+        run=SavedRun(
+            path=run_file.name,
+            sha256=written_run.sha256,
+            qrels_path=qrels_file.name,
+            qrels_sha256=written_qrels.sha256,
+            n_queries=written_run.n_queries,
+            n_lines=written_run.n_lines,
+            gains_path=gains_file.name if written_gains else None,
+            gains_sha256=written_gains.sha256 if written_gains else None,
+        ),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        **blocks,
+    )
+    record.save(path)
+    return record
+
+
+def _report(name: str, record: ResultRecord, path: Path, say: Callable[[str], None]) -> None:
+    shown = "".join(
+        f", {title} {record.metrics[key] * 100:.1f}"
+        for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
+        if key in record.metrics
+    )
+    say(f"{name}: {record.n_queries} queries{shown} -> {path}")

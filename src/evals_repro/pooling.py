@@ -1,11 +1,12 @@
 """What the runner does differently for subsets with float gains or judged candidate pools.
 
-- Float gains (`Subset.gains`): `ndcg_float_at_10` (RCP-nDCG@10) joins the measures, computed
-  with the run's tie rule, which the result records so that results of two rules never mix.
+- Float gains (`Subset.gains`): `ndcg_float_at_10` (RCP-nDCG@10) joins the measures, computed with
+  the protocol's tie rule, which the result records so that results of two rules never mix.
 - Pools (`Subset.pools`, the rcp reranking view): every query ranks exactly its pool. A reranked
-  method reranks the whole pool (the pool replaces its first stage, depth at least the largest
-  pool: what every published rcp-ndcg reranker did); a first-stage method retrieves the whole
-  corpus and its run is cut to the pool afterwards (`restrict_to_pools`).
+  method reranks the whole pool: the pipeline spec's first stage was already replaced by the pool
+  (`PipelineSpec.for_pooled_view`, before anything was built), what every published rcp-ndcg
+  reranker did. A first-stage method retrieves the whole corpus and its run is cut to the pool
+  afterwards (`restrict_to_pools`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from .data import Subset
 from .errors import DataError
-from .retrieval.base import Retriever
+from .pipeline import POOL, PipelineSpec
 
 GAIN_MEASURE = "ndcg_float_at_10"
 
@@ -27,15 +28,15 @@ def measures_for(subset: Subset, measures: list[str]) -> list[str]:
     return [*measures, GAIN_MEASURE]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PoolPlan:
-    retriever: Retriever
     top_k: int  # what the retriever is asked for (at least the pool or the corpus size)
-    config: dict[str, Any] | None  # recorded as the result's config["pool"]
+    config: dict[str, Any] | None  # recorded as the result's config.pool
 
 
-def _check_pools(subset: Subset) -> int:
+def largest_pool(subset: Subset) -> int:
     """The largest pool; a pool naming pages absent from the corpus is a data error."""
+    assert subset.pools is not None
     known = {page.id for page in subset.pages}
     for qid, pool in subset.pools.items():
         unknown = [doc for doc in pool if doc not in known]
@@ -48,37 +49,37 @@ def _check_pools(subset: Subset) -> int:
     return max((len(pool) for pool in subset.pools.values()), default=0)
 
 
-def pool_plan(subset: Subset, retriever: Retriever, resolved, top_k: int) -> PoolPlan:
-    """How to run `retriever` on `subset`: unchanged without pools, else over the pools."""
-    if subset.pools is None:
-        return PoolPlan(retriever, top_k, None)
-    largest = _check_pools(subset)
-    if resolved.is_reranked:
-        from .rerankers.pipeline import RerankedRetriever
-        from .retrieval.pool import PoolRetriever
+def pool_plan(subset: Subset, spec: PipelineSpec, top_k: int, requested: str) -> PoolPlan:
+    """How deep to run `spec` on `subset`: as asked without pools, else over the whole pools.
 
-        depth = max(resolved.depth, largest)
-        pooled = RerankedRetriever(
-            PoolRetriever(), retriever.reranker, depth=depth, name=retriever.name, workers=retriever.workers
-        )
+    `requested` is the method as the user wrote it, named in the record when the pool replaced it.
+    """
+    if subset.pools is None:
+        if spec.first_stage == (POOL,):
+            raise DataError(
+                f"subset {subset.benchmark}/{subset.name} has no candidate pools for method {spec.method_name}",
+                "use the pool first stage on the reranking view of an rcp benchmark (e.g. vidore-v3-rcp)",
+            )
+        return PoolPlan(top_k, None)
+    largest = largest_pool(subset)
+    if spec.first_stage == (POOL,):
+        depth = max(top_k, largest)
         return PoolPlan(
-            pooled,
-            max(top_k, depth),
+            depth,
             {
-                "first_stage": "pool",
-                "replaced_first_stage": resolved.first_stage,
-                "rerank_depth": depth,
+                "first_stage": POOL,
+                "requested": requested,
+                "rerank_depth": "whole pool",
                 "largest_pool": largest,
-                "note": f"the judged pool replaced {resolved.first_stage} as the first stage and was reranked whole "
-                f"(depth {depth} >= largest pool {largest}), as the published rerankers were",
+                "note": f"each query's judged pool (up to {largest} pages) is the first stage"
+                + (" and was reranked whole, as the published rerankers were" if spec.rerank else ""),
             },
         )
     wide = max(top_k, len(subset.pages))
     return PoolPlan(
-        retriever,
         wide,
         {
-            "first_stage": resolved.first_stage,
+            "first_stage": spec.first_stage_label,
             "retrieved_top_k": wide,
             "largest_pool": largest,
             "note": f"retrieved the whole corpus ({wide} pages) and kept each query's pool pages",

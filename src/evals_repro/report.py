@@ -1,9 +1,11 @@
-"""Monolingual and crosslingual tables (methods x subsets, scores x 100) from result files.
+"""Monolingual and crosslingual tables (methods x subsets, scores x 100) from result records.
 
-The `avg` column is filled only when the method has every subset of the benchmark: a mean
-over a partial suite is not comparable with anyone's published average. Results with float
-gains also carry RCP-nDCG@10 (`ndcg_float_at_10`), tabled after `ndcg_at_10`; those computed
-with another tie rule than the requested one are left out (and named), never mixed in.
+The `avg` column is filled only when the method has every subset of the benchmark: a mean over a
+partial suite is not comparable with anyone's published average. A benchmark with one query
+language gets the monolingual table only. Results with float gains also carry RCP-nDCG@10
+(`ndcg_float_at_10`), tabled after `ndcg_at_10`; those computed with another tie rule than the
+requested one are left out (and named), never mixed in. rcp benchmarks add the rcp-ndcg paper's
+native-language and language-mean views per domain.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from .benchmarks.declaration import BenchmarkDeclaration
 from .errors import DataError, UsageError, choices
-from .metrics.ndcg_float import DEFAULT_TIE_RULE
-from .results import StoredResult, scan_results
+from .results import ResultRecord, Setting, scan_records
 
+DEFAULT_TIE_RULE = "group-mean"
 # Measures tabled after the requested one when the result files have them.
 COMPANIONS = {"ndcg_at_10": ("ndcg_float_at_10",)}
 
@@ -28,24 +31,13 @@ class Table:
     rows: list[tuple[str, list[float | None]]]  # method, one value per column
 
 
-def subset_score(result: StoredResult, setting: str, measure: str) -> float | None:
-    data = result.data
-    if setting == "monolingual":
-        block = data.get("languages", {}).get(data.get("native_language"))
-        return None if block is None else block["metrics"].get(measure)
-    if data.get("setting") != "crosslingual":
-        return None
-    return data.get("metrics", {}).get(measure)
-
-
-def method_order(results: list[StoredResult]) -> list[str]:
+def method_order(results: list[ResultRecord]) -> list[str]:
     """First stages alphabetically, each followed by the methods reranking it."""
     firsts: dict[str, list[str]] = {}
-    for item in results:
-        first = item.data.get("first_stage", item.method)
-        firsts.setdefault(first, [])
-        if item.method != first and item.method not in firsts[first]:
-            firsts[first].append(item.method)
+    for record in results:
+        firsts.setdefault(record.first_stage, [])
+        if record.method != record.first_stage and record.method not in firsts[record.first_stage]:
+            firsts[record.first_stage].append(record.method)
     ordered: list[str] = []
     for first in sorted(firsts):
         ordered.append(first)
@@ -53,31 +45,27 @@ def method_order(results: list[StoredResult]) -> list[str]:
     return ordered
 
 
-def tie_rule_of(result: StoredResult) -> str | None:
-    """The tie rule a result's float-gain measures used (None: it has none)."""
-    return result.data.get("config", {}).get("tie_rule")
-
-
 def select_results(
-    results_dir: Path,
-    benchmark: str,
-    first_stage_only: bool = False,
-    tie_rule: str | None = DEFAULT_TIE_RULE,
-) -> tuple[list[StoredResult], list[str]]:
-    """The complete results to report, and notes on what was left out (other tie rules)."""
-    results = scan_results(results_dir, benchmark)
+    results_dir: Path, benchmark: str, first_stage_only: bool = False, tie_rule: str | None = DEFAULT_TIE_RULE
+) -> tuple[list[ResultRecord], list[str]]:
+    """The results to report, and notes on what was left out (other tie rules).
+
+    A damaged result file stops the report with its name (DamagedResult): a table silently
+    missing a subset would be read as complete.
+    """
+    results = [record for _, record in scan_records(results_dir, benchmark)]
     if not results:
         raise DataError(
             f"no complete result files under {Path(results_dir) / benchmark}",
             f"run `evals-repro run <method> --benchmark {benchmark}` first, or pass --results-dir",
         )
     if first_stage_only:
-        results = [r for r in results if not r.data.get("reranked")]
+        results = [r for r in results if not r.reranked]
     if tie_rule is None:
         return results, []
-    other = [r for r in results if tie_rule_of(r) not in (None, tie_rule)]
-    kept = [r for r in results if tie_rule_of(r) in (None, tie_rule)]
-    rules = sorted({tie_rule_of(r) for r in other})
+    other = [r for r in results if r.tie_rule not in (None, tie_rule)]
+    kept = [r for r in results if r.tie_rule in (None, tie_rule)]
+    rules = sorted({str(r.tie_rule) for r in other})
     if other and not kept:
         raise DataError(
             f"no result of {benchmark} was computed with tie rule {tie_rule} (they used {', '.join(rules)})",
@@ -87,15 +75,15 @@ def select_results(
     if other:
         by_method: dict[str, list[str]] = {}
         for r in other:
-            by_method.setdefault(f"{r.method} ({tie_rule_of(r)})", []).append(r.subset)
+            by_method.setdefault(f"{r.method} ({r.tie_rule})", []).append(r.subset)
         listed = "; ".join(f"{m}: {', '.join(s)}" for m, s in by_method.items())
         notes.append(f"not shown, computed with another tie rule than {tie_rule}: {listed}")
     return kept, notes
 
 
-def report_measures(results: list[StoredResult], measure: str) -> list[str]:
+def report_measures(results: list[ResultRecord], measure: str) -> list[str]:
     """The requested measure, then its companions that the result files carry."""
-    known = {m for r in results for m in r.data.get("metrics", {})}
+    known = {m for r in results for m in r.metrics}
     if results and measure not in known:
         raise UsageError(f"measure '{measure}' is not in the result files", f"choose from {choices(sorted(known))}")
     return [measure, *(m for m in COMPANIONS.get(measure, ()) if m in known)]
@@ -116,22 +104,24 @@ def build_tables(
 
 def declared_report(
     results_dir: Path,
-    decl,
+    decl: BenchmarkDeclaration,
     measure: str = "ndcg_at_10",
     first_stage_only: bool = False,
     tie_rule: str | None = DEFAULT_TIE_RULE,
 ) -> tuple[list[Table], list[str]]:
-    """Every table of a declared benchmark (per measure: its summary views, if any, then the
-    subset tables) and the notes on results left out."""
-    from .rcp.views import domain_views
-
+    """Every table of a declared benchmark (per measure: its summary views, if any, then the subset
+    tables) and the notes on what was left out."""
     results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+    single_language = len(decl.query_languages) <= 1
+    if single_language:
+        notes.append(f"{decl.name} has one query language ({decl.query_languages[0]}): monolingual only")
     tables = []
     for m in report_measures(results, measure):
         views = domain_views(results, decl, m)
-        subset_level = subset_tables(results, decl.name, decl.subset_names, m)
+        settings = [Setting.MONOLINGUAL] if single_language else [Setting.MONOLINGUAL, Setting.CROSSLINGUAL]
+        subset_level = subset_tables(results, decl.name, decl.subset_names, m, settings)
         if views:  # one query language per subset: an empty crosslingual table says nothing
-            subset_level = [t for t in subset_level if t.rows or "crosslingual" not in t.title]
+            subset_level = [t for t in subset_level if t.rows or Setting.CROSSLINGUAL.value not in t.title]
         for table in views + subset_level:
             if m.startswith("ndcg_float") and tie_rule is not None:
                 table.title = table.title.replace(f"{m} (x100)", f"{m}, {tie_rule} ties (x100)")
@@ -139,20 +129,60 @@ def declared_report(
     return tables, notes
 
 
-def subset_tables(results: list[StoredResult], benchmark: str, subsets: list[str], measure: str) -> list[Table]:
+def subset_tables(
+    results: list[ResultRecord],
+    benchmark: str,
+    subsets: list[str],
+    measure: str,
+    settings: list[Setting] | None = None,
+) -> list[Table]:
     tables = []
-    for setting in ("monolingual", "crosslingual"):
+    for setting in settings or list(Setting):
         rows = []
         for method in method_order(results):
-            by_subset = {r.subset: subset_score(r, setting, measure) for r in results if r.method == method}
+            by_subset = {r.subset: r.score(setting, measure) for r in results if r.method == method}
             values = [by_subset.get(s) for s in subsets]
             if all(v is None for v in values):
                 continue
-            complete = all(v is not None for v in values)
-            avg = sum(values) / len(values) if complete else None  # type: ignore[arg-type]
-            rows.append((method, values + [avg]))
-        tables.append(Table(f"{benchmark} — {setting} — {measure} (x100)", subsets + ["avg"], rows))
+            rows.append((method, values + [_mean(values)]))
+        tables.append(Table(f"{benchmark} — {setting.value} — {measure} (x100)", subsets + ["avg"], rows))
     return tables
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """The mean, only when every value is present: a partial mean is not comparable."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(values) / len(values)  # type: ignore[arg-type]
+
+
+def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measure: str) -> list[Table]:
+    """The rcp-ndcg paper's two summary views of `{domain}__{language}` subsets; [] for other benchmarks.
+
+    - native-language view: each domain scored on its questions in the language they were written
+      in (the declaration's `[native]` table);
+    - language-mean view: each domain's mean over its query-language subsets, then the mean over domains.
+    A cell is filled only when every subset it averages is present, the `mean` only when every domain is.
+    """
+    native = decl.extra.get("native")
+    if decl.loader != "rcp" or not isinstance(native, dict) or not native:
+        return []
+    domains = list(native)
+    languages = list(decl.query_languages)
+    native_rows, mean_rows = [], []
+    for method in method_order(results):
+        scores = {r.subset: r.score(Setting.MONOLINGUAL, measure) for r in results if r.method == method}
+        by_native = [scores.get(f"{d}__{native[d]}") for d in domains]
+        by_mean = [_mean([scores.get(f"{d}__{lang}") for lang in languages]) for d in domains]
+        if any(v is not None for v in by_native):
+            native_rows.append((method, by_native + [_mean(by_native)]))
+        if any(v is not None for v in by_mean):
+            mean_rows.append((method, by_mean + [_mean(by_mean)]))
+    columns = domains + ["mean"]
+    return [
+        Table(f"{decl.name} — native-language view — {measure} (x100)", columns, native_rows),
+        Table(f"{decl.name} — {len(languages)}-language mean view — {measure} (x100)", columns, mean_rows),
+    ]
 
 
 def _cell(value: float | None, decimals: int) -> str:

@@ -1,74 +1,278 @@
-"""Result files: `results/<benchmark>/<method>/<subset>.json`, one per subset, written atomically.
+"""The result record: one typed, versioned file per method and subset, `results/<benchmark>/<method>/<subset>.json`.
 
-A file is complete when it parses and carries `"complete": true` with metrics for every
-language it claims; anything else (a stray temp file, a hand-edited stub) is not complete and
-`--resume` recomputes it.
+`ResultRecord` owns the file: what was run (the pipeline spec and its configuration), on what (the
+dataset source, the commit loaded and a digest of the corpus, queries and qrels), how it was scored
+(the scoring protocol), the scores (aggregate, per language, per query with its metadata), timings,
+spend, package versions, and the saved run beside it (`<subset>.run.gz`, TREC format in trec_eval
+order, with the judged qrels in `<subset>.qrels.gz`), so a result can be re-scored, compared for
+significance or checked with trec_eval. Every reader goes through `load_record` / `scan_records`.
+
+A file is complete when it validates and says `complete: true`; it is written to a temporary name
+and renamed once whole, so a killed run never leaves a partial file. `covers()` decides what
+`--resume` may keep. The JSON Schema is exported to `schemas/result-record.schema.json`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .io import atomic_write_json
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SCHEMA_VERSION = 1
+from .errors import DataError
+from .io import atomic_write_text
+from .metrics.protocol import ScoringProtocol
+
+SCHEMA_VERSION = 2
 
 
-def method_label(method_label: str, content: str) -> str:
-    """The folder name of a method's results: the method, plus `[images]` for page-image runs."""
-    return method_label if content == "markdown" else f"{method_label}[{content}]"
+class Setting(StrEnum):
+    MONOLINGUAL = "monolingual"
+    CROSSLINGUAL = "crosslingual"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LanguageBlock(_Model):
+    n_queries: int
+    metrics: dict[str, float]
+
+
+class QueryEntry(_Model):
+    language: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, float]
+
+
+class DataDigest(_Model):
+    """sha256 digests of what the result was computed on (see `Subset.digests`)."""
+
+    corpus: str
+    queries: str
+    qrels: str
+    gains: str | None = None
+    pools: str | None = None
+    combined: str
+
+
+class SavedRun(_Model):
+    """The ranking beside the result, and the judgments it is scored against (paths relative to the result)."""
+
+    path: str
+    sha256: str
+    qrels_path: str
+    qrels_sha256: str
+    n_queries: int
+    n_lines: int
+    gains_path: str | None = None  # float gains (RCP-nDCG), TREC qrels layout
+    gains_sha256: str | None = None
+    order: str = "score descending, then doc id descending (trec_eval)"
+
+
+class MethodConfig(_Model):
+    """What was run: enough to rebuild the method and tell two configurations apart."""
+
+    method: str  # the method name as written (label without the content suffix)
+    pipeline: dict[str, Any]
+    content: str
+    top_k: int
+    options: dict[str, Any] = Field(default_factory=dict)  # options that change results (rerank_top_k, ...)
+    retriever: dict[str, Any] = Field(default_factory=dict)  # the built pipeline's own description
+    view: str | None = None
+    pool: dict[str, Any] | None = None
+
+
+class Flags(_Model):
+    meaningful_depth: int
+    note: str
+
+
+class ResultRecord(_Model):
+    schema_version: Literal[2] = SCHEMA_VERSION
+    complete: Literal[True] = True
+    benchmark: str
+    subset: str
+    method: str  # the results folder name: method name plus `[images]` for page-image runs
+    first_stage: str  # the report row group (a reranked method sits under its first stage)
+    reranked: bool
+    setting: Setting
+    native_language: str
+    config: MethodConfig
+    protocol: dict[str, Any]
+    data: DataDigest
+    source: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    usage: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, float]
+    languages: dict[str, LanguageBlock]
+    per_query: dict[str, QueryEntry]
+    n_queries: int
+    skipped_queries: list[str] = Field(default_factory=list)
+    unpooled_queries: list[str] | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    flags: Flags | None = None
+    run: SavedRun
+    created: str
+
+    # -- what readers need ---------------------------------------------------------------------
+    @property
+    def scoring(self) -> ScoringProtocol:
+        return ScoringProtocol.from_dict(self.protocol)
+
+    @property
+    def tie_rule(self) -> str | None:
+        """The tie rule of its float-gain measures, None when it has none."""
+        if not any(m.startswith("ndcg_float") for m in self.metrics):
+            return None
+        return str(self.protocol.get("tie_rule"))
+
+    def score(self, setting: Setting | str, measure: str) -> float | None:
+        """The subset's score in a setting: the native language's mean (monolingual), or the mean of
+        the per-language means (crosslingual; only a crosslingual result has it)."""
+        if Setting(setting) is Setting.MONOLINGUAL:
+            block = self.languages.get(self.native_language)
+            return None if block is None else block.metrics.get(measure)
+        if self.setting is not Setting.CROSSLINGUAL:
+            return None
+        return self.metrics.get(measure)
+
+    def covers(self, request: Coverage) -> Verdict:
+        """Whether this result answers `request` as is (keep), from its saved run (rescore), or not (rerun)."""
+        if self.setting is not request.setting and not (
+            request.setting is Setting.MONOLINGUAL and self.setting is Setting.CROSSLINGUAL
+        ):
+            return Verdict.rerun(f"it was computed {self.setting.value}")
+        if self.config.pipeline != request.pipeline:
+            return Verdict.rerun("its method configuration differs")
+        if self.config.options != request.options:
+            changed = sorted(set(self.config.options.items()) ^ set(request.options.items()))
+            return Verdict.rerun(f"its options differ ({', '.join(f'{k}={v}' for k, v in changed)})")
+        if self.config.top_k != request.top_k:
+            return Verdict.rerun(f"it used top_k {self.config.top_k}")
+        revision = self.source.get("revision")
+        if request.revision is not None and revision != request.revision:
+            return Verdict.rerun(f"it used revision {revision}, not {request.revision}")
+        if self.data.combined != request.data_digest:
+            return Verdict.rerun("the data changed since (corpus, queries or qrels digest differs)")
+        scoring = self.scoring
+        if scoring.rules() != request.protocol.rules():
+            changed = sorted(k for k, v in request.protocol.rules().items() if scoring.rules().get(k) != v)
+            return Verdict.rescore(f"it was scored with another {', '.join(changed)}")
+        missing = [m for m in request.protocol.measures if m not in scoring.measures]
+        if missing:
+            return Verdict.rescore(f"it lacks {', '.join(missing)}")
+        return Verdict.keep()
+
+    # -- files ----------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        atomic_write_text(path, self.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+class Action(StrEnum):
+    KEEP = "keep"
+    RESCORE = "rescore"
+    RERUN = "rerun"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    reason: str = ""
+
+    @classmethod
+    def keep(cls) -> Verdict:
+        return cls(Action.KEEP)
+
+    @classmethod
+    def rescore(cls, reason: str) -> Verdict:
+        return cls(Action.RESCORE, reason)
+
+    @classmethod
+    def rerun(cls, reason: str) -> Verdict:
+        return cls(Action.RERUN, reason)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a run asks of a subset's result, compared field by field by `ResultRecord.covers`."""
+
+    setting: Setting
+    pipeline: dict[str, Any]
+    options: dict[str, Any]
+    top_k: int
+    revision: str | None
+    data_digest: str
+    protocol: ScoringProtocol
+
+
+# -- paths and reading ------------------------------------------------------------------------------
 
 
 def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> Path:
     return Path(results_dir) / benchmark / label / f"{subset}.json"
 
 
-def write_result(path: Path, result: dict[str, Any]) -> None:
-    result = dict(result)
-    result["schema"] = SCHEMA_VERSION
-    result["complete"] = True
-    atomic_write_json(path, result)
+def run_paths(path: Path) -> tuple[Path, Path, Path]:
+    """The saved run, qrels and gains beside a result file."""
+    stem = Path(path).name.removesuffix(".json")
+    return tuple(Path(path).with_name(f"{stem}.{kind}.gz") for kind in ("run", "qrels", "gains"))  # type: ignore[return-value]
 
 
-def read_result(path: Path) -> dict[str, Any] | None:
-    """The result at `path` if it is complete, else None (missing, torn, or incomplete)."""
+class DamagedResult(DataError):
+    """A result file that exists but does not validate (torn, hand-edited, wrong types)."""
+
+
+def load_record(path: Path) -> ResultRecord:
+    """The record at `path`; DamagedResult names the file and the first bad field."""
+    path = Path(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read result file ({exc.strerror})", "check the path") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise DamagedResult(
+            f"{path}: result file is damaged (not valid JSON; truncated?)", "delete it and rerun that subset"
+        ) from None
+    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+        found = data.get("schema_version", data.get("schema"))
+        raise DamagedResult(
+            f"{path}: result file has schema version {found}, this version reads {SCHEMA_VERSION}",
+            "rerun that subset to rewrite it",
+        )
+    try:
+        return ResultRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise DamagedResult(
+            f"{path}: result file field '{field}' is invalid ({first['msg'].lower()})",
+            "delete it and rerun that subset",
+        ) from None
+
+
+def read_record(path: Path) -> ResultRecord | None:
+    """The complete record at `path`, or None when there is none; a damaged file raises DamagedResult."""
+    if not Path(path).exists():
         return None
-    if not isinstance(data, dict) or data.get("complete") is not True:
-        return None
-    languages = data.get("languages")
-    if not isinstance(languages, dict) or not languages or not isinstance(data.get("metrics"), dict):
-        return None
-    if any(not isinstance(v, dict) or "metrics" not in v for v in languages.values()):
-        return None
-    return data
+    return load_record(path)
 
 
-@dataclass(frozen=True)
-class StoredResult:
-    path: Path
-    data: dict[str, Any]
-
-    @property
-    def method(self) -> str:
-        return self.data["method"]
-
-    @property
-    def subset(self) -> str:
-        return self.data["subset"]
-
-
-def scan_results(results_dir: Path, benchmark: str) -> list[StoredResult]:
-    """Every complete result file of a benchmark, in a stable order."""
+def scan_records(results_dir: Path, benchmark: str) -> list[tuple[Path, ResultRecord]]:
+    """Every result file of a benchmark, in a stable order; the first damaged one raises DamagedResult."""
     root = Path(results_dir) / benchmark
-    found = []
-    for path in sorted(root.glob("*/*.json")):
-        data = read_result(path)
-        if data is not None:
-            found.append(StoredResult(path, data))
-    return found
+    if root.exists() and not root.is_dir():
+        raise DataError(f"{root} is a file, not a results folder", "pass --results-dir pointing at a folder")
+    return [(path, load_record(path)) for path in sorted(root.glob("*/*.json"))]
+
+
+def export_schema(path: Path) -> None:
+    """Write the record's JSON Schema (kept in the repository and checked by a test)."""
+    schema = ResultRecord.model_json_schema()
+    atomic_write_text(path, json.dumps(schema, indent=1, sort_keys=True) + "\n")

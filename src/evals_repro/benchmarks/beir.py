@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .registry import benchmarks_dir
 
@@ -106,6 +107,7 @@ def read_qrels_tsv(path: Path) -> Qrels:
     return qrels
 
 
+@LOADERS.register("beir", description="BEIR layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     folder = _folder(decl, name)
     if options.content != "markdown":

@@ -38,6 +38,11 @@ class BenchmarkDeclaration:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def pooled(self) -> bool:
+        """Whether each query ranks its judged candidate pool (`view = "reranking"`, the rcp reranking view)."""
+        return self.extra.get("view") == "reranking"
+
+    @property
     def subset_names(self) -> list[str]:
         return [s.name for s in self.subsets]
 

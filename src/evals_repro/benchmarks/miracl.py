@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from ..data import Page, Query, Subset
 from ..errors import DataError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
 from .vidore import read_qrels, relevant_pages
 
 
+@LOADERS.register(
+    "miracl-vision", description="MIRACL-VISION Hub layout: corpus-{code}, queries-{code}, qrels-{code}, images"
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     check_content(decl, options)
     source, repo, revision = pinned_source(decl, name, options)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from ..data import Page, Qrels, Query, Subset
 from ..errors import UsageError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
 from .vidore import read_qrels, relevant_pages
 
 
+@LOADERS.register("mteb", description="mteb Hub layout: configs {lang}-corpus, {lang}-queries, {lang}-qrels")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     check_content(decl, options)
     source, repo, revision = pinned_source(decl, name, options)

@@ -17,6 +17,7 @@ from ..data import Page, Query, Subset
 from ..errors import DataError, UsageError, choices
 from ..rcp.release import REPO, Release, split_subset
 from ..rcp.tables import read_pools, read_qrels
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 
 VIEWS = ("reranking", "retrieval")
@@ -50,6 +51,9 @@ def _image_bytes(cell) -> bytes | None:
     return cell if isinstance(cell, (bytes, bytearray)) else None
 
 
+@LOADERS.register(
+    "rcp", description="the rcp-ndcg-vidore-v3 release: {domain}__{language} subsets with float gains and judged pools"
+)
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     domain, language = split_subset(name)
     if options.content not in CONTENTS:

@@ -1,27 +1,18 @@
 """Find declarations, resolve `--benchmark NAME|PATH`, and dispatch to the declared loader.
 
-Loaders are referenced as `module:function` strings so that `datasets` and friends are
-imported only when a benchmark that needs them is loaded.
+Loaders register their layout names beside their code (`@LOADERS.register("beir")`); loader
+modules import `datasets` and friends inside functions, so only a benchmark that needs them pays.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
 from ..data import Subset, check_subset
 from ..errors import UsageError, choices
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
-
-# Loader kind -> "module:function(declaration, subset_name, options) -> Subset".
-LOADERS: dict[str, str] = {
-    "beir": "evals_repro.benchmarks.beir:load",
-    "vidore-raw": "evals_repro.benchmarks.vidore:load",
-    "mteb": "evals_repro.benchmarks.mteb:load",
-    "miracl-vision": "evals_repro.benchmarks.miracl:load",
-    "rcp": "evals_repro.benchmarks.rcp:load",
-}
 
 USER_FOLDER_LANGUAGE = "english"
 
@@ -96,15 +87,13 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     """Load one subset through its declared loader and run the consistency checks."""
     options = options or LoadOptions()
     decl.subset(name)
-    target = LOADERS.get(decl.loader)
-    if target is None:
+    entry = LOADERS.get(decl.loader)
+    if entry is None:
         raise UsageError(
             f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
-            f"choose from {choices(sorted(LOADERS))}",
+            f"choose from {choices(LOADERS.names())}",
         )
-    module_name, func_name = target.split(":")
-    loader = getattr(importlib.import_module(module_name), func_name)
-    subset = loader(decl, name, options)
+    subset = entry.factory(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
     return subset

@@ -2,7 +2,7 @@
 
 Every language copy of a question is its own row with its own `query_id`, and rows do not come
 in language blocks, so a query's language is read from its `language` column only. Integer ids
-become strings. Query metadata (query_types, query_format, content_type, relevant_pages) is kept
+become strings. Query metadata (query_type from the `query_types` column, query_format, content_type, relevant_pages) is kept
 for the report breakdowns; pages keep doc_id and page_number_in_doc.
 """
 
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from ..data import Page, Qrels, Query, Subset
 from ..errors import DataError
+from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
 
-QUERY_METADATA = ("query_types", "query_format", "content_type")
+# metadata field -> source column
+QUERY_METADATA = {"query_type": "query_types", "query_format": "query_format", "content_type": "content_type"}
 
 
 def read_qrels(dataset, where: str, query_col: str, page_col: str) -> Qrels:
@@ -29,6 +31,7 @@ def relevant_pages(qrels: Qrels, query_id: str) -> int:
     return sum(1 for score in qrels.get(query_id, {}).values() if score > 0)
 
 
+@LOADERS.register("vidore-raw", description="ViDoRe v3 raw Hub layout: configs corpus, queries, qrels")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     check_content(decl, options)
     source, repo, revision = pinned_source(decl, name, options)
@@ -43,8 +46,8 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
 
     qrels = read_qrels(qrels_ds, f"{where} qrels", "query_id", "corpus_id")
     wanted = set(decl.query_languages)
-    require_columns(queries_ds, f"{where} queries", ("query_id", "query", "language") + QUERY_METADATA)
-    rows = queries_ds.select_columns(["query_id", "query", "language", *QUERY_METADATA]).to_dict()
+    require_columns(queries_ds, f"{where} queries", ("query_id", "query", "language", *QUERY_METADATA.values()))
+    rows = queries_ds.select_columns(["query_id", "query", "language", *QUERY_METADATA.values()]).to_dict()
     queries: list[Query] = []
     for index, qid in enumerate(rows["query_id"]):
         language = rows["language"][index]
@@ -53,7 +56,8 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         if language not in wanted:
             continue
         query_id = str(qid)
-        metadata = {key: rows[key][index] for key in QUERY_METADATA}
+        # Stored under the field names every loader uses (data.QUERY_METADATA_FIELDS).
+        metadata = {field: rows[column][index] for field, column in QUERY_METADATA.items()}
         metadata["relevant_pages"] = relevant_pages(qrels, query_id)
         queries.append(Query(query_id, str(rows["query"][index] or ""), str(language), metadata))
     kept = {q.id for q in queries}

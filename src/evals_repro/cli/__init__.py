@@ -27,7 +27,7 @@ def given_options(**values) -> dict:
     return {key: value for key, value in values.items() if value is not None}
 
 
-GROUPS = ("rerank-study", "rcp")  # commands with subcommands
+GROUPS = ("rerank-study", "rcp", "grounding")  # commands with subcommands
 
 
 @app.callback()
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in args or "-v" in args
     try:
-        app(args=args, standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except EvalsError as exc:
         if verbose:
             raise
@@ -69,4 +69,5 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {type(exc).__name__}: {exc} (rerun with --verbose for the traceback)", file=sys.stderr)
         return 1
-    return 0
+    # Outside standalone mode click returns a `typer.Exit(n)`'s code instead of exiting.
+    return code if isinstance(code, int) else 0

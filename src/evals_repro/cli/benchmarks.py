@@ -22,10 +22,16 @@ def benchmarks_command() -> None:
 @app.command("methods")
 def methods_command() -> None:
     """List the registered methods and rerankers."""
-    from ..methods import METHODS, RERANKERS
+    from ..pipeline import first_stage_entry, first_stage_names
+    from ..registry import RERANKERS
 
-    for name, entry in sorted(METHODS.items()):
+    for name in first_stage_names():
+        entry = first_stage_entry(name)
+        assert entry is not None
         key = f"  key: {entry.key_env}" if entry.key_env else ""
         typer.echo(f"{name:32s} {entry.description} (content: {', '.join(entry.contents)}){key}")
-    for name, entry in sorted(RERANKERS.items()):
-        typer.echo(f"+{name:31s} {entry.description}")
+    for entry in RERANKERS.entries():
+        key = f"  key: {entry.key_env}" if entry.key_env else ""
+        typer.echo(f"+{entry.name:31s} {entry.description}{key}")
+    typer.echo("rrf:<a>+<b>[+...]                reciprocal rank fusion (k = 60) of first stages")
+    typer.echo("<first stage>+<reranker>[:model]@<depth>   a reranker over any first stage (depth 50 by default)")

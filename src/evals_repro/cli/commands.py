@@ -7,4 +7,5 @@ from . import (
     run,  # noqa: F401
     stores,  # noqa: F401
     study,  # noqa: F401
+    vidore_paper,  # noqa: F401
 )

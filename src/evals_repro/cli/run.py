@@ -9,6 +9,7 @@ import typer
 
 from . import app, given_options
 
+STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
 
 
@@ -29,9 +30,16 @@ def run_command(
     measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (default: the standard set)."),
     language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
     tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP),
+    score_precision: str = typer.Option(
+        "float32",
+        "--score-precision",
+        help="Compare scores as float32 (trec_eval 9, pytrec_eval: the default) or float64 (trec_eval 10).",
+    ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
-    rerank_top_k: int = typer.Option(10, "--rerank-top-k", help="Store reranking: results reranked by the store."),
+    rerank_top_k: Optional[int] = typer.Option(
+        None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
+    ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, help="Concurrent API requests per provider."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
@@ -61,12 +69,10 @@ def run_command(
 
     parse_size(index_ram)  # a bad size fails now, naming the option
 
-    if rerank:
-        method = f"{method}+{rerank}@{rerank_depth}"
     options = {
         "workers": workers,
-        "rerank_top_k": rerank_top_k,
         **given_options(
+            rerank_top_k=rerank_top_k,
             timeout=timeout,
             max_attempts=max_attempts,
             store_prefix=store_prefix,
@@ -99,20 +105,26 @@ def run_command(
         measures=measure or None,
         language=language,
         tie_rule=tie_rule,
+        score_precision=score_precision,
+        rerank=rerank,
+        rerank_depth=rerank_depth,
         options=options,
     )
     summary = run_benchmark(
         request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
     )
-    written = sum(o.status == "written" for o in summary.outcomes)
-    skipped = len(summary.outcomes) - written
+    counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
+    shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     console.print(
-        f"{summary.method} on {summary.benchmark}: {written} subset(s) written, {skipped} skipped; "
-        f"spent: {summary.usage.summary()}",
+        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {summary.usage.summary()}",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
+    if summary.failures:
+        from ..errors import SubsetsFailed
+
+        raise SubsetsFailed(summary.failures)
 
 
 @app.command("report")
@@ -147,7 +159,15 @@ def report_command(
         text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            atomic_write_text(output, text)
+            fmt = "csv" if output.suffix == ".csv" else "markdown"
+            atomic_write_text(
+                output,
+                text
+                if fmt == "markdown"
+                else breakdown_report(
+                    results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule, fmt="csv"
+                ),
+            )
         return
     tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
     for note in notes:

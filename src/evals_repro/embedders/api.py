@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from ..context import MethodContext
 from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings
-from ..retrieval.base import MethodContext
+from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 DEFAULT_WORKERS = 4
@@ -27,6 +28,7 @@ DEFAULT_WORKERS = 4
 class ApiEmbedder(ABC):
     provider: str = ""
     supports_images = False
+    text_style = PageStyle.LABELLED
 
     def __init__(
         self,

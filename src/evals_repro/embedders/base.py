@@ -6,21 +6,17 @@ Caching, batching limits and throttles sit around `embed` (see `retrieval/dense.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..rendering import ModelInput, PageStyle
+
 InputType = Literal["query", "document"]
 
 
-@dataclass(frozen=True)
-class EmbedItem:
-    """What one vector is computed from: text, an image (encoded bytes), or both; plus a title."""
-
-    text: str | None = None
-    image: bytes | None = None
-    title: str | None = None
+# What one vector is computed from (text, image, title): the renderer's model input (rendering.py).
+EmbedItem = ModelInput
 
 
 @runtime_checkable
@@ -29,6 +25,8 @@ class Embedder(Protocol):
     model: str  # the provider's model id
     dimension: int | None  # requested output dimension (None = model default)
     supports_images: bool
+    # How pages are rendered for it as text (rendering.PageStyle); image content always uses `image`.
+    text_style: PageStyle
 
     def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
         """Return an (len(items), d) float32 matrix with unit-norm rows, in item order."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..context import MethodContext
 from ..errors import UsageError
 from ..providers.batching import estimate_tokens
 from ..providers.clients import cohere_client
-from ..retrieval.base import MethodContext
+from ..registry import EMBEDDERS
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 from .images import content_parts
@@ -81,5 +82,11 @@ class CohereEmbedder(ApiEmbedder):
         return {**super().describe(), "input_type": "search_query|search_document"}
 
 
+@EMBEDDERS.register(
+    "cohere-embed-v4.0",
+    description="Cohere embed-v4.0 embeddings of text or page images",
+    contents=("markdown", "images"),
+    key_env="COHERE_API_KEY",
+)
 def build(name: str, ctx: MethodContext) -> CohereEmbedder:
     return CohereEmbedder(name, ctx)

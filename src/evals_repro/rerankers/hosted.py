@@ -17,8 +17,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from ..context import MethodContext
 from ..errors import ProviderError, UsageError, choices
-from ..retrieval.base import MethodContext
+from ..registry import RERANKERS
 
 COHERE_MODELS = ("rerank-v4.0-pro", "rerank-v4.0-fast")
 VOYAGE_MODELS = ("rerank-2.5", "rerank-2.5-lite", "rerank-3")
@@ -208,8 +209,29 @@ _CLASSES: dict[str, tuple[Callable[..., HostedReranker], tuple[str, ...]]] = {
 }
 
 
+@RERANKERS.register(
+    "cohere",
+    description="Cohere rerank-v4.0-pro (or :rerank-v4.0-fast)",
+    key_env="COHERE_API_KEY",
+    models=COHERE_MODELS,
+    study_models={"cohere-pro": "rerank-v4.0-pro", "cohere-fast": "rerank-v4.0-fast"},
+)
+@RERANKERS.register(
+    "voyage",
+    description="Voyage rerank-2.5 (or :rerank-2.5-lite, :rerank-3)",
+    key_env="VOYAGE_API_KEY",
+    models=VOYAGE_MODELS,
+    study_models={"voyage": "rerank-2.5", "voyage-lite": "rerank-2.5-lite"},
+)
+@RERANKERS.register(
+    "mixedbread",
+    description="Mixedbread listwise mxbai-rerank-large-v2 via /v1/reranking",
+    key_env="MXBAI_API_KEY",
+    models=MIXEDBREAD_MODELS,
+    study_models={"mixedbread": "mixedbread-ai/mxbai-rerank-large-v2"},
+)
 def build(name: str, model: str | None, ctx: MethodContext) -> HostedReranker:
-    """Registry factory: `RERANKERS[name]` -> this; a missing key fails here, before any work."""
+    """Registry factory: a missing key fails here, before any work."""
     cls, models = _CLASSES[name]
     chosen = _pick_model(name, model, models)
     if name == "voyage":

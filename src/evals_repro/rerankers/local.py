@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..context import MethodContext
 from ..embedders.base import EmbedItem
 from ..embedders.registry import build_embedder
-from ..retrieval.base import MethodContext
+from ..registry import RERANKERS
 
 
 class LocalEmbeddingReranker:
@@ -60,6 +61,16 @@ class LocalEmbeddingReranker:
         return {"reranker": self.name, "kind": "local bi-encoder cosine", "embedder": self.embedder.describe()}
 
 
+@RERANKERS.register(
+    "minilm",
+    description="offline: all-MiniLM-L6-v2 cosine (a bi-encoder, not a cross-encoder)",
+    study_models={"minilm": None},
+)
+@RERANKERS.register(
+    "multilingual-e5-small",
+    description="offline: multilingual-e5-small cosine (a bi-encoder)",
+    study_models={"e5": None},
+)
 def build(name: str, model: str | None, ctx: MethodContext) -> LocalEmbeddingReranker:
     from ..errors import UsageError
 

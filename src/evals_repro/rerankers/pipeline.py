@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import Page, Query, Run, Subset, ranked
+from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..metrics.ranking import trec_ranked as ranked
+from ..rendering import PageStyle, page_text, query_text
+from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .base import Reranker
 
-
-def page_document(page: Page) -> str:
-    """The text a reranker sees: the full page markdown, the title first when there is one."""
-    if page.title:
-        return f"{page.title}\n\n{page.text}"
-    return page.text
+PAGE_STYLE = PageStyle.PLAIN  # what every reranker reads for a page, here and in the reranking study
 
 
 def merge_reranked(candidates: list[tuple[str, float]], depth: int, scores: list[float]) -> dict[str, float]:
@@ -38,34 +36,36 @@ class RerankedRetriever:
     """`<first stage>+<reranker>@<depth>`: the Retriever protocol around a first stage and a Reranker."""
 
     def __init__(
-        self, first: Any, reranker: Reranker, depth: int, name: str | None = None, workers: int | None = None
+        self, first: Any, reranker: Reranker, depth: int | None, name: str | None = None, workers: int | None = None
     ) -> None:
         self.first = first
         self.reranker = reranker
-        self.depth = int(depth)
-        self.name = name or f"{first.name}+{reranker.name}@{self.depth}"
+        self.depth = None if depth is None else int(depth)  # None: every candidate the first stage returns
+        self.name = name or f"{first.name}+{reranker.name}" + (f"@{self.depth}" if self.depth else "")
         self.workers = max(1, int(workers or getattr(reranker, "workers", 4)))
 
     @property
-    def meaningful_depth(self) -> int:
-        """Metrics at cut-offs above this depth are not the reranker's alone; the runner flags them."""
+    def meaningful_depth(self) -> int | None:
+        """Metrics at cut-offs above this depth are not the reranker's alone; the runner flags them
+        (None: every candidate is reranked)."""
         return self.depth
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
-        if self.depth > top_k:
+        if self.depth is not None and self.depth > top_k:
             raise UsageError(
                 f"method {self.name}: rerank depth {self.depth} is larger than the first stage's top-k {top_k}",
                 f"raise --top-k to at least {self.depth} or lower the depth (+{self.reranker.name}@{top_k})",
             )
+        depth = top_k if self.depth is None else self.depth
         first_run = self.first.run(subset, queries, top_k)
         pages = subset.page_by_id()
 
         def rerank_one(query: Query) -> dict[str, float]:
             candidates = ranked(first_run.get(query.id, {}), top_k)
-            head = candidates[: self.depth]
-            documents = [page_document(pages[doc_id]) for doc_id, _ in head]
-            scores = self.reranker.rerank(query.text, documents) if documents else []
-            return merge_reranked(candidates, self.depth, scores)
+            head = candidates[:depth]
+            documents = [page_text(pages[doc_id], PAGE_STYLE) for doc_id, _ in head]
+            scores = self.reranker.rerank(query_text(query, reranker=True), documents) if documents else []
+            return merge_reranked(candidates, depth, scores)
 
         return run_queries(f"rerank {subset.name} ({self.reranker.name})", queries, self.workers, rerank_one)
 
@@ -76,4 +76,6 @@ class RerankedRetriever:
             "reranker": self.reranker.describe(),
             "rerank_depth": self.depth,
             "meaningful_depth": self.meaningful_depth,
+            "rendering": describe_style(PAGE_STYLE),
+            "query": "text, then its instruction when it has one",
         }

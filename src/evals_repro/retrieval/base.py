@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..context import MethodContext
 from ..data import Query, Run, Subset
-from ..usage import Usage
 
-
-@dataclass
-class MethodContext:
-    """What a method needs from the run: where to cache, which content, tuning options."""
-
-    benchmark: str
-    cache_dir: Path = Path("cache")
-    content: str = "markdown"  # or "images"
-    options: dict[str, Any] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
+__all__ = ["MethodContext", "Retriever"]
 
 
 @runtime_checkable

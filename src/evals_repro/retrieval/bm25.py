@@ -1,6 +1,6 @@
 """BM25 (`bm25`): bm25s with Lucene scoring, k1 = 1.5, b = 0.75, the corpus language's Snowball stemmer.
 
-Pages with a title are indexed as `title + "\\n" + text`. Queries are analysed with the corpus
+Pages are indexed in the renderer's `plain` style (title, blank line, text). Queries are analysed with the corpus
 language's stemmer whatever their own language, since only corpus stems can match. No stopwords.
 
 Rankings follow the trec_eval order (score descending, then page id descending). bm25s breaks ties
@@ -19,10 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Page, Query, Run, Subset, ranked
+from ..context import MethodContext
+from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..metrics.ranking import trec_ranked as ranked
 from ..progress import progress_bar
-from .base import MethodContext
+from ..registry import METHODS
+from ..rendering import PageStyle, page_text
+from ..rendering import describe as describe_style
 from .bm25_index import INDEX_FORMAT, build_scores, load_index, save_index
 from .tokenize import TOKENIZER_VERSION, Analyzer, stemmer_name
 
@@ -32,9 +36,7 @@ METHOD = "lucene"
 QUERY_BATCH = 256
 
 
-def page_text(page: Page) -> str:
-    """What BM25 indexes for a page: the title (MIRACL-VISION's "prefixed text") then the text."""
-    return f"{page.title}\n{page.text}" if page.title else page.text
+PAGE_STYLE = PageStyle.PLAIN  # the title (MIRACL-VISION's "prefixed text"), then the text
 
 
 def numba_available() -> bool:
@@ -132,7 +134,7 @@ class BM25Retriever:
 
         pages = subset.pages
         with progress_bar(f"BM25 tokenising {subset.name}", len(pages)) as bar:
-            tokens = analyzer.tokenize_corpus([page_text(p) for p in pages], on_chunk=bar.advance)
+            tokens = analyzer.tokenize_corpus([page_text(p, PAGE_STYLE) for p in pages], on_chunk=bar.advance)
         with progress_bar(f"BM25 indexing {subset.name}", 1) as bar:
             retriever = bm25s.BM25(k1=self.k1, b=self.b, method=METHOD, backend=self.backend)
             retriever.scores = build_scores(tokens, self.k1, self.b)
@@ -210,10 +212,12 @@ class BM25Retriever:
             "stopwords": None,
             "tokenizer": f"regex {TOKENIZER_VERSION}, lower-cased, Snowball stemmer of the corpus language",
             "backend": self.backend,
+            "rendering": describe_style(PAGE_STYLE),
             **self._last,
         }
 
 
+@METHODS.register("bm25", description="BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)")
 def build(name: str, ctx: MethodContext) -> BM25Retriever:
     if ctx.content == "images":
         raise UsageError(

@@ -23,13 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Page, Query, Run, Subset
-from ..embedders.base import Embedder, EmbedItem
+from ..context import MethodContext
+from ..data import Query, Run, Subset
+from ..embedders.base import Embedder
 from ..embedders.cache import EmbeddingCache
-from ..errors import DataError, UsageError
+from ..errors import UsageError
 from ..matrix_file import MatrixDamaged, MatrixFile
 from ..progress import progress_bar
-from .base import MethodContext
+from ..registry import EMBEDDERS
+from ..rendering import ModelInput, PageStyle, query_text, render_page
+from ..rendering import describe as describe_style
 from .exact import ExactIndex
 
 # Items per embedder call when the embedder does not say (API embedders split further themselves).
@@ -93,17 +96,11 @@ def available_memory() -> int:
     return min(candidates)
 
 
-def page_item(page: Page, content: str, title_field: bool = False) -> EmbedItem:
-    """What is embedded for a page; `title_field` embedders (Gemini's document prompt
-    `title: ... | text: ...`) get the title in its own field instead of inside the text."""
+def page_style(embedder: Embedder, content: str) -> PageStyle:
+    """How pages are rendered for this embedder: the image style for page images, else its text style."""
     if content == "images":
-        if page.image is None:
-            raise DataError(f"page {page.id} has no image", "use --content markdown for this benchmark")
-        return EmbedItem(image=page.image, title=page.title)
-    if title_field:
-        return EmbedItem(text=page.text, title=page.title)
-    text = f"title: {page.title}\n{page.text}" if page.title else page.text
-    return EmbedItem(text=text)
+        return PageStyle.IMAGE
+    return PageStyle(getattr(embedder, "text_style", PageStyle.LABELLED))
 
 
 class DenseRetriever:
@@ -130,6 +127,7 @@ class DenseRetriever:
         return {
             "method": self.name,
             "content": self.ctx.content,
+            "rendering": describe_style(page_style(self.embedder, self.ctx.content)),
             "index": "exact cosine (float64 rescored)",
             "embedder": self.embedder.describe(),
         }
@@ -140,13 +138,13 @@ class DenseRetriever:
 
     def embed_pages(self, subset: Subset, ram_limit: int | None = None) -> np.ndarray | MatrixFile:
         """The pages' matrix; past `ram_limit` bytes, the cache's matrix file of it instead."""
-        title_field = getattr(self.embedder, "title_field", False)
-        items = [page_item(page, self.ctx.content, title_field) for page in subset.pages]
+        style = page_style(self.embedder, self.ctx.content)
+        items = [render_page(page, style) for page in subset.pages]
         with progress_bar(f"{self.name}: embedding {subset.name} pages", len(items)) as bar:
             return self.cache.embed_matrix(items, "document", bar.advance, ram_limit=ram_limit)
 
     def embed_queries(self, queries: list[Query]):
-        items = [EmbedItem(text=query.text) for query in queries]
+        items = [ModelInput(text=query_text(query)) for query in queries]
         with progress_bar(f"{self.name}: embedding queries", len(items)) as bar:
             return self.cache.embed(items, "query", bar.advance)
 
@@ -195,6 +193,5 @@ class DenseRetriever:
 
 
 def build(name: str, ctx: MethodContext) -> DenseRetriever:
-    from ..embedders.registry import build_embedder
-
-    return DenseRetriever(name, build_embedder(name, ctx), ctx)
+    """Every registered embedder is a first-stage method: its embeddings over the exact index."""
+    return DenseRetriever(name, EMBEDDERS.require(name).factory(name, ctx), ctx)

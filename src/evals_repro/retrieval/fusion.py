@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..data import Query, Run, Subset, ranked
+from ..data import Query, Run, Subset
 from ..errors import UsageError
+from ..metrics.ranking import trec_ranked as ranked
 
 DEFAULT_RRF_K = 60
 

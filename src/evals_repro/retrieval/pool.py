@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import DataError
+from ..registry import METHODS
 
 
 def restrict_to_pools(run: Run, pools: dict[str, list[str]]) -> Run:
@@ -40,3 +42,12 @@ class PoolRetriever:
 
     def describe(self) -> dict[str, Any]:
         return {"method": "pool", "source": "subset.pools (top_ranked)"}
+
+
+@METHODS.register(
+    "pool",
+    description="the judged candidate pool in its published order (reranking views of rcp benchmarks)",
+    contents=("markdown", "images"),
+)
+def build(name: str, ctx: MethodContext) -> PoolRetriever:
+    return PoolRetriever()

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..data import Page
 from ..errors import UsageError, choices
+from ..rendering import PageStyle, page_text
 from ..usage import Usage
 
 CONTENTS = ("markdown", "images")
@@ -71,17 +72,22 @@ class Payload:
         return hashlib.sha256(self.data).hexdigest()
 
 
+# Stores index the page body; the title travels as file metadata (the store's reranker reads it from there).
+PAGE_STYLE = PageStyle.BODY
+
+
 def has_content(page: Page, content: str) -> bool:
     """Whether the page has something to upload for this content (cheap: no encoding)."""
-    return bool(page.text.strip()) if content == "markdown" else page.image is not None
+    return bool(page_text(page, PAGE_STYLE).strip()) if content == "markdown" else page.image is not None
 
 
 def page_payload(page: Page, content: str) -> Payload | None:
     """The file uploaded for a page, or None when the page has nothing of that content."""
     if content == "markdown":
-        if not page.text.strip():
+        text = page_text(page, PAGE_STYLE)
+        if not text.strip():
             return None
-        return Payload(f"{_safe_filename(page.id)}.md", page.text.encode("utf-8"), "text/markdown")
+        return Payload(f"{_safe_filename(page.id)}.md", text.encode("utf-8"), "text/markdown")
     if page.image is None:
         return None
     try:

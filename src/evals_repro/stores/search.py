@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
-from ..retrieval.base import MethodContext
+from ..registry import METHODS
+from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .common import (
+    PAGE_STYLE,
     default_prefix,
     external_id_of,
     find_store,
@@ -132,11 +135,40 @@ class StoreRetriever:
             "stores": dict(self.stores),
             "chunks_per_query": "top_k",
             "page_score": "best chunk",
+            "rendering": (
+                describe_style(PAGE_STYLE)
+                if self.content == "markdown"
+                else {"style": "image", "template": "the page image file, title as metadata"}
+            ),
             "rerank": {"model": RERANK_MODEL, "top_k": self.rerank_top_k} if self.rerank else None,
             "meaningful_depth": self.meaningful_depth,
         }
 
 
+@METHODS.register(
+    "mixedbread-markdown",
+    description="Mixedbread Store search over page markdown",
+    key_env="MXBAI_API_KEY",
+)
+@METHODS.register(
+    "mixedbread-images",
+    description="Mixedbread Store search over page images",
+    contents=("images",),
+    key_env="MXBAI_API_KEY",
+)
+@METHODS.register(
+    "mixedbread-markdown+rerank",
+    description="Mixedbread Store search over markdown, store reranker on top",
+    key_env="MXBAI_API_KEY",
+    report_group="mixedbread-markdown",
+)
+@METHODS.register(
+    "mixedbread-images+rerank",
+    description="Mixedbread Store search over images, store reranker on top",
+    contents=("images",),
+    key_env="MXBAI_API_KEY",
+    report_group="mixedbread-images",
+)
 def build(name: str, ctx: MethodContext) -> StoreRetriever:
     """Registry factory for the four store methods; the name says the content and the reranker."""
     base = name.removesuffix("+rerank")

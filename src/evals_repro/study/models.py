@@ -1,4 +1,4 @@
-"""Study model names -> (reranker, provider model id), and building one reranker per worker.
+"""Study model names -> (reranker, provider model id), registered beside each reranker, and building one reranker per worker.
 
 Each worker gets its own reranker instance with its own `Usage`, so the attempts and waits of one
 call can be read off exactly; throttles stay shared per provider (providers.throttle).
@@ -10,20 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..context import MethodContext
 from ..errors import UsageError, choices
-from ..retrieval.base import MethodContext
 from ..usage import Usage
 
-STUDY_MODELS: dict[str, tuple[str, str | None]] = {
-    "mixedbread": ("mixedbread", "mixedbread-ai/mxbai-rerank-large-v2"),
-    "voyage": ("voyage", "rerank-2.5"),
-    "voyage-lite": ("voyage", "rerank-2.5-lite"),
-    "cohere-pro": ("cohere", "rerank-v4.0-pro"),
-    "cohere-fast": ("cohere", "rerank-v4.0-fast"),
-    # offline, for running the protocol without keys (bi-encoders: not comparable to the above)
-    "minilm": ("minilm", None),
-    "e5": ("multilingual-e5-small", None),
-}
+
+def study_models() -> dict[str, tuple[str, str | None]]:
+    """Study model name -> (reranker, provider model id), from the aliases each reranker registers
+    beside its code (`study_models=...` in `@RERANKERS.register`)."""
+    from ..registry import RERANKERS
+
+    return {
+        alias: (entry.name, model)
+        for entry in RERANKERS.entries()
+        for alias, model in (entry.extra.get("study_models") or {}).items()
+    }
+
+
+# The published comparison; `minilm` and `e5` run offline (bi-encoders: for exercising the protocol only).
 DEFAULT_MODELS = ("mixedbread", "voyage", "cohere-pro", "cohere-fast")
 
 
@@ -39,20 +43,21 @@ class StudyModel:
 
 
 def parse_models(names: list[str]) -> list[StudyModel]:
-    from ..methods import RERANKERS
+    from ..registry import RERANKERS
 
+    aliases = study_models()
     models = []
     for name in names:
-        if name in STUDY_MODELS:
-            reranker, model = STUDY_MODELS[name]
+        if name in aliases:
+            reranker, model = aliases[name]
         else:
-            reranker, _, model = name.partition(":")
-            model = model or None
+            reranker, _, given = name.partition(":")
+            model = given or None
         if reranker not in RERANKERS:
             raise UsageError(
                 f"unknown study model '{name}'",
-                f"choose from {choices(sorted(STUDY_MODELS))} or <reranker>:<model> with a reranker from "
-                f"{choices(sorted(RERANKERS))}",
+                f"choose from {choices(sorted(aliases))} or <reranker>:<model> with a reranker from "
+                f"{choices(RERANKERS.names())}",
             )
         models.append(StudyModel(name, reranker, model))
     return models
@@ -60,10 +65,10 @@ def parse_models(names: list[str]) -> list[StudyModel]:
 
 def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
     """A fresh reranker with a private Usage (returned alongside) for one worker thread."""
-    from ..methods import RERANKERS, _import
+    from ..registry import RERANKERS
 
     ctx = MethodContext(benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage())
-    reranker = _import(RERANKERS[model.reranker].target)(model.reranker, model.model, ctx)
+    reranker = RERANKERS.require(model.reranker).factory(model.reranker, model.model, ctx)
     return reranker, ctx.usage
 
 

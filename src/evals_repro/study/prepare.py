@@ -15,12 +15,14 @@ from typing import Any
 from ..benchmarks import LoadOptions, get_benchmark, list_benchmarks, load_subset
 from ..benchmarks.declaration import BenchmarkDeclaration
 from ..benchmarks.registry import resolve_subsets
-from ..data import ranked
+from ..context import MethodContext
 from ..errors import UsageError, choices
 from ..evaluation import package_versions
-from ..methods import build, resolve
+from ..pipeline import PipelineSpec
 from ..progress import progress_bar
-from ..retrieval.base import MethodContext
+from ..rendering import page_text, query_text
+from ..rerankers.pipeline import PAGE_STYLE
+from ..runs import ordered, write_trec_run
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
@@ -37,11 +39,6 @@ class PrepareRequest:
     first_stage: str | None = None
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
-
-
-def page_text(page) -> str:
-    """What a reranker reads for a page: the title line (when the benchmark has titles), then the text."""
-    return f"{page.title}\n{page.text}" if page.title else page.text
 
 
 def study_benchmarks(names: list[str]) -> list[BenchmarkDeclaration]:
@@ -77,7 +74,7 @@ def prepare(request: PrepareRequest, echo: Callable[[str], None] = print) -> dic
             for decl in decls:
                 first = first_stage_for(decl, request.first_stage)
                 ctx = MethodContext(benchmark=decl.name, cache_dir=Path(request.cache_dir), options=request.options)
-                retriever = build(resolve(first), ctx)
+                retriever = PipelineSpec.parse(first).build(ctx)
                 for name in resolve_subsets(decl, request.subsets):
                     _prepare_subset(study_dir, manifest, decl, name, first, retriever, echo)
                     save_manifest(study_dir, manifest)
@@ -124,16 +121,19 @@ def _prepare_subset(
     with progress_bar(f"{key}: first stage ({first})", len(queries)) as bar:
         run = retriever.run(subset, queries, TOP_K)
         bar.advance(len(queries))
-    texts = {page.id: page_text(page) for page in subset.pages}
+    # The frozen candidates go through the saved-run writer, so they are exactly a `run`'s ranking.
+    frozen = {q.id: dict(ordered(run.get(q.id, {}))[:TOP_K]) for q in queries}
+    write_trec_run(path.with_name(f"{name}.run.gz"), frozen, first)
+    texts = {page.id: page_text(page, PAGE_STYLE) for page in subset.pages}
     records = []
     for query in sorted(queries, key=lambda q: q.id):
-        top = ranked(run.get(query.id, {}), TOP_K)
+        top = ordered(frozen[query.id])
         records.append(
             Candidate.make(
                 decl.name,
                 name,
                 query.id,
-                query.text,
+                query_text(query, reranker=True),
                 [d for d, _ in top],
                 [float(s) for _, s in top],
                 texts,

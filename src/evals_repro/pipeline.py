@@ -1,0 +1,284 @@
+"""The pipeline spec: a first stage (one method, or an RRF of several), then optionally a reranker.
+
+One typed value describes a method, whether it came from a method name or from CLI options; its
+label (the results folder), its report group and the components it builds are all derived from it.
+Grammar of a method name:
+
+- `bm25`, `minilm`, `voyage-4-large`, `mixedbread-markdown+rerank`: a registered first stage (every
+  registered embedder is one: dense retrieval over the exact index);
+- `rrf:<a>+<b>[+...]`: reciprocal rank fusion (k = 60) of registered first stages;
+- `<first stage>+<reranker>[:model]@<depth>`: a reranker over any first stage, RRF included
+  (`rrf:bm25+minilm+cohere@50`; after `rrf:` the reranker needs its `@depth`, else it would read as
+  one more fused method). Without `@depth` the depth is 50.
+
+A pooled view (a benchmark whose queries each rank a judged candidate pool) replaces the first
+stage of a reranked pipeline by the pool (`pool+cohere`, the whole pool reranked) before anything
+is built, so a first stage that would not be called is never built and never needs a key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .context import MethodContext
+from .errors import ConfigurationError, UsageError, choices
+from .registry import EMBEDDERS, METHODS, RERANKERS, Entry
+from .retrieval.base import Retriever
+
+CONTENTS = ("markdown", "images")
+DEFAULT_RERANK_DEPTH = 50
+DEFAULT_RRF_K = 60
+POOL = "pool"
+
+
+def first_stage_entry(name: str) -> Entry | None:
+    """A registered first stage: a retrieval method, or an embedder (dense retrieval)."""
+    return METHODS.get(name) or EMBEDDERS.get(name)
+
+
+def first_stage_names() -> list[str]:
+    return sorted(set(METHODS.names()) | set(EMBEDDERS.names()))
+
+
+def _unknown_method(name: str) -> UsageError:
+    return UsageError(
+        f"unknown method '{name}'",
+        f"choose from {choices(first_stage_names())}, rrf:<a>+<b>, or <first stage>+<reranker>@<depth> "
+        f"with a reranker from {choices(RERANKERS.names())}",
+    )
+
+
+@dataclass(frozen=True)
+class RerankSpec:
+    """A reranker over the first stage's top `depth` candidates (None: every candidate, as in pool views)."""
+
+    reranker: str
+    model: str | None = None
+    depth: int | None = DEFAULT_RERANK_DEPTH
+
+    def __post_init__(self) -> None:
+        if self.depth is not None and self.depth < 1:
+            raise UsageError(f"rerank depth {self.depth} must be at least 1", "write e.g. +cohere@50")
+
+    @property
+    def label(self) -> str:
+        model = f":{self.model}" if self.model else ""
+        depth = f"@{self.depth}" if self.depth is not None else ""
+        return f"{self.reranker}{model}{depth}"
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """What a method is: its first stage(s), the optional reranker, and the page content it reads."""
+
+    first_stage: tuple[str, ...]
+    rerank: RerankSpec | None = None
+    content: str = "markdown"
+    rrf_k: int = DEFAULT_RRF_K
+
+    def __post_init__(self) -> None:
+        if not self.first_stage:
+            raise UsageError("a method needs a first stage", "write e.g. bm25")
+        if self.content not in CONTENTS:
+            raise UsageError(f"--content '{self.content}' is not valid", f"choose from {choices(CONTENTS)}")
+        for name in self.first_stage:
+            if first_stage_entry(name) is None:
+                raise _unknown_method(name)
+        if self.rerank is not None:
+            entry = RERANKERS.get(self.rerank.reranker)
+            if entry is None:
+                raise UsageError(
+                    f"unknown reranker '{self.rerank.reranker}'", f"choose from {choices(RERANKERS.names())}"
+                )
+            models = entry.extra.get("models")
+            if self.rerank.model is not None and models is not None and self.rerank.model not in models:
+                raise UsageError(
+                    f"unknown model '{self.rerank.model}' for reranker {self.rerank.reranker}",
+                    f"choose from {choices(models)} (write +{self.rerank.reranker}:{models[0]}@50)",
+                )
+
+    # -- parsing ---------------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, name: str, content: str = "markdown") -> PipelineSpec:
+        """The spec a method name denotes (see the module docstring); UsageError names the valid forms."""
+        name = name.strip()
+        fused = name.startswith("rrf:")
+        body = name[4:] if fused else name
+        first, rerank = _split_reranker(body, fused, name)
+        if fused:
+            members = tuple(_split_members(first, name))
+            if len(members) < 2:
+                raise UsageError(f"method '{name}': rrf needs at least two methods", "write rrf:bm25+minilm")
+        else:
+            if first_stage_entry(first) is None:
+                raise _unknown_method(first)
+            members = (first,)
+        return cls(members, rerank, content)
+
+    @classmethod
+    def from_options(
+        cls,
+        method: str,
+        content: str = "markdown",
+        rerank: str | None = None,
+        rerank_depth: int = DEFAULT_RERANK_DEPTH,
+    ) -> PipelineSpec:
+        """A method name plus `--rerank NAME[:model] --rerank-depth N`, as the CLI gives them."""
+        spec = cls.parse(method, content)
+        if rerank is None:
+            return spec
+        if spec.rerank is not None:
+            raise UsageError(
+                f"method '{method}' already has a reranker and --rerank {rerank} adds another",
+                "give the reranker once, in the name or with --rerank",
+            )
+        reranker, _, model = rerank.partition(":")
+        return replace(spec, rerank=RerankSpec(reranker, model or None, rerank_depth))
+
+    # -- what is derived from it -----------------------------------------------------------------
+    @property
+    def fused(self) -> bool:
+        return len(self.first_stage) > 1
+
+    @property
+    def first_stage_label(self) -> str:
+        return "rrf:" + "+".join(self.first_stage) if self.fused else self.first_stage[0]
+
+    @property
+    def method_name(self) -> str:
+        """The name as a user writes it (without the content suffix)."""
+        return self.first_stage_label + (f"+{self.rerank.label}" if self.rerank else "")
+
+    @property
+    def label(self) -> str:
+        """The results folder name: the method name, plus `[images]` for page-image runs."""
+        return _with_content(self.method_name, self.content)
+
+    @property
+    def report_group(self) -> str:
+        """The first-stage row a result sits under in reports (a store's `+rerank` sits under the store)."""
+        group = self.first_stage_label
+        if not self.fused:
+            entry = first_stage_entry(group)
+            group = (entry.extra.get("report_group") if entry else None) or group
+        return _with_content(group, self.content)
+
+    @property
+    def reranked(self) -> bool:
+        """Whether anything reranks the first stage's results (a reranker, or the store's own)."""
+        return self.rerank is not None or self.report_group != _with_content(self.first_stage_label, self.content)
+
+    def key_envs(self) -> list[str]:
+        """Environment variables holding the API keys this pipeline needs."""
+        entries = [first_stage_entry(name) for name in self.first_stage]
+        if self.rerank is not None:
+            entries.append(RERANKERS.get(self.rerank.reranker))
+        return sorted({e.key_env for e in entries if e is not None and e.key_env})
+
+    def for_pooled_view(self) -> PipelineSpec:
+        """On a benchmark whose queries rank judged pools, a reranker reranks the whole pool."""
+        if self.rerank is None:
+            return self
+        return replace(self, first_stage=(POOL,), rerank=replace(self.rerank, depth=None))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "first_stage": list(self.first_stage),
+            "fusion": {"method": "rrf", "k": self.rrf_k} if self.fused else None,
+            "reranker": (
+                {"name": self.rerank.reranker, "model": self.rerank.model, "depth": self.rerank.depth}
+                if self.rerank
+                else None
+            ),
+            "content": self.content,
+        }
+
+    # -- building --------------------------------------------------------------------------------
+    def build_first_stage(self, ctx: MethodContext) -> Retriever:
+        retrievers = [_build_first(name, self.content, ctx) for name in self.first_stage]
+        if not self.fused:
+            return retrievers[0]
+        from .retrieval.fusion import RRFRetriever
+
+        return RRFRetriever(retrievers, name=self.first_stage_label, k=self.rrf_k)
+
+    def build_reranker(self, ctx: MethodContext) -> Any:
+        assert self.rerank is not None
+        entry = RERANKERS.require(self.rerank.reranker)
+        return entry.factory(self.rerank.reranker, self.rerank.model, ctx)
+
+    def build(self, ctx: MethodContext) -> Retriever:
+        """The whole pipeline as one Retriever; bad keys and content mismatches fail here, before any work."""
+        first = self.build_first_stage(ctx)
+        if self.rerank is None:
+            return first
+        from .rerankers.pipeline import RerankedRetriever
+
+        return RerankedRetriever(first, self.build_reranker(ctx), depth=self.rerank.depth, name=self.method_name)
+
+
+def _with_content(name: str, content: str) -> str:
+    return name if content == "markdown" else f"{name}[{content}]"
+
+
+def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
+    entry = first_stage_entry(name)
+    if entry is None:
+        raise _unknown_method(name)
+    if content not in entry.contents:
+        raise UsageError(f"method '{name}' cannot take --content {content}", f"it accepts {choices(entry.contents)}")
+    if ctx.content != content:
+        raise ConfigurationError(f"method '{name}' built for --content {ctx.content}, spec says {content}", "")
+    if entry.kind == "embedder":
+        from .retrieval.dense import build as build_dense
+
+        return build_dense(name, ctx)
+    return entry.factory(name, ctx)
+
+
+def _split_reranker(body: str, fused: bool, whole: str) -> tuple[str, RerankSpec | None]:
+    """(first-stage part, reranker) of a method name; no reranker when the tail is not one."""
+    head, plus, tail = body.rpartition("+")
+    if not plus:
+        return body, None
+    reranker_part, at, depth_text = tail.partition("@")
+    reranker, _, model = reranker_part.partition(":")
+    if RERANKERS.get(reranker) is None:
+        if at or model:  # written as a reranker, but not one
+            raise UsageError(
+                f"unknown reranker '{reranker}' in method '{whole}'", f"choose from {choices(RERANKERS.names())}"
+            )
+        return body, None
+    if not at and (fused or first_stage_entry(body) is not None):
+        return body, None  # `rrf:bm25+minilm`, `mixedbread-markdown+rerank`: not a reranker
+    depth = DEFAULT_RERANK_DEPTH
+    if at:
+        try:
+            depth = int(depth_text)
+        except ValueError:
+            raise UsageError(
+                f"method '{whole}': rerank depth '{depth_text}' is not a number", f"write +{reranker}@50"
+            ) from None
+    if "+" in head and not fused and first_stage_entry(head) is None:
+        inner_head, _, inner_tail = head.rpartition("+")
+        if RERANKERS.get(inner_tail.partition("@")[0].partition(":")[0]) is not None:
+            raise UsageError(f"method '{whole}': only one reranker per method", "drop the extra +reranker")
+    return head, RerankSpec(reranker, model or None, depth)
+
+
+def _split_members(body: str, whole: str) -> list[str]:
+    """RRF members, matching registered names that themselves contain '+' (store `+rerank`) first."""
+    parts = body.split("+")
+    members: list[str] = []
+    i = 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            candidate = "+".join(parts[i:j])
+            if first_stage_entry(candidate) is not None:
+                members.append(candidate)
+                i = j
+                break
+        else:
+            raise _unknown_method(parts[i] or whole)
+    return members

@@ -1,0 +1,147 @@
+"""Saved runs: rankings and judgments written in TREC format, so any result can be re-scored.
+
+`run` writes `<subset>.run.gz` (`qid Q0 docid rank score tag`, queries in id order, each ranked the
+trec_eval way: score descending, then doc id descending) and `<subset>.qrels.gz` (`qid 0 docid grade`)
+beside every result file; `rerank-study prepare` freezes its candidates through the same writer.
+Scores are written in full (shortest round-trip repr), so reading a file back gives the same doubles.
+Files are gzip with a fixed timestamp (identical runs give identical bytes) and written atomically.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .io import atomic_write_bytes
+from .metrics.ranking import trec_ranked
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    path: Path
+    sha256: str
+    n_queries: int
+    n_lines: int
+
+
+def ordered(scores: Mapping[str, float], score_precision: str = "float32") -> list[tuple[str, float]]:
+    """One query's (doc, score) pairs in trec_eval order: float32 comparisons (trec_eval 9) or doubles (10)."""
+    if score_precision == "float64":
+        return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    return trec_ranked(scores)
+
+
+def run_lines(run: Mapping[str, Mapping[str, float]], tag: str, score_precision: str = "float32") -> list[str]:
+    lines = []
+    for qid in sorted(run):
+        for rank, (doc, score) in enumerate(ordered(run[qid], score_precision), start=1):
+            lines.append(f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}")
+    return lines
+
+
+def _write_gz(path: Path, lines: list[str]) -> str:
+    payload = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+    data = gzip.compress(payload, mtime=0)
+    atomic_write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_trec_run(
+    path: Path, run: Mapping[str, Mapping[str, float]], tag: str, score_precision: str = "float32"
+) -> WrittenFile:
+    """Write a run; the tag must be one whitespace-free token (a method label is)."""
+    tag = "".join(tag.split()) or "run"
+    lines = run_lines(run, tag, score_precision)
+    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(run), len(lines))
+
+
+def write_trec_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> WrittenFile:
+    lines = [f"{qid} 0 {doc} {int(grade)}" for qid in sorted(qrels) for doc, grade in sorted(qrels[qid].items())]
+    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(qrels), len(lines))
+
+
+def write_trec_gains(path: Path, gains: Mapping[str, Mapping[str, float]]) -> WrittenFile:
+    """Float gains in TREC qrels layout (`qid 0 docid gain`), as `evaluate --gains` reads them."""
+    lines = [f"{qid} 0 {doc} {float(g)!r}" for qid in sorted(gains) for doc, g in sorted(gains[qid].items())]
+    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(gains), len(lines))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_saved_run(path: Path) -> dict[str, dict[str, float]]:
+    """A saved run as `{qid: {doc: score}}` (the writer's own format: six fields, gzip)."""
+    run: dict[str, dict[str, float]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) >= 6:
+                run.setdefault(fields[0], {})[fields[2]] = float(fields[4])
+    return run
+
+
+def read_saved_qrels(path: Path) -> dict[str, dict[str, int]]:
+    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_judgments(path).items()}
+
+
+def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
+    return _read_judgments(path)
+
+
+def _read_judgments(path: Path) -> dict[str, dict[str, float]]:
+    judgments: dict[str, dict[str, float]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) >= 4:
+                judgments.setdefault(fields[0], {})[fields[2]] = float(fields[3])
+    return judgments
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A result record with its saved run, judgments and (float-gain results) gains, checked against the record."""
+
+    record: Any
+    run_path: Path
+    run: dict[str, dict[str, float]]
+    qrels: dict[str, dict[str, int]]
+    gains: dict[str, dict[str, float]] | None
+
+
+def load_saved(result_path: Path) -> Saved:
+    """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
+    from .errors import DataError
+    from .results import load_record
+
+    record = load_record(result_path)
+    folder = Path(result_path).parent
+    files = [(record.run.path, record.run.sha256), (record.run.qrels_path, record.run.qrels_sha256)]
+    if record.run.gains_path:
+        files.append((record.run.gains_path, record.run.gains_sha256 or ""))
+    for name, digest in files:
+        path = folder / name
+        if not path.exists():
+            raise DataError(f"{path}: the saved file of {result_path} is missing", "rerun that subset to write it")
+        if file_sha256(path) != digest:
+            raise DataError(
+                f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
+                "rerun that subset, or restore the file",
+            )
+    gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else None
+    return Saved(
+        record,
+        folder / record.run.path,
+        read_saved_run(folder / record.run.path),
+        read_saved_qrels(folder / record.run.qrels_path),
+        gains,
+    )

@@ -1,0 +1,7 @@
+"""ViDoRe v3 evaluated as its paper does, beyond retrieval.
+
+- `zones`, `annotations`, `agreement`: inter-annotator agreement on bounding boxes (offline);
+- `bboxes`, `grounding`: a generator's inline boxes, parsed and scored against each annotator;
+- `llm`, `prompts`, `render`, `contexts`, `calls`, `answer`, `labels`: end-to-end answers from a
+  retrieval pipeline (or the annotated pages, or none), judged by an LLM, split easy/hard.
+"""

@@ -1,0 +1,203 @@
+"""Generators and judges: `gemini:<model>` through google-genai, `openai:<model>` through any
+OpenAI-compatible `/v1/chat/completions` server (OpenAI itself, or a vLLM replica) with httpx.
+
+Every call goes through `providers.retry.call_with_retries`: the provider's shared throttle, the
+harness's retries (429, 5xx, timeouts, dropped connections; Retry-After honoured), one-line errors.
+Keys: `GEMINI_API_KEY` (or `GOOGLE_API_KEY`); `OPENAI_API_KEY`, optional when `OPENAI_BASE_URL` points at
+a server of your own. Base URLs: `GOOGLE_GEMINI_BASE_URL`, `OPENAI_BASE_URL` (with `/v1`).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ProviderError, UsageError, choices
+from ..providers.batching import estimate_tokens
+from ..providers.keys import load_dotenv_once, require_key
+from ..providers.retry import call_with_retries
+from ..providers.settings import KEY_ENV, ProviderSettings, provider_settings
+from ..usage import Usage
+from .render import Part
+
+PROVIDERS = ("gemini", "openai")
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+IMAGE_TOKEN_ESTIMATE = 1_500  # throttle booking per page image, replaced by the provider's count
+OUTPUT_TOKEN_ESTIMATE = 1_000
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def parse_model(text: str, option: str = "--generator") -> ModelSpec:
+    provider, sep, model = text.strip().partition(":")
+    if not sep or provider not in PROVIDERS or not model:
+        raise UsageError(
+            f"{option} '{text}' is not <provider>:<model>",
+            f"choose a provider from {choices(PROVIDERS)}, e.g. gemini:gemini-3-pro-preview or openai:gpt-5.2",
+        )
+    return ModelSpec(provider, model)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    temperature: float | None = None  # None = the provider's default
+    max_output_tokens: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "max_output_tokens": self.max_output_tokens}
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tokens_in: int
+    tokens_out: int  # billed output: the answer plus any reasoning tokens
+    reasoning_tokens: int
+    finish_reason: str | None
+
+
+def require_keys(specs: list[ModelSpec]) -> None:
+    """Fail before any work when a needed key is missing (naming the variable, never a value)."""
+    for spec in specs:
+        if spec.provider == "gemini":
+            require_key(KEY_ENV["gemini"])
+        elif spec.provider == "openai":
+            openai_key(provider_settings("openai"))
+
+
+def openai_key(settings: ProviderSettings) -> str | None:
+    """OPENAI_API_KEY; optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
+    load_dotenv_once()
+    if settings.base_url and settings.base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:
+        import os
+
+        return os.environ.get(KEY_ENV["openai"], "").strip() or None
+    return require_key(KEY_ENV["openai"])
+
+
+class ChatClient:
+    """One generator or judge for one worker thread (its SDK client is not shared across threads)."""
+
+    def __init__(self, spec: ModelSpec, options: dict[str, Any], generation: GenerationSettings) -> None:
+        self.spec = spec
+        self.settings = provider_settings(spec.provider, options)
+        self.generation = generation
+        self._client: Any = None
+
+    def _estimate(self, system: str, parts: list[Part]) -> int:
+        text = system + "".join(p.text or "" for p in parts)
+        images = sum(1 for p in parts if p.image is not None)
+        output = self.generation.max_output_tokens or OUTPUT_TOKEN_ESTIMATE
+        return estimate_tokens(text) + images * IMAGE_TOKEN_ESTIMATE + output
+
+    def complete(self, system: str, parts: list[Part], usage: Usage) -> Completion:
+        call = self._gemini if self.spec.provider == "gemini" else self._openai
+        return call_with_retries(
+            self.settings,
+            lambda: call(system, parts),
+            usage=usage,
+            tokens=self._estimate(system, parts),
+            what=f"{self.spec.model} generation",
+            reported_tokens=lambda c: c.tokens_in + c.tokens_out,
+        )
+
+    # -- Gemini (google-genai generateContent) -------------------------------------------------
+    def _gemini(self, system: str, parts: list[Part]) -> Completion:
+        from google.genai import types
+
+        from ..providers.clients import gemini_client
+
+        if self._client is None:
+            self._client = gemini_client(self.settings)  # kept: a dropped genai.Client closes its transport
+        contents = [
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_bytes(data=p.image, mime_type=p.mime_type or "image/png")
+                    if p.image is not None
+                    else types.Part.from_text(text=p.text or "")
+                    for p in parts
+                ],
+            )
+        ]
+        config = types.GenerateContentConfig(
+            system_instruction=system or None,
+            temperature=self.generation.temperature,
+            max_output_tokens=self.generation.max_output_tokens,
+        )
+        response = self._client.models.generate_content(model=self.spec.model, contents=contents, config=config)
+        meta = response.usage_metadata
+        if meta is None:
+            raise ValueError("the response carries no usageMetadata")
+        candidates = response.candidates or []
+        finish = candidates[0].finish_reason if candidates else None
+        texts = [
+            part.text
+            for part in ((candidates[0].content.parts or []) if candidates and candidates[0].content else [])
+            if part.text and not part.thought
+        ]
+        reasoning = meta.thoughts_token_count or 0
+        return Completion(
+            text="".join(texts),
+            tokens_in=meta.prompt_token_count or 0,
+            tokens_out=(meta.candidates_token_count or 0) + reasoning,
+            reasoning_tokens=reasoning,
+            finish_reason=str(finish.value if hasattr(finish, "value") else finish) if finish else None,
+        )
+
+    # -- OpenAI-compatible chat completions (httpx) -------------------------------------------
+    def _openai(self, system: str, parts: list[Part]) -> Completion:
+        import httpx
+
+        if self._client is None:
+            key = openai_key(self.settings)
+            self._client = httpx.Client(
+                base_url=self.settings.base_url or OPENAI_DEFAULT_BASE_URL,
+                timeout=self.settings.timeout,
+                headers={"Authorization": f"Bearer {key}"} if key else {},
+            )
+        content: list[dict[str, Any]] = []
+        for p in parts:
+            if p.image is not None:
+                url = f"data:{p.mime_type or 'image/png'};base64,{base64.b64encode(p.image).decode()}"
+                content.append({"type": "image_url", "image_url": {"url": url}})
+            else:
+                content.append({"type": "text", "text": p.text or ""})
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
+        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if self.generation.temperature is not None:
+            body["temperature"] = self.generation.temperature
+        if self.generation.max_output_tokens is not None:
+            body["max_completion_tokens"] = self.generation.max_output_tokens
+        response = self._client.post("/chat/completions", json=body)
+        response.raise_for_status()
+        data = response.json()
+        try:
+            choice = data["choices"][0]
+            usage = data["usage"]
+            details = usage.get("completion_tokens_details") or {}
+            return Completion(
+                text=choice["message"].get("content") or "",
+                tokens_in=int(usage["prompt_tokens"]),
+                tokens_out=int(usage["completion_tokens"]),
+                reasoning_tokens=int(details.get("reasoning_tokens") or 0),
+                finish_reason=choice.get("finish_reason"),
+            )
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ProviderError(
+                f"openai {self.spec.model}: the answer lacks {exc} (choices[0].message, usage)",
+                "the server is not OpenAI-compatible; check OPENAI_BASE_URL (with /v1)",
+            ) from None
+
+    def close(self) -> None:
+        if self.spec.provider == "openai" and self._client is not None:
+            self._client.close()

@@ -1,0 +1,49 @@
+"""How a page becomes generator input: the shared renderer's styles (`evals_repro.rendering`), as parts.
+
+A context is a list of parts, text or image, that the generator clients translate to their wire
+formats. Every page is introduced by a short label so the model (and a grounded answer's
+`<bboxes image="N">`) can refer to it: a text page is rendered `plain` (what BM25 and rerankers read),
+an image page `image` (the page image, with its title as a text part when it has one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..data import Page
+from ..errors import DataError
+
+
+@dataclass(frozen=True)
+class Part:
+    text: str | None = None
+    image: bytes | None = None
+    mime_type: str | None = None
+
+
+def image_mime_type(data: bytes) -> str:
+    """The MIME type of encoded image bytes, read from their signature."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    raise DataError("a page image is not PNG, JPEG, WEBP or GIF", "check the corpus image column")
+
+
+def page_parts(page: Page, kind: str, label: str) -> list[Part]:
+    """One page as generator input: `kind` "text" gives its text, "image" its page image."""
+    from ..rendering import PageStyle, render_page
+
+    if kind == "text":
+        body = (render_page(page, PageStyle.PLAIN).text or "").strip() or "(this page has no text)"
+        return [Part(text=f"{label}:\n{body}")]
+    if kind == "image":
+        rendered = render_page(page, PageStyle.IMAGE)
+        assert rendered.image is not None
+        head = f"{label}: {rendered.text}" if rendered.text else f"{label}:"
+        return [Part(text=head), Part(image=rendered.image, mime_type=image_mime_type(rendered.image))]
+    raise ValueError(f"unknown page kind {kind!r}")

@@ -1,0 +1,122 @@
+"""Zones: the union of an annotator's (or a model's) boxes on a page, compared pixel-wise.
+
+A box covers the pixels [x1, x2) x [y1, y2) (so its area is (x2 - x1) * (y2 - y1)); boxes given with
+x1 > x2 or y1 > y2 are read with their ends swapped. Overlapping boxes of one zone count their shared
+pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
+cell is in or out of a zone, and areas are sums of cell sizes; no page-sized bitmap is drawn.
+
+IoU = |A ∩ B| / |A ∪ B| and F1 (the Dice coefficient) = 2 |A ∩ B| / (|A| + |B|). Both are undefined when
+both zones are empty; callers leave such comparisons out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Box:
+    x1: int
+    x2: int
+    y1: int
+    y2: int
+
+    @classmethod
+    def of(cls, x1: float, x2: float, y1: float, y2: float) -> Box:
+        """A box with ordered ends (x1 <= x2, y1 <= y2), rounded to whole pixels."""
+        a, b = sorted((round(x1), round(x2)))
+        c, d = sorted((round(y1), round(y2)))
+        return cls(a, b, c, d)
+
+    @property
+    def area(self) -> int:
+        return max(0, self.x2 - self.x1) * max(0, self.y2 - self.y1)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Pixel counts of two zones: |A|, |B| and |A ∩ B|."""
+
+    area_a: int
+    area_b: int
+    intersection: int
+
+    @property
+    def union(self) -> int:
+        return self.area_a + self.area_b - self.intersection
+
+    @property
+    def iou(self) -> float:
+        return self.intersection / self.union if self.union else float("nan")
+
+    @property
+    def f1(self) -> float:
+        total = self.area_a + self.area_b
+        return 2 * self.intersection / total if total else float("nan")
+
+    def __add__(self, other: Overlap) -> Overlap:
+        """Pixels of several pages pooled (a query's zone spans its pages)."""
+        return Overlap(self.area_a + other.area_a, self.area_b + other.area_b, self.intersection + other.intersection)
+
+
+EMPTY = Overlap(0, 0, 0)
+
+
+def _cover(boxes: Sequence[Box], xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Which grid cells the union of `boxes` covers (cells between consecutive edges)."""
+    mask = np.zeros((max(len(xs) - 1, 0), max(len(ys) - 1, 0)), dtype=bool)
+    for box in boxes:
+        if box.area == 0:
+            continue
+        i0, i1 = np.searchsorted(xs, [box.x1, box.x2])
+        j0, j1 = np.searchsorted(ys, [box.y1, box.y2])
+        mask[i0:i1, j0:j1] = True
+    return mask
+
+
+def overlap(zone_a: Iterable[Box], zone_b: Iterable[Box]) -> Overlap:
+    """Exact pixel areas of two zones and of their intersection."""
+    a = [b for b in zone_a if b.area > 0]
+    b = [b for b in zone_b if b.area > 0]
+    if not a and not b:
+        return EMPTY
+    xs = np.unique(np.array([v for box in a + b for v in (box.x1, box.x2)], dtype=np.int64))
+    ys = np.unique(np.array([v for box in a + b for v in (box.y1, box.y2)], dtype=np.int64))
+    cells = np.outer(np.diff(xs), np.diff(ys))
+    in_a, in_b = _cover(a, xs, ys), _cover(b, xs, ys)
+    return Overlap(int(cells[in_a].sum()), int(cells[in_b].sum()), int(cells[in_a & in_b].sum()))
+
+
+def zone_area(zone: Iterable[Box]) -> int:
+    return overlap(zone, ()).area_a
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement on one page: IoU and F1 averaged over every pair of annotators."""
+
+    iou: float
+    f1: float
+    annotators: int
+    comparisons: int
+
+
+def pairwise_agreement(zones: dict[str, list[Box]]) -> Agreement | None:
+    """Mean IoU and F1 over all annotator pairs; None with fewer than two non-empty zones.
+
+    An annotator whose boxes all have zero area drew nothing and is left out.
+    """
+    drawn = {name: boxes for name, boxes in zones.items() if zone_area(boxes) > 0}
+    if len(drawn) < 2:
+        return None
+    pairs = [overlap(drawn[a], drawn[b]) for a, b in combinations(sorted(drawn), 2)]
+    return Agreement(
+        iou=sum(p.iou for p in pairs) / len(pairs),
+        f1=sum(p.f1 for p in pairs) / len(pairs),
+        annotators=len(drawn),
+        comparisons=len(pairs),
+    )

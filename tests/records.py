@@ -1,0 +1,55 @@
+"""Hand-made result records for report tests: every required field filled, the scores given by the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evals_repro.results import DataDigest, MethodConfig, ResultRecord, SavedRun
+
+DIGEST = "0" * 64
+
+
+def write_record(
+    path: Path,
+    *,
+    benchmark: str,
+    subset: str,
+    method: str,
+    languages: dict[str, dict[str, float]],
+    native_language: str,
+    setting: str = "monolingual",
+    metrics: dict[str, float] | None = None,
+    first_stage: str | None = None,
+    reranked: bool = False,
+    tie_rule: str = "group-mean",
+) -> ResultRecord:
+    """A complete record with the given per-language means (aggregate: their mean unless given)."""
+    names = sorted({m for block in languages.values() for m in block})
+    aggregate = metrics or {m: sum(b[m] for b in languages.values()) / len(languages) for m in names}
+    record = ResultRecord(
+        benchmark=benchmark,
+        subset=subset,
+        method=method,
+        first_stage=first_stage or method,
+        reranked=reranked,
+        setting=setting,
+        native_language=native_language,
+        config=MethodConfig(method=method, pipeline={"first_stage": [method]}, content="markdown", top_k=100),
+        protocol={"measures": names, "tie_rule": tie_rule, "score_precision": "float32"},
+        data=DataDigest(corpus=DIGEST, queries=DIGEST, qrels=DIGEST, combined=DIGEST),
+        metrics=aggregate,
+        languages={lang: {"n_queries": 1, "metrics": block} for lang, block in languages.items()},
+        per_query={},
+        n_queries=len(languages),
+        run=SavedRun(
+            path=f"{subset}.run.gz",
+            sha256=DIGEST,
+            qrels_path=f"{subset}.qrels.gz",
+            qrels_sha256=DIGEST,
+            n_queries=0,
+            n_lines=0,
+        ),
+        created="2026-12-01T00:00:00+00:00",
+    )
+    record.save(path)
+    return record

@@ -1,0 +1,148 @@
+"""`grounding predict` end to end on the hub fixtures against fake generators (real google-genai and httpx
+clients): inline boxes parsed, scored per annotator with hand-computed zone areas, page-level counts,
+kill and resume.
+
+Pages are 100 x 140 pixels; the fake answers on the 0..1000 grid, so x' = x / 10 and y' = y * 0.14.
+- hr q0 (pages 0, 2 as images 1, 2): one box [100, 71.43, 600, 285.71] -> page 0 [10,60)x[10,40) (1500 px).
+  annotator 0: page 0 I 1500, page 2 zone [0,50)^2 (2500) -> I 1500, |M| 1500, |A| 4000: IoU 1500/4000, F1 3000/5500
+  annotator 1: page 0 [20,70)x[10,40) I 1200, page 2 [10,40)^2 (900): IoU 1200/2700, F1 2400/3900  <- best F1
+  annotator 2: page 2 [60,90)^2 only: 0
+- hr q2 (pages 3, 1, 4 as images 1, 2, 3), malformed (nested, never closed) but readable:
+  image 1 -> page 3 [0,40)^2 (1600); image 2 -> page 1 [0,10)x[0,14) (140, no human box);
+  image 3 -> page 4 [5,95)x[5,60) (4950). |M| = 6690.
+  annotator 0: page 3 zone 3200 with I 1600, page 4 4950 with I 4950: I 6550, |A| 8150 -> IoU 6550/8290, F1 13100/14840
+  annotator 1: page 3 [20,70)x[0,40) (2000), I 800 -> IoU 800/7890, F1 1600/8690
+- energy q1: an answer without boxes -> 0, 0.
+Pages: both 3 (hr 0; hr 3, 4), model only 1 (hr 1), human only 3 (hr 2; energy 0, 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import hub_fixtures as fx
+from evals_repro.cli import main
+from evals_repro.io import read_jsonl
+from evals_repro.vidore_paper.grounding import GroundingRequest, run_grounding
+from fakes.generators import FakeCall, FakeGeminiGenerate, FakeOpenAIChat
+
+QUIET = lambda _line: None  # noqa: E731
+ANSWERS = {
+    fx.HR_QUESTIONS["leave"]["english"]: 'Twenty five days <bboxes image="1">[100, 71.43, 600, 285.71]</bboxes>.',
+    fx.HR_QUESTIONS["training"]["english"]: (
+        'By department <bboxes image="1">[0, 0, 400, 285.714] <bboxes image="2">[0, 0, 100, 100]</bboxes> '
+        'and region <bboxes image="3">[50, 35.714, 950, 428.571]'
+    ),
+    fx.ENERGY_QUESTIONS["capacity"]["french"]: "Environ 12 GW, je crois.",
+}
+Q0 = (1200 / 2700, 2400 / 3900)
+Q2 = (6550 / 8290, 13100 / 14840)
+
+
+def respond(call: FakeCall) -> str:
+    return next(answer for question, answer in ANSWERS.items() if question in call.text)
+
+
+@pytest.fixture(scope="module")
+def hub(fake_hub):
+    return fx.install(fake_hub)
+
+
+@pytest.fixture
+def servers(hub, monkeypatch):
+    gemini, openai = FakeGeminiGenerate(respond), FakeOpenAIChat(respond)
+    for fake in (gemini, openai):
+        fake.__enter__()
+    env = {"GOOGLE_GEMINI_BASE_URL": gemini.url, "GEMINI_API_KEY": "g-test", "OPENAI_BASE_URL": f"{openai.url}/v1"}
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a vLLM replica needs no key
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield {"gemini": gemini, "openai": openai, "env": env}
+    for fake in (gemini, openai):
+        fake.__exit__(None, None, None)
+
+
+def test_grounding_scores_each_annotator_and_counts_pages(servers, tmp_path):
+    result = run_grounding(
+        GroundingRequest(subsets=["hr", "energy"], generator="gemini:fake-pro", out_dir=tmp_path), echo=QUIET
+    )
+    queries = {row[0]: row for row in result["queries"]}
+    assert queries["hr/0"][1:3] == ["ok", "1"]  # best F1 against annotator 1, not the one matched exactly
+    assert queries["hr/0"][3:] == [pytest.approx(Q0[0], abs=1e-6), pytest.approx(Q0[1], abs=1e-6)]
+    assert queries["hr/2"][1:3] == ["malformed", "0"]
+    assert queries["hr/2"][3:] == [pytest.approx(Q2[0], abs=1e-6), pytest.approx(Q2[1], abs=1e-6)]
+    assert queries["energy/1"][1:] == ["no_boxes", "0", 0.0, 0.0]
+    scores = result["scores"]
+    assert scores["domains"]["hr"]["f1"] == pytest.approx((Q0[1] + Q2[1]) / 2)
+    assert scores["domains"]["hr"]["iou"] == pytest.approx((Q0[0] + Q2[0]) / 2)
+    assert scores["overall"]["f1"] == pytest.approx((Q0[1] + Q2[1]) / 3)
+    assert scores["macro"]["f1"] == pytest.approx((Q0[1] + Q2[1]) / 4)
+    pages = result["pages"]
+    assert (pages["both"], pages["model_only"], pages["human_only"]) == (3, 1, 3)
+    assert pages["same_page"] == pytest.approx(3 / 7)
+    assert pages["human_pages_without_model_box"] == 0.5 and pages["model_pages_without_human_box"] == 0.25
+    assert result["parse"] == {"ok": 1, "no_boxes": 1, "malformed": 1}
+    assert result["human_boxes_outside_image"] == 0 and result["complete"]
+    # The model saw each query's annotated pages as numbered images, grade-2 pages first.
+    training = next(c for c in servers["gemini"].calls if fx.HR_QUESTIONS["training"]["english"] in c.text)
+    assert len(training.images) == 3 and "Image 3:" in training.text and "(1000, 1000)" in training.system
+    records = read_jsonl(tmp_path / "grounding/gemini_fake-pro/grounding.jsonl")
+    malformed = next(r for r in records if r["query_key"] == "hr/2")
+    assert malformed["parse"]["status"] == "malformed" and malformed["pages"] == ["3", "1", "4"]
+    assert any("nested" in i for i in malformed["parse"]["issues"])
+    assert result["spend"]["total"]["tokens_in"] == sum(r["prompt"] for r in servers["gemini"].reported)
+    assert result["spend"]["total"]["tokens_out"] == sum(r["output"] for r in servers["gemini"].reported)
+
+
+def test_grounding_cli_with_an_openai_compatible_server_without_key(servers, tmp_path, capsys):
+    args = ["grounding", "predict", "-s", "hr", "--generator", "openai:qwen3-vl", "--out-dir", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr()
+    assert "| hr | 2 |" in out.out and "| paper: human annotators | | | 0.602 |" in out.out
+    assert "tokens in" in out.err and "authorization" not in servers["openai"].requests[0].headers
+    assert main(["grounding", "predict", "-s", "hr", "--out-dir", str(tmp_path)]) == 2
+    assert "--generator is required" in capsys.readouterr().err
+
+
+def test_killed_grounding_resumes_without_repeating_a_completed_call(servers, tmp_path):
+    servers["gemini"].delay = 0.5
+    code = (
+        "from pathlib import Path; from evals_repro.vidore_paper.grounding import GroundingRequest, run_grounding; "
+        "run_grounding(GroundingRequest(subsets=['hr', 'energy'], generator='gemini:fake-pro', "
+        f"out_dir=Path({str(tmp_path)!r}), workers=1), echo=print)"
+    )
+    log = tmp_path / "grounding/gemini_fake-pro/grounding.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, **servers["env"], EVALS_REPRO_NO_PROGRESS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not (log.exists() and log.read_bytes().count(b"\n")):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = {r["query_key"] for r in read_jsonl(log) if r["status"] == "ok"}
+    assert 1 <= len(done) < 3
+    seen = len(servers["gemini"].calls)
+    servers["gemini"].delay = 0.0
+    result = run_grounding(
+        GroundingRequest(subsets=["hr", "energy"], generator="gemini:fake-pro", out_dir=tmp_path), echo=QUIET
+    )
+    question_key = {fx.HR_QUESTIONS["leave"]["english"]: "hr/0", fx.HR_QUESTIONS["training"]["english"]: "hr/2"}
+    question_key[fx.ENERGY_QUESTIONS["capacity"]["french"]] = "energy/1"
+    resent = [k for c in servers["gemini"].calls[seen:] for q, k in question_key.items() if q in c.text]
+    assert not set(resent) & done and set(resent) == set(question_key.values()) - done
+    assert result["complete"] and result["spend"]["reused_calls"] == len(done)
+    assert (
+        json.loads((tmp_path / "grounding/gemini_fake-pro/result.json").read_text())["scores"]["overall"]["queries"]
+        == 3
+    )
