@@ -54,11 +54,16 @@ def _byte_view(array: np.ndarray) -> memoryview:
     return memoryview(array).cast("B")
 
 
-def _pread_into(fd: int, view: memoryview, offset: int) -> int:
-    """Fill `view` from `offset`; returns the bytes read (fewer only at end of file)."""
+def pread_into(fd: int, view: memoryview, offset: int) -> int:
+    """Fill `view` from `offset` of the file (no intermediate copy); returns the bytes read
+    (fewer only at end of file). The fd must not be shared between threads without preadv."""
     done = 0
     while done < len(view):
-        got = os.preadv(fd, [view[done:]], offset + done)
+        if hasattr(os, "preadv"):
+            got = os.preadv(fd, [view[done:]], offset + done)
+        else:  # e.g. macOS before 11
+            os.lseek(fd, offset + done, os.SEEK_SET)
+            got = os.readv(fd, [view[done:]])
         if got == 0:
             break
         done += got
@@ -199,7 +204,8 @@ class MatrixReader:
             size = os.fstat(self.fd).st_size
             if size < matrix.offset + matrix.nbytes:
                 raise MatrixDamaged(matrix.path, f"{size} bytes, expected {matrix.offset + matrix.nbytes} (truncated?)")
-            os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            if hasattr(os, "posix_fadvise"):  # not on macOS
+                os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
         except BaseException:
             os.close(self.fd)
             raise
@@ -210,7 +216,7 @@ class MatrixReader:
         if rows.shape != (stop - start, matrix.dimension) or not rows.flags.c_contiguous or rows.dtype != np.float32:
             raise ValueError(f"read buffer {out.shape} {out.dtype} cannot take rows {start}:{stop}")
         view = _byte_view(rows)
-        if _pread_into(self.fd, view, matrix.offset + start * matrix.dimension * 4) != len(view):
+        if pread_into(self.fd, view, matrix.offset + start * matrix.dimension * 4) != len(view):
             raise MatrixDamaged(matrix.path, f"rows {start}:{stop} cut short (truncated?)")
         if matrix.bounds is not None and matrix.digests is not None:
             first = int(np.searchsorted(matrix.bounds, start))

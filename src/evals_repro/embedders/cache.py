@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
-from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
+from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter, pread_into
 from ..matrix_file import digest as xxh3_digest
 from ..progress import console
 from ..usage import Usage
@@ -173,13 +173,9 @@ def read_chunk(path: Path, rows: int, slot: Callable[[int], np.ndarray]) -> np.n
         if size - end - 1 != nbytes:
             raise ValueError(f"{size - end - 1} data bytes, expected {nbytes} (truncated?)")
         out = slot(shape[1])
-        view = memoryview(out).cast("B")
-        done = 0
-        while done < nbytes:
-            got = os.preadv(fd, [view[done:]], end + 1 + done)
-            if got == 0:
-                raise ValueError(f"{done} data bytes, expected {nbytes} (truncated?)")
-            done += got
+        done = pread_into(fd, memoryview(out).cast("B"), end + 1)
+        if done != nbytes:
+            raise ValueError(f"{done} data bytes, expected {nbytes} (truncated?)")
     finally:
         os.close(fd)
     _verify(out, algorithm, checksum)
