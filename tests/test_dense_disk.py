@@ -211,3 +211,17 @@ def test_a_large_list_is_loaded_from_its_matrix_file_next_time(tmp_path, capsys)
     assert np.array_equal(_cache(tmp_path, again, pack_min_bytes=1).embed(items, "document"), first)
     assert "is damaged (checksum mismatch in rows 0:" in capsys.readouterr().err and len(again.items) == 500
     assert np.array_equal(np.load(packed), first)  # and rewritten
+
+
+def test_a_cached_run_rewrites_no_manifest_and_a_damaged_one_is_rebuilt(tmp_path, capsys):
+    items = _items(100)
+    expected = _cache(tmp_path, CountingEmbedder()).embed(items, "document")
+    manifest = next(_method_dir(tmp_path).glob("document-*.json"))
+    stamp = manifest.stat().st_mtime_ns
+    assert np.array_equal(_cache(tmp_path, CountingEmbedder()).embed(items, "document"), expected)
+    assert manifest.stat().st_mtime_ns == stamp
+    manifest.write_text('{"items": 100, "chunks": ["not", "these"]}')
+    embedder = CountingEmbedder()
+    assert np.array_equal(_cache(tmp_path, embedder).embed(items, "document"), expected)
+    assert "is damaged (item count or chunks differ from its key)" in capsys.readouterr().err
+    assert embedder.calls == 0 and len(json.loads(manifest.read_text())["chunks"]) > 2

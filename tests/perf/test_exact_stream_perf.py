@@ -5,7 +5,8 @@
    limited to the cap (RLIMIT_AS). Goals (issue 15): peak RSS <= cap, and search time <=
    1.15 x (the file's sequential read time + the in-RAM search time), both measured in the same
    run under the same cap:
-   - read time: the whole file read in 64 MiB pieces into one NumPy buffer, cold;
+   - read time: the whole file read in 64 MiB pieces into one NumPy buffer, cold, once before
+     and once after the streamed search (the mean: this shared disk's speed drifts);
    - in-RAM search time: ExactIndex.search over the file's rows in slices that fit the cap
      (640 MiB each under 2 GiB, loaded untimed), summed. Their top k, merged, must equal the streamed top k
      (ids and scores): the benchmark checks correctness at scale too;
@@ -134,10 +135,12 @@ def test_streamed_search_past_a_memory_cap(tmp_path):
     finally:
         if not KEEP:
             shutil.rmtree(work, ignore_errors=True)
-    budget = base["read_s"] + base["ram_search_s"]
+    read_s = (base["read_s"] + streamed["read_after_s"]) / 2
+    budget = read_s + base["ram_search_s"]
     ratio = streamed["stream_search_s"] / budget
     print(
-        f"cold sequential read {base['read_s']:.2f}s ({base['file_bytes'] / base['read_s'] / 2**30:.2f} GiB/s; "
+        f"cold sequential read {read_s:.2f}s ({base['file_bytes'] / read_s / 2**30:.2f} GiB/s; mean of "
+        f"{base['read_s']:.2f}s before and {streamed['read_after_s']:.2f}s after the streamed search; "
         f"{base['resident_before_read']} bytes resident before); in-RAM ExactIndex.search over "
         f"{base['slices']} slices {base['ram_search_s']:.2f}s (+{base['ram_build_s']:.2f}s building)\n"
         f"streamed search {streamed['stream_search_s']:.2f}s cold ({streamed['resident_before_search']} bytes "

@@ -256,7 +256,7 @@ class EmbeddingCache:
         are verified as they are read). `lookup`: this list's keys, when already computed."""
         looked_up = lookup if lookup is not None else self.lookup(items, input_type)
         manifest_path, bounds, keys = looked_up.manifest, looked_up.bounds, looked_up.keys
-        self._check_manifest(manifest_path, len(items), keys)
+        manifest_sound = self._check_manifest(manifest_path, len(items), keys)
         matrix_path = manifest_path.with_suffix(".npy")
         matrix = self._from_matrix_file(matrix_path, len(items), ram_limit)
         if matrix is not None:
@@ -266,6 +266,8 @@ class EmbeddingCache:
             matrix = self._from_chunks(items, input_type, bounds, keys, matrix_path, ram_limit, on_progress)
             if isinstance(matrix, np.ndarray) and matrix.nbytes >= self.pack_min_bytes:
                 self._write_matrix_file(matrix_path, matrix, bounds)
+        if manifest_sound:  # a cached run rewrites (and fsyncs) nothing
+            return matrix
         atomic_write_json(
             manifest_path,
             {
@@ -368,16 +370,19 @@ class EmbeddingCache:
         self._warn(path, problem, "rebuilding it from the chunks")
         Path(path).unlink(missing_ok=True)
 
-    def _check_manifest(self, path: Path, count: int, keys: list[str]) -> None:
-        """A manifest that disagrees with the item list it is named after is reported (and rewritten)."""
+    def _check_manifest(self, path: Path, count: int, keys: list[str]) -> bool:
+        """Is the manifest there and in agreement with the item list it is named after? One that
+        disagrees is reported (and rewritten)."""
         if not path.exists():
-            return
+            return False
         try:
             manifest = json.loads(path.read_text("utf-8"))
             if manifest["items"] != count or manifest["chunks"] != keys:
                 raise ValueError("item count or chunks differ from its key")
         except (ValueError, KeyError, TypeError) as exc:
             self._warn(path, str(exc))
+            return False
+        return True
 
     def _load(self, key: str, start: int, count: int, rows: _Rows) -> bool:
         """Read a cached chunk into rows[start : start + count]; False when it is absent or damaged."""
