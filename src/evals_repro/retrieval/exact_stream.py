@@ -31,6 +31,7 @@ DEFAULT_BUDGET = 256 << 20
 _MAX_QUERY_BLOCK = 512  # queries per tile: BLAS is efficient from a few hundred on
 _MIN_BLOCK_ROWS = 4096  # narrower tiles slow BLAS down (see exact.py)
 _PIECE_BYTES = 4 << 20  # per read call
+_TILE_COLUMNS = 8192  # rows per score tile
 
 
 class StreamedExactIndex:
@@ -101,12 +102,13 @@ class StreamedExactIndex:
         if self.block_rows is not None:
             target = self.block_rows
         else:
-            per_row = 2 * d * 4 + len(groups) * query_block * 4  # two read buffers, one tile per thread
-            target = max(_MIN_BLOCK_ROWS, (self.memory_budget - heaps) // per_row)
+            tiles_bytes = len(groups) * query_block * _TILE_COLUMNS * 4  # one score tile per thread
+            target = max(_MIN_BLOCK_ROWS, (self.memory_budget - heaps - tiles_bytes) // (2 * d * 4))  # 2 buffers
         blocks = self.matrix.blocks(target)
         widest = max(stop - start for start, stop in blocks)
         buffers = [np.empty((widest, d), dtype=np.float32) for _ in range(min(2, len(blocks)))]
-        tiles = [np.empty(query_block * widest, dtype=np.float32) for _ in groups]
+        tile_columns = min(widest, max(1, _TILE_COLUMNS))
+        tiles = [np.empty(query_block * tile_columns, dtype=np.float32) for _ in groups]
         values = np.empty((m, k), dtype=np.float64)
         ranks = np.empty((m, k), dtype=np.int64)
         cols = np.empty((m, k), dtype=np.int64)
@@ -125,14 +127,26 @@ class StreamedExactIndex:
 
         def search_group(group: int, rows: np.ndarray, c0: int, error: np.ndarray) -> None:
             g0, g1 = groups[group]
-            width = len(rows)
-            for b0 in range(g0, g1, query_block):
-                b1 = min(g1, b0 + query_block)
-                scored = tiles[group][: (b1 - b0) * width].reshape(b1 - b0, width)
-                np.matmul(queries[b0:b1], rows.T, out=scored)
-                exact_kernels.scan_block(
-                    scored, c0, queries[b0:b1], rows, self.id_rank, error[b0:b1], values, ranks, cols, sizes, b0
-                )
+            for t0 in range(0, len(rows), tile_columns):
+                part = rows[t0 : t0 + tile_columns]
+                width = len(part)
+                for b0 in range(g0, g1, query_block):
+                    b1 = min(g1, b0 + query_block)
+                    scored = tiles[group][: (b1 - b0) * width].reshape(b1 - b0, width)
+                    np.matmul(queries[b0:b1], part.T, out=scored)
+                    exact_kernels.scan_block(
+                        scored,
+                        c0 + t0,
+                        queries[b0:b1],
+                        part,
+                        self.id_rank,
+                        error[b0:b1],
+                        values,
+                        ranks,
+                        cols,
+                        sizes,
+                        b0,
+                    )
 
         with contextlib.ExitStack() as stack:
             reader = stack.enter_context(self.matrix.reader())
