@@ -23,8 +23,10 @@
    (the cache also verifies each chunk's checksum). Goal: cache load <= 2x NumPy. The load is
    split into the lookup (the digest of every item's text: the cache's keys, ~1 us per item) and
    the read; the goal is asserted on the read, warm and cold, and the whole call is printed
-   beside it. The first load (before the matrix file exists: 31k chunk files, then writing the
-   file) is printed once.
+   beside it. Rounds alternate the two sides; the ratio is taken between the best rounds, medians
+   printed too: a fresh 4 GiB array's page faults (huge pages, reclaim of other page cache) make
+   single 4 GiB loads on a shared machine vary 0.4-6 s for NumPy and the cache alike. The first
+   load (before the matrix file exists: 31k chunk files, then writing the file) is printed once.
 
     EVALS_REPRO_PERF_DIR=/scratch/dir uv run pytest -m perf -s tests/perf/test_exact_stream_perf.py
     smaller: EVALS_REPRO_PERF_STREAM_ROWS=500000 EVALS_REPRO_PERF_CAP=1G EVALS_REPRO_PERF_CACHE_ITEMS=200000
@@ -57,7 +59,7 @@ DIM = int(os.environ.get("EVALS_REPRO_PERF_DIM", "1024"))
 QUERIES = int(os.environ.get("EVALS_REPRO_PERF_QUERIES", "1000"))
 CAP = parse_size(os.environ.get("EVALS_REPRO_PERF_CAP", "2G")) or 2 << 30
 CACHE_ITEMS = int(os.environ.get("EVALS_REPRO_PERF_CACHE_ITEMS", "1000000"))
-CACHE_ROUNDS = int(os.environ.get("EVALS_REPRO_PERF_CACHE_ROUNDS", "3"))
+CACHE_ROUNDS = int(os.environ.get("EVALS_REPRO_PERF_CACHE_ROUNDS", "5"))
 KEEP = os.environ.get("EVALS_REPRO_PERF_KEEP") == "1"
 K = 100
 SEGMENT_ROWS = 1024  # 4 MiB checksummed segments at d=1024
@@ -192,13 +194,15 @@ def test_cache_load_versus_numpy_read(tmp_path, monkeypatch):
     ratios = {}
     for condition in ("warm", "cold"):
         times = figures[condition]
-        numpy_s, lookup_s, read_s = (statistics.median(times[key]) for key in ("numpy_s", "lookup_s", "read_s"))
-        ratios[condition] = read_s / numpy_s
+        best = {key: min(times[key]) for key in ("numpy_s", "lookup_s", "read_s")}
+        median = {key: statistics.median(times[key]) for key in ("numpy_s", "lookup_s", "read_s")}
+        ratios[condition] = best["read_s"] / best["numpy_s"]
         print(
-            f"{condition}: np.load {numpy_s:.2f}s; cache: lookup (item digests) {lookup_s:.2f}s + read "
-            f"{read_s:.2f}s = {lookup_s + read_s:.2f}s (medians of {len(times['numpy_s'])}); ratio read / "
-            f"np.load = {read_s / numpy_s:.2f} (goal <= {CACHE_GOAL}), whole call / np.load = "
-            f"{(lookup_s + read_s) / numpy_s:.2f}"
+            f"{condition}, best of {len(times['numpy_s'])}: np.load {best['numpy_s']:.2f}s; cache: lookup (item "
+            f"digests) {best['lookup_s']:.2f}s + read {best['read_s']:.2f}s; ratio read / np.load = "
+            f"{ratios[condition]:.2f} (goal <= {CACHE_GOAL}), whole call / np.load = "
+            f"{(best['lookup_s'] + best['read_s']) / best['numpy_s']:.2f}; medians: np.load {median['numpy_s']:.2f}s, "
+            f"lookup {median['lookup_s']:.2f}s, read {median['read_s']:.2f}s (ratio {median['read_s'] / median['numpy_s']:.2f})"
         )
     print(
         f"first load, before the matrix file exists (cold chunk files, then writing the file): lookup "
