@@ -191,21 +191,22 @@ def test_cache_load_versus_numpy_read(tmp_path, monkeypatch):
         f"{figures['chunk_files']:,} chunk files; peak RSS {figures['peak_rss'] / 2**30:.2f} GiB; "
         f"reference resident after a drop: {figures['resident_after_drop']} bytes"
     )
+    lookup_best, lookup_median = min(figures["lookup_s"]), statistics.median(figures["lookup_s"])
+    print(f"lookup (the digest of every item: the cache keys) {lookup_best:.2f}s best, {lookup_median:.2f}s median")
     ratios = {}
     for condition in ("warm", "cold"):
         times = figures[condition]
-        best = {key: min(times[key]) for key in ("numpy_s", "lookup_s", "read_s")}
-        median = {key: statistics.median(times[key]) for key in ("numpy_s", "lookup_s", "read_s")}
+        best = {key: min(times[key]) for key in ("numpy_s", "read_s")}
+        median = {key: statistics.median(times[key]) for key in ("numpy_s", "read_s")}
         ratios[condition] = best["read_s"] / best["numpy_s"]
         print(
-            f"{condition}, best of {len(times['numpy_s'])}: np.load {best['numpy_s']:.2f}s; cache: lookup (item "
-            f"digests) {best['lookup_s']:.2f}s + read {best['read_s']:.2f}s; ratio read / np.load = "
-            f"{ratios[condition]:.2f} (goal <= {CACHE_GOAL}), whole call / np.load = "
-            f"{(best['lookup_s'] + best['read_s']) / best['numpy_s']:.2f}; medians: np.load {median['numpy_s']:.2f}s, "
-            f"lookup {median['lookup_s']:.2f}s, read {median['read_s']:.2f}s (ratio {median['read_s'] / median['numpy_s']:.2f})"
+            f"{condition}, best of {len(times['numpy_s'])}: np.load {best['numpy_s']:.2f}s, cache read "
+            f"{best['read_s']:.2f}s: ratio {ratios[condition]:.2f} (goal <= {CACHE_GOAL}); with the lookup "
+            f"{(lookup_best + best['read_s']) / best['numpy_s']:.2f}; medians: np.load {median['numpy_s']:.2f}s, "
+            f"read {median['read_s']:.2f}s (ratio {median['read_s'] / median['numpy_s']:.2f})"
         )
     print(
-        f"first load, before the matrix file exists (cold chunk files, then writing the file): lookup "
-        f"{figures['first_lookup_s']:.2f}s + read {figures['first_read_s']:.2f}s"
+        f"first load, before the matrix file exists (lookup, cold chunk files, writing the file): "
+        f"{figures['first_load_s']:.2f}s"
     )
     assert ratios["warm"] <= CACHE_GOAL and ratios["cold"] <= CACHE_GOAL
