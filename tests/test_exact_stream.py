@@ -163,7 +163,7 @@ def test_memory_stays_at_the_buffers_not_the_file(tmp_path):
     corpus /= np.linalg.norm(corpus, axis=1, keepdims=True)
     write_matrix(tmp_path / "m.npy", corpus, 128)
     ids = [str(i) for i in range(40_000)]
-    streamed = StreamedExactIndex(MatrixFile.open(tmp_path / "m.npy"), ids, memory_budget=1 << 20, block_rows=2048)
+    streamed = StreamedExactIndex(MatrixFile.open(tmp_path / "m.npy"), ids, memory_budget=1 << 20, block_rows=1024)
     queries = corpus[:50]
     streamed.search(queries, 10)  # kernels and thread pools loaded first
     tracemalloc.start()
@@ -196,3 +196,20 @@ def test_float32_cancellation_is_caught_by_the_error_bound(tmp_path, block_rows,
     streamed = StreamedExactIndex(MatrixFile.open(tmp_path / "m.npy"), ids, block_rows=block_rows)
     assert streamed.search_ids(queries, k) == expected
     assert ExactIndex(corpus, ids).search_ids(queries, k) == expected
+
+
+def test_an_error_in_any_thread_stops_the_search_and_every_thread(tmp_path):
+    import threading
+
+    corpus, queries, ids = _tied_data(seed=2, n=400, m=30)
+    write_matrix(tmp_path / "m.npy", corpus, 10)
+    streamed = StreamedExactIndex(MatrixFile.open(tmp_path / "m.npy"), ids, block_rows=20)
+    before = threading.active_count()
+
+    def interrupt(rows):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        streamed.search(queries, 5, on_rows=interrupt)
+    assert threading.active_count() == before
+    assert streamed.search_ids(queries, 5) == _brute_force(corpus, queries, ids, 5)  # usable again

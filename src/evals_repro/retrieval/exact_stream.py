@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,97 @@ _MAX_QUERY_BLOCK = 512  # queries per tile: BLAS is efficient from a few hundred
 _MIN_BLOCK_ROWS = 4096  # narrower tiles slow BLAS down (see exact.py)
 _PIECE_BYTES = 4 << 20  # per read call
 _TILE_COLUMNS = 8192  # rows per score tile
+_SLOTS = 4  # read buffers: the reader fills one while the search threads work through the others
+
+
+class _Pipeline:
+    """One reader thread and one thread per query group over a ring of read buffers (slots).
+
+    Block n goes into slot n % slots once every group is done with block n - slots; each group
+    searches the blocks in order as they arrive, without waiting for the other groups, so a
+    thread that the scheduler slows down (other processes on the machine) holds back no one
+    until it is a ring behind. The caller's thread reports blocks done by every group."""
+
+    def __init__(self, blocks: int, slots: int, groups: int):
+        self.blocks, self.slots, self.groups = blocks, slots, groups
+        self.cond = threading.Condition()
+        self.loaded: dict[int, Any] = {}  # block -> what `load` returned, until every group has it
+        self.published = 0  # blocks 0 .. published - 1 are loaded
+        self.progress = [0] * groups  # blocks each group has searched
+        self.error: BaseException | None = None
+
+    def _released(self) -> int:
+        return min(self.progress)
+
+    def _wait(self, ready: Callable[[], bool]) -> bool:
+        """Wait (holding the lock) until `ready()` or a failure elsewhere; False on failure."""
+        while self.error is None and not ready():
+            self.cond.wait()
+        return self.error is None
+
+    def _fail(self, exc: BaseException) -> None:
+        with self.cond:
+            if self.error is None:
+                self.error = exc
+            self.cond.notify_all()
+
+    def _read_all(self, load: Callable[[int], Any]) -> None:
+        try:
+            for number in range(self.blocks):
+                with self.cond:
+                    if not self._wait(lambda n=number: n - self._released() < self.slots):
+                        return
+                loaded = load(number)
+                with self.cond:
+                    self.loaded[number] = loaded
+                    self.published = number + 1
+                    self.cond.notify_all()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self._fail(exc)
+
+    def _search_all(self, group: int, search: Callable[[int, int, Any], None]) -> None:
+        try:
+            for number in range(self.blocks):
+                with self.cond:
+                    if not self._wait(lambda n=number: self.published > n):
+                        return
+                    loaded = self.loaded[number]
+                search(group, number, loaded)
+                with self.cond:
+                    self.progress[group] = number + 1
+                    if self._released() > number:
+                        self.loaded.pop(number, None)
+                    self.cond.notify_all()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self._fail(exc)
+
+    def run(
+        self,
+        load: Callable[[int], Any],
+        search: Callable[[int, int, Any], None],
+        done: Callable[[int], None],
+    ) -> None:
+        """load(block) in the reader thread, search(group, block, loaded) in each group's
+        thread, done(block) here once every group has searched it; the first error is raised."""
+        threads = [threading.Thread(target=self._read_all, args=(load,), daemon=True)]
+        threads += [
+            threading.Thread(target=self._search_all, args=(group, search), daemon=True) for group in range(self.groups)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for number in range(self.blocks):
+                with self.cond:
+                    if not self._wait(lambda n=number: self._released() > n):
+                        break
+                done(number)
+        except BaseException as exc:
+            self._fail(exc)
+        finally:
+            for thread in threads:
+                thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 class StreamedExactIndex:
@@ -103,10 +195,11 @@ class StreamedExactIndex:
             target = self.block_rows
         else:
             tiles_bytes = len(groups) * query_block * _TILE_COLUMNS * 4  # one score tile per thread
-            target = max(_MIN_BLOCK_ROWS, (self.memory_budget - heaps - tiles_bytes) // (2 * d * 4))  # 2 buffers
+            room = self.memory_budget - heaps - tiles_bytes
+            target = max(_MIN_BLOCK_ROWS, room // (_SLOTS * d * 4))
         blocks = self.matrix.blocks(target)
         widest = max(stop - start for start, stop in blocks)
-        buffers = [np.empty((widest, d), dtype=np.float32) for _ in range(min(2, len(blocks)))]
+        buffers = [np.empty((widest, d), dtype=np.float32) for _ in range(min(_SLOTS, len(blocks)))]
         tile_columns = min(widest, max(1, _TILE_COLUMNS))
         tiles = [np.empty(query_block * tile_columns, dtype=np.float32) for _ in groups]
         values = np.empty((m, k), dtype=np.float64)
@@ -125,8 +218,9 @@ class StreamedExactIndex:
                 largest = max(largest, exact_kernels.max_square_norm(piece, 0, len(piece)))
             return rows, float(np.sqrt(largest)) * 1.0001
 
-        def search_group(group: int, rows: np.ndarray, c0: int, error: np.ndarray) -> None:
+        def search_group(group: int, rows: np.ndarray, c0: int, max_norm: float) -> None:
             g0, g1 = groups[group]
+            error = query_scale * max_norm
             for t0 in range(0, len(rows), tile_columns):
                 part = rows[t0 : t0 + tile_columns]
                 width = len(part)
@@ -150,23 +244,14 @@ class StreamedExactIndex:
 
         with contextlib.ExitStack() as stack:
             reader = stack.enter_context(self.matrix.reader())
-            reading = stack.enter_context(ThreadPoolExecutor(1))
-            pool = stack.enter_context(ThreadPoolExecutor(len(groups)))
             if len(groups) > 1:  # one BLAS thread per search thread, as in ExactIndex
                 stack.enter_context(_blas_controller().limit(limits=1, user_api="blas"))
-            pending = reading.submit(load, 0, reader)
-            for number, (c0, c1) in enumerate(blocks):
-                rows, max_norm = pending.result()
-                if number + 1 < len(blocks):  # into the buffer of block number - 1, searched already
-                    pending = reading.submit(load, number + 1, reader)
-                error = query_scale * max_norm
-                if len(groups) == 1:
-                    search_group(0, rows, c0, error)
-                else:
-                    for run in [pool.submit(search_group, g, rows, c0, error) for g in range(len(groups))]:
-                        run.result()
-                if on_rows is not None:
-                    on_rows(c1 - c0)
+            pipeline = _Pipeline(len(blocks), len(buffers), len(groups))
+            pipeline.run(
+                lambda number: load(number, reader),
+                lambda group, number, loaded: search_group(group, loaded[0], blocks[number][0], loaded[1]),
+                lambda number: on_rows(blocks[number][1] - blocks[number][0]) if on_rows is not None else None,
+            )
         exact_kernels.drain(values, ranks, cols, sizes, indices, scores)
 
     def search_ids(self, queries: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
