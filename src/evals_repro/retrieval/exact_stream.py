@@ -1,15 +1,16 @@
 """Exact top-k over a matrix file too large for memory: ExactIndex's results, read block by block.
 
-The corpus rows are read once per search, in blocks, into two reused buffers: a reader thread
-fills one (pread, segment checksums, the block's largest row norm for the float32 error bound)
-while the search threads score the other, so reading the file and searching overlap. Each block
-is scored like an ExactIndex tile (BLAS float32 matmul, then the numba scan), except that a
-query is in exact mode from the start: a float32 score within the error bound of the query's
-k-th best is rescored in float64 while its row is in memory. The heaps therefore hold exact
-scores only, and the top k (score descending, then document id descending) is the same, id for
-id and bit for bit, as ExactIndex's on the same matrix.
+The corpus rows are read once per search, in blocks, into a ring of four reused buffers: a
+reader thread fills them (pread, segment checksums, the block's largest row norm for the float32
+error bound) while one thread per query group scores the blocks already read, each at its own
+pace, so reading the file and searching overlap. Each block is scored like an ExactIndex tile
+(BLAS float32 matmul, then the numba scan), except that a query is in exact mode from the
+start: a float32 score within the error bound of the query's k-th best is rescored in float64
+while its row is in memory. The heaps therefore hold exact scores only, and the top k (score
+descending, then document id descending) is the same, id for id and bit for bit, as
+ExactIndex's on the same matrix.
 
-Memory: the two read buffers, one score tile per search thread and the heaps (24 bytes per query
+Memory: the read buffers, one score tile per search thread and the heaps (24 bytes per query
 and k), within `memory_budget` (default 256 MiB); the file's size does not matter. Queries whose
 heaps would take more than half the budget are searched in several passes over the file.
 """
