@@ -1,17 +1,26 @@
-"""Shared test fixtures. `../shared/` is optional: tests that read it skip cleanly without it."""
+"""Shared test fixtures. `../shared/` is optional locally (tests that read it skip cleanly without it) but
+required in CI: with CI=true a missing file fails the test instead of skipping it."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# EVALS_REPRO_SHARED points elsewhere (e.g. a worktree whose parent has no shared/).
+SHARED = Path(os.environ.get("EVALS_REPRO_SHARED") or ROOT.parent / "shared")
 
 os.environ.setdefault("EVALS_REPRO_NO_PROGRESS", "1")
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+# The environment as the user had it, before the fake Hub's variables below: for tests that start real
+# tools needing the real Hub (tests/gpu).
+ORIGINAL_ENVIRON = dict(os.environ)
 
 # A fake Hugging Face Hub for the whole session (tests/fakehub.py). huggingface_hub and datasets
 # read HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE once, at import, so this runs before any test imports them.
@@ -20,6 +29,12 @@ from fakehub import FakeHub, install_environment  # noqa: E402
 FAKE_HUB = FakeHub()
 FAKE_HUB_HOME = install_environment(FAKE_HUB)
 
+# ir_datasets reads IR_DATASETS_HOME when it is first imported (its datasets resolve their cache
+# folders at import): one session folder, pre-filled by tests/text_fixtures.py, removed at exit.
+IRDS_HOME = Path(tempfile.mkdtemp(prefix="evals-repro-irds-"))
+atexit.register(shutil.rmtree, IRDS_HOME, ignore_errors=True)
+os.environ["IR_DATASETS_HOME"] = str(IRDS_HOME)
+
 
 @pytest.fixture(scope="session")
 def fake_hub() -> FakeHub:
@@ -27,11 +42,20 @@ def fake_hub() -> FakeHub:
     return FAKE_HUB
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
 def shared_path(*parts: str) -> Path:
-    """A file under ../shared, or skip the test when it is absent."""
+    """A file under ../shared; absent, the test skips, or fails when CI=true (CI must run every test)."""
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"../shared/{'/'.join(parts)} is not available")
+        message = f"{SHARED}/{'/'.join(parts)} is not available"
+        if in_ci():
+            pytest.fail(
+                f"{message}, and CI=true requires it: CI runs with shared/ beside the repository", pytrace=False
+            )
+        pytest.skip(message)
     return path
 
 
@@ -43,6 +67,15 @@ def fresh_provider_throttles():
     reset_throttles()
     yield
     reset_throttles()
+
+
+@pytest.fixture(scope="session")
+def irds_home() -> Path:
+    """The session's IR_DATASETS_HOME, filled with the msmarco-passage / TREC DL fixture."""
+    from text_fixtures import fill_irds_home
+
+    fill_irds_home(IRDS_HOME)
+    return IRDS_HOME
 
 
 @pytest.fixture

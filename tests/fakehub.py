@@ -8,7 +8,9 @@ as it is built.
 - `repos`: ``{repo_id: {commit_sha: {path_in_repo: bytes}}}`` (dataset repos). Add more with
   `hub.add_repo(repo_id, sha, files, branch="main", repo_type="dataset")`; the last sha added
   under a branch is what that branch resolves to (`branch=None` keeps the commit reachable by
-  sha only). `repo_type` may be "dataset", "model" or "space".
+  sha only). `repo_type` may be "dataset", "model" or "space". `gated="auto"` (or "manual")
+  makes the repo gated: its info says so, and its files answer 401 `GatedRepo` to a request
+  without an `Authorization` header.
 - `hub.url`: the endpoint to put in `HF_ENDPOINT` (before `huggingface_hub` is imported:
   `huggingface_hub.constants` and `datasets.config` read the environment at import time).
 - `hub.requests`: every request served, as ``(method, path_with_query)``; `hub.clear_requests()`.
@@ -67,6 +69,7 @@ class FakeHub:
 
     def __init__(self, repos: dict[str, dict[str, dict[str, bytes]]] | None = None):
         self.repo_types: dict[str, str] = {}
+        self.gated: dict[str, str] = {}
         self.repos: dict[str, dict[str, dict[str, bytes]]] = {}
         self.branches: dict[str, dict[str, str]] = {}
         self.requests: list[tuple[str, str]] = []
@@ -86,7 +89,13 @@ class FakeHub:
         return f"http://127.0.0.1:{self.port}"
 
     def add_repo(
-        self, repo_id: str, sha: str, files: dict[str, bytes], branch: str | None = "main", repo_type: str = "dataset"
+        self,
+        repo_id: str,
+        sha: str,
+        files: dict[str, bytes],
+        branch: str | None = "main",
+        repo_type: str = "dataset",
+        gated: str | None = None,
     ) -> None:
         if len(sha) != 40:
             raise ValueError(f"commit sha must be 40 hex digits, got {sha!r}")
@@ -94,6 +103,8 @@ class FakeHub:
             raise ValueError(f"repo_type must be dataset, model or space, got {repo_type!r}")
         with self._lock:
             self.repo_types[repo_id] = repo_type
+            if gated:
+                self.gated[repo_id] = gated
             self.repos.setdefault(repo_id, {})[sha] = dict(files)
             if branch:
                 self.branches.setdefault(repo_id, {})[branch] = sha
@@ -255,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "author": repo_id.split("/")[0],
                         "sha": sha,
                         "private": False,
-                        "gated": False,
+                        "gated": self.fake.gated.get(repo_id, False),
                         "disabled": False,
                         "lastModified": _LAST_MODIFIED,
                         "tags": [],
@@ -302,6 +313,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not found:
             return
         sha, files = found
+        if repo_id in self.fake.gated and not self.headers.get("Authorization"):
+            self._error(401, "GatedRepo", f"Access to dataset {repo_id} is restricted. You must have access to it.")
+            return
         if path not in files:
             self._error(404, "EntryNotFound", f"{path} does not exist on {unquote(revision)}")
             return

@@ -1,10 +1,17 @@
-"""A tiny rcp-ndcg-vidore-v3 release in the Hub layout, written for the tests.
+"""A tiny rcp-ndcg-vidore-v3 release in the release's layout, written for the tests.
+
+The layout is the card's (see src/evals_repro/benchmarks/rcp_release.py): README.md declares, per subset
+`{domain}__{language}`, the configs `-corpus` (one corpus per domain, shared by its languages, in
+push_to_hub shards `{domain}/corpus/test-0000k-of-0000n.parquet`), `-queries`, `-qrels` and
+`-top_ranked` (`{subset}/{part}.parquet`), and the provenance configs split by domain
+(`provenance/{runs,first_stage,pool}/{domain}.parquet`); `provenance/releases.json` maps the release
+tags to their commits, `provenance/item_params.qwen35.json` holds the gain link.
 
 Replay data (hand-checked in test_rcp.py): domains hr (native english) and energy (native
 french), languages english and french, one query each, a 3-page pool, two rerankers, a judge row
 (dropped), a NaN score (dropped) and a score outside the pool (ignored in the reranking view).
-Pool data: hr__german (RRF reproduces rrf_fused; one missed positive is injected) and
-energy__german (rrf_fused off by 1e-9 on one page: must be reported).
+Pool data: hr__german (RRF reproduces rrf_fused; one missed positive is injected, as provenance-pool
+says) and energy__german (rrf_fused off by 1e-9 on one page: must be reported).
 """
 
 from __future__ import annotations
@@ -12,12 +19,17 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 NAN = float("nan")
+# The release tags and their commits, as the release's provenance/releases.json lists them.
+V1 = "b22323345cb5639944600d490969bcce9fba7943"
+V2 = "4e5ca46e2f9c050b18a7f170c23e3ade66f78a4e"
+TAGS = {"v1-nvidia-qwen3.5-397b-a17b-nvfp4": V1, "v2-nvidia-qwen3.5-397b-a17b-nvfp4": V2}
 
 # subset -> (query id, query text, pool, [(page, score, gain, theta)])
 QRELS = {
@@ -103,7 +115,7 @@ def oracle_rrf(rankings: list[list[str]], k: int = 60) -> list[tuple[str, float]
     return sorted(total.items(), key=lambda item: -item[1])
 
 
-def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[bytes, list[str]]:
+def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[dict[str, list], list[str]]:
     others = [f"x{i:03d}" for i in range(200)]
     rng = random.Random(qid)
     embed = [positive] + others[:159]
@@ -124,7 +136,7 @@ def _first_stage(qid: str, positive: str, perturb: bool) -> tuple[bytes, list[st
                 rows[key].append(value)
     pool = [d for d, _ in fused]
     pool[-1] = "missed-positive"  # the lowest-ranked page is not relevant: the missed positive replaces it
-    return _parquet(rows), pool
+    return rows, pool
 
 
 def qrels_parquet(qid: str, rows: list[tuple]) -> bytes:
@@ -149,13 +161,22 @@ def qrels_parquet(qid: str, rows: list[tuple]) -> bytes:
     )
 
 
+def releases_json(tags: dict[str, str]) -> bytes:
+    return json.dumps(
+        {
+            "releases": [
+                {"tag": tag, "commit": sha, "judge": "nvidia/Qwen3.5-397B-A17B-NVFP4"} for tag, sha in tags.items()
+            ]
+        },
+        indent=1,
+    ).encode()
+
+
 def release_files() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    for subset in [*QRELS, *POOL_SUBSETS]:
-        domain = subset.split("__")[0]
-        pages = PAGES[domain]
-        files[f"{subset}/corpus.parquet"] = _parquet(
+    for domain, pages in PAGES.items():
+        files[f"{domain}/corpus/test-00000-of-00001.parquet"] = _parquet(
             {
                 "id": pages,
                 "image": [{"bytes": f"PNG-{p}".encode(), "path": f"{p}.png"} for p in pages],
@@ -168,8 +189,17 @@ def release_files() -> dict[str, bytes]:
         files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
         files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, rows)
     for subset, qid in POOL_SUBSETS.items():
+        domain = subset.split("__")[0]
         first_stage, pool = _first_stage(qid, "g1", perturb=subset.startswith("energy"))
-        files[f"provenance/first_stage/{subset}.parquet"] = first_stage
+        # Provenance is split by domain: this domain's file holds its queries of every language (here
+        # also one of another subset, which a check of this subset must leave out).
+        other, _ = _first_stage(f"{domain}-it-9", "g1", perturb=True)
+        files[f"provenance/first_stage/{domain}.parquet"] = _parquet(
+            {key: first_stage[key] + other[key] for key in first_stage}
+        )
+        files[f"provenance/pool/{domain}.parquet"] = _parquet(
+            {"query-id": [qid] * len(pool), "corpus-id": pool, "gt_injected": [d == "missed-positive" for d in pool]}
+        )
         files[f"{subset}/queries.parquet"] = _parquet({"id": [qid], "text": ["Wie viele Urlaubstage?"]})
         files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
         files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, [("g1", 2, 0.9, 1.2), ("missed-positive", 1, 0.0, None)])
@@ -184,7 +214,32 @@ def release_files() -> dict[str, bytes]:
             }
         )
     files["provenance/item_params.qwen35.json"] = json.dumps(ITEM_PARAMS).encode()
-    files["README.md"] = b"---\nconfigs: []\n---\n# fixture of fabianschmidt-cohere/rcp-ndcg-vidore-v3\n"
+    files["provenance/releases.json"] = releases_json(TAGS)
+    return with_card(files)
+
+
+def with_card(files: dict[str, bytes]) -> dict[str, bytes]:
+    """(Re)write README.md: the card's `configs` for every subset folder and provenance file present."""
+    subsets = sorted({m.group(1) for f in files if (m := re.fullmatch(r"(\w+__\w+)/queries\.parquet", f))})
+    lines = ["---", "license: cc-by-4.0", "configs:"]
+
+    def config(name: str, entries: list[tuple[str, str]]) -> None:
+        lines.extend([f"- config_name: {name}", "  data_files:"])
+        for split, path in entries:
+            lines.extend([f"  - split: {split}", f"    path: {path}"])
+
+    for subset in subsets:
+        domain = subset.split("__")[0]
+        config(f"{subset}-corpus", [("test", f"{domain}/corpus/test-*")])
+        for part in ("queries", "qrels", "top_ranked"):
+            if f"{subset}/{part}.parquet" in files:
+                config(f"{subset}-{part}", [("test", f"{subset}/{part}.parquet")])
+    for name, folder in (("runs", "runs"), ("first-stage", "first_stage"), ("pool", "pool")):
+        domains = sorted(m.group(1) for f in files if (m := re.fullmatch(rf"provenance/{folder}/(\w+)\.parquet", f)))
+        if domains:
+            config(f"provenance-{name}", [(d, f"provenance/{folder}/{d}.parquet") for d in domains])
+    lines += ["---", "# fixture of fabianschmidt-cohere/rcp-ndcg-vidore-v3", ""]
+    files["README.md"] = "\n".join(lines).encode()
     return files
 
 

@@ -6,6 +6,7 @@ import os
 import time
 
 SCRIPT: dict[str, list[str]] = {}
+SCORES: dict[str, dict[str, float]] = {}  # query id -> exact scores (overrides SCRIPT's rank scores)
 FAIL_ON_SUBSET: set[str] = set()
 
 
@@ -22,6 +23,8 @@ class ScriptedRetriever:
         for query in queries:
             docs = SCRIPT.get(query.id, [])[:top_k]
             run[query.id] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
+            if query.id in SCORES:
+                run[query.id] = dict(SCORES[query.id])
         return run
 
     def describe(self):

@@ -110,7 +110,7 @@ def test_a_run_killed_mid_corpus_keeps_what_it_paid_for(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
-def test_damaged_chunk_is_reported_and_rebuilt(tmp_path, capsys, damage):
+def test_damaged_chunk_is_reported_and_rebuilt(tmp_path, caplog, damage):
     items = _items(60)
     expected = _cache(tmp_path, CountingEmbedder()).embed(items, "document")
     chunk = sorted((tmp_path / "embeddings").rglob("*.emb"))[0]
@@ -125,7 +125,8 @@ def test_damaged_chunk_is_reported_and_rebuilt(tmp_path, capsys, damage):
     cache = _cache(tmp_path, embedder)
     matrix = cache.embed(items, "document")
     assert 0 < len(embedder.items) < 60
-    assert "warning: embedding cache file" in capsys.readouterr().err
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and r.name == "evals_repro.embedders.cache"]
+    assert len(warnings) == 1 and warnings[0].getMessage().startswith(f"embedding cache file {chunk} is damaged")
     assert cache.usage.get("cache_damaged") == 1
     np.testing.assert_array_equal(matrix, expected)
     fresh = CountingEmbedder()

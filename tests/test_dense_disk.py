@@ -22,6 +22,13 @@ from evals_repro.retrieval.dense import DenseRetriever, parse_size
 from test_dense import CountingEmbedder, _cache, _items
 
 
+def _warnings(caplog) -> str:
+    """The embedding cache's warning lines so far, one per line."""
+    return "\n".join(
+        r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "evals_repro.embedders.cache"
+    )
+
+
 def _method_dir(tmp_path):
     return tmp_path / "embeddings" / "bench" / "fake"
 
@@ -101,7 +108,7 @@ def test_dense_from_disk_equals_in_memory(tmp_path, index_ram):
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
-def test_damaged_matrix_file_is_reported_rebuilt_and_searched_again(tmp_path, capsys, damage):
+def test_damaged_matrix_file_is_reported_rebuilt_and_searched_again(tmp_path, caplog, damage):
     subset = _disk_subset()
     ctx = MethodContext("bench", tmp_path, options={"index_ram": 0})
     expected = DenseRetriever("fake", CountingEmbedder(), ctx).run(subset, subset.queries, top_k=20)
@@ -115,13 +122,13 @@ def test_damaged_matrix_file_is_reported_rebuilt_and_searched_again(tmp_path, ca
     embedder = CountingEmbedder()
     retriever = DenseRetriever("fake", embedder, MethodContext("bench", tmp_path, options={"index_ram": 0}))
     assert retriever.run(subset, subset.queries, top_k=20) == expected
-    err = capsys.readouterr().err
+    err = _warnings(caplog)
     assert f"embedding cache file {path} is damaged" in err and "rebuilding it from the chunks" in err
     assert embedder.calls == 0  # rebuilt from the chunks: nothing paid again
     assert MatrixFile.open(path).load().shape == (len(subset.pages), 64)
 
 
-def test_old_blake2b_chunk_files_still_read_and_non_finite_ones_are_rejected(tmp_path, capsys):
+def test_old_blake2b_chunk_files_still_read_and_non_finite_ones_are_rejected(tmp_path, caplog):
     items = _items(40)
     expected = _cache(tmp_path, CountingEmbedder()).embed(items, "document")
     chunks = sorted(_method_dir(tmp_path).rglob("*.emb"))
@@ -143,7 +150,7 @@ def test_old_blake2b_chunk_files_still_read_and_non_finite_ones_are_rejected(tmp
     embedder = CountingEmbedder()
     matrix = _cache(tmp_path, embedder).embed(items, "document")
     assert np.array_equal(matrix, expected)
-    assert "non-finite values" in capsys.readouterr().err
+    assert "non-finite values" in _warnings(caplog)
     assert 0 < len(embedder.items) < 40  # only the first chunk was embedded again
     with pytest.raises(ValueError, match="non-finite"):
         encode(np.array([[np.inf, 0.0]], dtype=np.float32))
@@ -189,7 +196,7 @@ def test_available_memory_respects_an_address_space_limit():
     assert 0 < free < 3 << 30
 
 
-def test_a_large_list_is_loaded_from_its_matrix_file_next_time(tmp_path, capsys):
+def test_a_large_list_is_loaded_from_its_matrix_file_next_time(tmp_path, caplog):
     items = _items(500)
     first = _cache(tmp_path, CountingEmbedder(), pack_min_bytes=1).embed(items, "document")
     packed = next(_method_dir(tmp_path).glob("document-*.npy"))
@@ -209,11 +216,11 @@ def test_a_large_list_is_loaded_from_its_matrix_file_next_time(tmp_path, capsys)
     packed.write_bytes(bytes(blob))
     again = CountingEmbedder()
     assert np.array_equal(_cache(tmp_path, again, pack_min_bytes=1).embed(items, "document"), first)
-    assert "is damaged (checksum mismatch in rows 0:" in capsys.readouterr().err and len(again.items) == 500
+    assert "is damaged (checksum mismatch in rows 0:" in _warnings(caplog) and len(again.items) == 500
     assert np.array_equal(np.load(packed), first)  # and rewritten
 
 
-def test_a_cached_run_rewrites_no_manifest_and_a_damaged_one_is_rebuilt(tmp_path, capsys):
+def test_a_cached_run_rewrites_no_manifest_and_a_damaged_one_is_rebuilt(tmp_path, caplog):
     items = _items(100)
     expected = _cache(tmp_path, CountingEmbedder()).embed(items, "document")
     manifest = next(_method_dir(tmp_path).glob("document-*.json"))
@@ -223,5 +230,5 @@ def test_a_cached_run_rewrites_no_manifest_and_a_damaged_one_is_rebuilt(tmp_path
     manifest.write_text('{"items": 100, "chunks": ["not", "these"]}')
     embedder = CountingEmbedder()
     assert np.array_equal(_cache(tmp_path, embedder).embed(items, "document"), expected)
-    assert "is damaged (item count or chunks differ from its key)" in capsys.readouterr().err
+    assert "is damaged (item count or chunks differ from its key)" in _warnings(caplog)
     assert embedder.calls == 0 and len(json.loads(manifest.read_text())["chunks"]) > 2

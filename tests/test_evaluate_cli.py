@@ -20,8 +20,8 @@ def call(capsys, args):
     return code, out.splitlines(), err
 
 
-def test_judged_query_without_results_counts_as_zero(tmp_path, capsys):
-    # q1 is perfect, q2 has qrels but no results, q3 has no positive qrel, q9 has no qrels.
+def test_every_judged_query_counts_as_trec_eval_c(tmp_path, capsys):
+    # q1 is perfect, q2 has qrels but no results, q3 is judged with grade 0 only, q9 has no qrels.
     code, lines, err = call(capsys, [*files(tmp_path), "-q", "-m", "p_at_1", "-m", "ndcg_at_10"])
     assert code == 0
     assert lines == [
@@ -29,11 +29,13 @@ def test_judged_query_without_results_counts_as_zero(tmp_path, capsys):
         f"{'ndcg_at_10':<22}\tq1\t1.0000",
         f"{'p_at_1':<22}\tq2\t0.0000",
         f"{'ndcg_at_10':<22}\tq2\t0.0000",
-        f"{'num_q':<22}\tall\t2",
-        f"{'p_at_1':<22}\tall\t0.5000",  # trec_eval without -c: 1.0 over 1 query
-        f"{'ndcg_at_10':<22}\tall\t0.5000",
+        f"{'p_at_1':<22}\tq3\t0.0000",
+        f"{'ndcg_at_10':<22}\tq3\t0.0000",
+        f"{'num_q':<22}\tall\t3",
+        f"{'p_at_1':<22}\tall\t0.3333",  # trec_eval -c: 1.0 over 3 judged queries
+        f"{'ndcg_at_10':<22}\tall\t0.3333",
     ]
-    assert "warning: 1 of 2 judged queries have no results" in err and "q2" in err
+    assert "warning: 2 of 3 judged queries have no results" in err and "q2" in err
 
 
 def test_trec_names_flag(tmp_path, capsys):
@@ -58,7 +60,7 @@ def test_unknown_measure(tmp_path, capsys):
 
 def test_garbled_run_line(tmp_path, capsys):
     code, lines, err = call(capsys, files(tmp_path, run=RUN + "q2 Q0 c 1 0.7\n"))
-    assert_one_line_error(code, lines, err, f"{tmp_path / 'run'}:4: expected 6 columns, got 5")
+    assert_one_line_error(code, lines, err, f"{tmp_path / 'run'}:4: expected at least 6 columns, got 5")
 
 
 def test_missing_file(tmp_path, capsys):
@@ -67,6 +69,13 @@ def test_missing_file(tmp_path, capsys):
     assert_one_line_error(code, lines, err, "missing: qrels file not found")
 
 
-def test_empty_qrels_relevance(tmp_path, capsys):
-    code, lines, err = call(capsys, files(tmp_path, qrels="q1 0 a 0\n"))
-    assert_one_line_error(code, lines, err, "no query has a relevant document")
+def test_qrels_without_a_relevant_document_score_zero_with_a_warning(tmp_path, capsys):
+    code, lines, err = call(capsys, [*files(tmp_path, qrels="q1 0 a 0\n"), "-m", "p_at_1"])
+    assert code == 0
+    assert lines == [f"{'num_q':<22}\tall\t1", f"{'p_at_1':<22}\tall\t0.0000"]
+    assert "warning: no judged query has a relevant document (grade >= 1)" in err
+
+
+def test_qrels_with_comments_only(tmp_path, capsys):
+    code, lines, err = call(capsys, files(tmp_path, qrels="# nothing judged\n\n"))
+    assert_one_line_error(code, lines, err, "qrels file is empty")

@@ -214,7 +214,6 @@ def test_run_without_hub_is_one_line(hub, scripted, tmp_path, capsys, monkeypatc
 
 
 def test_bm25_run_and_report(hub, tmp_path, capsys):
-    pytest.importorskip("evals_repro.retrieval.bm25", reason="BM25 (the bm25 branch) is not merged yet")
     result = run_hr(tmp_path, "monolingual", method="bm25")
     assert result["n_queries"] == 2 and list(result["languages"]) == ["english"]
     capsys.readouterr()

@@ -36,3 +36,20 @@ def test_damage_in_the_middle_is_an_error(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"a": \n{"a": 3}\n')
     with pytest.raises(DataError, match="line 2"):
         read_jsonl(path)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_new_files_honour_the_umask_and_replaced_files_keep_their_mode(tmp_path, umask):
+    import os
+    import stat
+
+    old = os.umask(umask)
+    try:
+        target = tmp_path / f"r{umask:o}.json"
+        atomic_write_json(target, {"x": 1})
+        assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+        target.chmod(0o640)
+        atomic_write_json(target, {"x": 2})
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)

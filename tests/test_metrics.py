@@ -80,12 +80,16 @@ def test_map_precision_recall_by_hand():
     assert scores["recall_at_3"] == pytest.approx(2 / 3)
 
 
-def test_only_queries_with_a_positive_qrel_are_scored():
-    qrels = {"q1": {"a": 1}, "q2": {"b": 0}}
+def test_every_judged_query_is_scored_even_without_a_relevant_document():
+    # q2 is judged (grade 0 only): trec_eval scores it 0 and keeps it in num_q and every mean.
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0}, "q3": {}}
     run = {"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q9": {"z": 1.0}}
-    assert list(M.evaluate(qrels, run, ["p_at_1"])) == ["q1"]
-    with pytest.raises(DataError, match="no query has a relevant document"):
-        M.evaluate({"q2": {"b": 0}}, run, ["p_at_1"])
+    scores = M.evaluate(qrels, run, ["p_at_1", "ndcg_at_10", "map", "mrr_at_10", "recall_at_5"])
+    assert list(scores) == ["q1", "q2"]  # q3 has no judgment, q9 no qrels
+    assert set(scores["q2"].values()) == {0.0}
+    assert M.mean(scores) == {name: 0.5 for name in scores["q1"]}
+    with pytest.raises(DataError, match="no query has a judgment"):
+        M.evaluate({"q3": {}}, run, ["p_at_1"])
 
 
 def test_rows_keep_requested_measure_order_and_qids_sort_like_trec_eval():
@@ -143,7 +147,9 @@ def test_parse_measures_splits_commas_and_drops_duplicates():
     assert all(M.get_measure(name).name == name for name in M.DEFAULT_MEASURES)
 
 
-@pytest.mark.parametrize("bad", ["ndcg_at_0", "ndcg_at_", "ndcg_at_x", "precision", "recall", "ndgc_at_10", "p_at_-1"])
+@pytest.mark.parametrize(
+    "bad", ["ndcg_at_0", "ndcg_at_", "ndcg_at_x", "precision", "recal", "ndgc_at_10", "p_at_-1", "P.0", "map_cut.x"]
+)
 def test_unknown_measure_lists_the_valid_forms(bad):
     with pytest.raises(UsageError) as info:
         M.get_measure(bad)
@@ -191,3 +197,12 @@ def test_trec_ranked_orders_like_trec_eval():
     # a and b are one float32 value: b (> a) first; the original scores are returned unchanged.
     assert M.trec_ranked(scores) == [("c", 2.0), ("b", 1.0), ("a", 1.0 + 1e-9), ("d", 1.0 - 1e-6)]
     assert M.trec_ranked(scores, top_k=2) == [("c", 2.0), ("b", 1.0)]
+
+
+def test_mappings_and_integral_float_grades_are_accepted_fractional_grades_refused():
+    from types import MappingProxyType
+
+    scores = M.evaluate({"q": MappingProxyType({"a": 1.0})}, {"q": MappingProxyType({"a": 1, "b": 2})}, ["mrr"])
+    assert scores == {"q": {"mrr": 0.5}}
+    with pytest.raises(DataError, match="query q document a has grade 0.5; grades are integers"):
+        M.evaluate({"q": {"a": 0.5}}, {"q": {"a": 1.0}}, ["mrr"])

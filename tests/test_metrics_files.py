@@ -24,7 +24,7 @@ def test_read_run_and_qrels(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", ":2: expected 6 columns, got 5"),
+        ("q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", ":2: expected at least 6 columns, got 5"),
         ("q1 Q0 d1 1 high tag\n", ":1: score 'high' is not a number"),
         ("q1 Q0 d1 1 nan tag\n", ":1: score is NaN"),
         (
@@ -75,3 +75,42 @@ def test_non_utf8_line(tmp_path):
     path.write_bytes(b"q1 Q0 d1 1 1.0 tag\nq1 Q0 d\xff 2 0.5 tag\n")
     with pytest.raises(DataError, match=r":2: not valid UTF-8"):
         M.read_trec_run(path)
+
+
+def test_trec_eval_input_conventions(tmp_path):
+    """Fields after the sixth ignored, `#` comment lines and blank lines skipped, `#` inside ids kept."""
+    run = write(
+        tmp_path,
+        "run.txt",
+        "# a comment\n  # an indented comment\nq1 Q0 d#1 1 2.5 tag more junk at\n\nq1 Q0 d2 2 1.5 tag end of lines.\n",
+    )
+    qrels = write(tmp_path, "qrels.txt", "# judged by hand\nq1 0 d#1 1\n\n#q1 0 d2 1\nq1 0 d2 0\n")
+    assert M.read_trec_run(run) == {"q1": {"d#1": 2.5, "d2": 1.5}}
+    assert M.read_trec_qrels(qrels) == {"q1": {"d#1": 1, "d2": 0}}
+    from evals_repro.metrics.trec_files import read_trec_run_and_tag
+
+    assert read_trec_run_and_tag(run)[1] == "tag"
+
+
+def test_gzip_files_are_read(tmp_path):
+    import gzip
+
+    path = tmp_path / "run.gz"
+    path.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.5 tag\n"))
+    assert M.read_trec_run(path) == {"q1": {"d1": 2.5}}
+    truncated = tmp_path / "cut.gz"
+    body = "".join(f"q1 Q0 d{i} {i} {1 / (i + 1)} tag\n" for i in range(2000)).encode()
+    truncated.write_bytes(gzip.compress(body)[:-100])
+    with pytest.raises(DataError, match="cut.gz: cannot read the run file"):
+        M.read_trec_run(truncated)
+
+
+def test_dash_reads_standard_input(monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 2.5 t\nq1 Q0 d1 2 1.5 t\n")))
+    with pytest.raises(DataError, match=r"<stdin>:2: document d1 is listed twice for query q1 \(earlier\)"):
+        M.read_trec_run("-")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"q1 Q0 d1 1 2.5 t\n")))
+    assert M.read_trec_run("-") == {"q1": {"d1": 2.5}}

@@ -89,12 +89,25 @@ def test_query_absent_from_gains_is_not_scored():
     assert mean_ndcg_float(run, {"q1": {"a": 0.25}, "q2": {"a": 0.0}}) == 0.5
 
 
-def test_doc_id_ties_decided_at_float32():
-    # 0.3 and 0.30000001 are one float32 value: doc id descending decides ("b" before "a").
+def test_float_gain_rules_compare_scores_as_given():
+    # 0.3 and 0.30000001 are one float32 value but two doubles: every rule ranks "a" first, as rcp-ndcg does.
     scores = {"a": 0.30000001, "b": 0.3}
     gains = {"a": 1.0}
-    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="doc-id") == 0.0
-    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="group-mean") == 1.0
+    for rule in ("doc-id", "group-mean", "input-order"):
+        assert ndcg_float_at_k(scores, gains, k=1, tie_rule=rule) == 1.0, rule
+
+
+def test_three_tie_rules_on_an_exact_tie():
+    # "a" (gain 1) and "b" (gain 0) tie exactly; the run lists "a" first.
+    scores = {"a": 0.5, "b": 0.5}
+    gains = {"a": 1.0}
+    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="doc-id") == 0.0  # "b" > "a"
+    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="input-order") == 1.0  # run order
+    assert ndcg_float_at_k({"b": 0.5, "a": 0.5}, gains, k=1, tie_rule="input-order") == 0.0
+    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="group-mean") == 0.5  # mean gain of the tie
+    # rcp-ndcg's spellings are accepted too.
+    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="input_order") == 1.0
+    assert ndcg_float_at_k(scores, gains, k=1, tie_rule="doc_id_desc") == 0.0
 
 
 @pytest.mark.parametrize("bad", [-0.1, float("inf"), float("nan")])
@@ -113,7 +126,8 @@ def test_nan_score_and_bad_options_are_errors():
 
 
 def test_doc_id_rule_matches_pytrec_eval_on_integer_gains():
-    pytrec_eval = pytest.importorskip("pytrec_eval")
+    import pytrec_eval
+
     rng = random.Random(7)
     qrels, run = {}, {}
     for q in range(40):
@@ -122,8 +136,8 @@ def test_doc_id_rule_matches_pytrec_eval_on_integer_gains():
         qrels[qid] = {d: rng.choice([0, 0, 1, 2]) for d in docs[:15]}
         if not any(qrels[qid].values()):
             qrels[qid][docs[0]] = 1
-        # coarse scores make many exact ties; the +1e-9 nudges tie only at float32
-        run[qid] = {d: rng.randrange(5) / 4 + (1e-9 if rng.random() < 0.3 else 0.0) for d in docs}
+        # coarse scores make many exact ties (exact in float32 and float64 alike)
+        run[qid] = {d: rng.randrange(5) / 4 for d in docs}
     expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
     gains = {q: {d: float(g) for d, g in docs.items()} for q, docs in qrels.items()}
     ours = ndcg_float_per_query(run, gains, k=10, tie_rule="doc-id")

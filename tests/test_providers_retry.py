@@ -205,9 +205,11 @@ def test_exhausted_names_provider_status_attempts():
     assert "voyage" in line and "HTTP 429" in line and "3 attempts" in line
 
 
-def test_malformed_response_is_a_provider_error():
-    with pytest.raises(ProviderError, match="malformed"):
-        run("voyage", Script(KeyError("data")))
+def test_unexpected_exception_is_a_provider_error_at_once():
+    fn = Script(KeyError("data"))
+    with pytest.raises(ProviderError, match="unexpected answer"):
+        run("voyage", fn)
+    assert fn.calls == 1
 
 
 def test_retry_after_is_capped():

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 import rcp_fixture
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
+from evals_repro.benchmarks.rcp_gain import gain
+from evals_repro.benchmarks.rcp_release import PINNED_REVISION, REPO, Release, parse_releases, resolve_tag
 from evals_repro.cli import main
 from evals_repro.errors import DataError, UsageError
 from evals_repro.rcp.pool import check_subset_pools, inject_ground_truth
-from evals_repro.rcp.release import RELEASES, Release, gain, resolve_revision
 from evals_repro.rcp.replay import replay
 
 L3 = math.log2(3)
-V1, V2 = RELEASES["v1-nvidia-qwen3.5-397b-a17b-nvfp4"], RELEASES["v2-nvidia-qwen3.5-397b-a17b-nvfp4"]
+V1, V2 = rcp_fixture.V1, rcp_fixture.V2
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +35,19 @@ def test_gain_link_by_hand(snapshot):
     assert gain(800.0, params) == 1.0
 
 
-def test_revisions_resolve_by_tag():
-    assert resolve_revision(None) == V2 == "4e5ca46e2f9c050b18a7f170c23e3ade66f78a4e"
-    assert resolve_revision("v1") == V1 == "b22323345cb5639944600d490969bcce9fba7943"
-    assert resolve_revision("v2-nvidia-qwen3.5-397b-a17b-nvfp4") == V2
-    assert resolve_revision("a" * 40) == "a" * 40
+def test_revisions_resolve_by_the_release_own_tags(snapshot):
+    tags = parse_releases(rcp_fixture.releases_json(rcp_fixture.TAGS).decode(), "releases.json")
+    assert tags == rcp_fixture.TAGS
+    assert resolve_tag("v1", tags) == V1 and resolve_tag("v2-nvidia-qwen3.5-397b-a17b-nvfp4", tags) == V2
+    assert resolve_tag("v3", tags) is None
+    assert parse_releases(json.dumps({"v9-x": "c" * 40}), "r.json") == {"v9-x": "c" * 40}
+    with pytest.raises(DataError, match="no release tags"):
+        parse_releases(json.dumps({"releases": [{"tag": "v1", "commit": "main"}]}), "r.json")
+    assert Release(snapshot=snapshot).revision == PINNED_REVISION == V2
+    assert Release(snapshot=snapshot, revision="v1").revision == V1
+    assert Release(snapshot=snapshot, revision="a" * 40).revision == "a" * 40
+    with pytest.raises(UsageError, match="not a release"):
+        Release(snapshot=snapshot, revision="v7")
 
 
 def test_loader_views(snapshot, monkeypatch):
@@ -151,15 +161,17 @@ def test_ground_truth_injection_rule():
 
 def test_pool_rebuild(snapshot):
     good = check_subset_pools(Release(snapshot=snapshot), "hr__german")
+    # provenance/first_stage/hr.parquet also holds hr-it-9 (another subset): left out of hr__german's check
     assert (good.queries, good.fused_reproduced, good.max_score_diff) == (1, 1, 0.0)
-    assert (good.queries_injected, good.pages_injected, good.pool_matches) == (1, 1, 1) and good.ok
+    assert (good.queries_injected, good.pages_injected, good.pool_matches) == (1, 1, 1)
+    assert (good.injected_matches, good.injected_mismatch) == (1, []) and good.ok
     bad = check_subset_pools(Release(snapshot=snapshot), "energy__german")
     assert bad.fused_mismatch == ["en-de-1"] and bad.max_score_diff == pytest.approx(1e-9, rel=1e-3)
 
 
 def test_rcp_pool_command(snapshot, capsys):
     assert main(["rcp", "pool", "--snapshot", str(snapshot), "--subsets", "hr__german"]) == 0
-    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 |" in capsys.readouterr().out
+    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 | 1 |" in capsys.readouterr().out
     assert main(["rcp", "pool", "--snapshot", str(snapshot), "--subsets", "hr__german,energy__german"]) == 2
     captured = capsys.readouterr()
     assert "energy__german: rrf_fused not reproduced for 1 queries, first en-de-1" in captured.out
@@ -172,11 +184,8 @@ def test_rcp_pool_command(snapshot, capsys):
 @pytest.fixture
 def hub(request, monkeypatch):
     """The session's fake Hub (tests/conftest.py) serving the fixture at v2 and a v1 whose h2 gain differs."""
-    try:
-        fake = request.getfixturevalue("fake_hub")
-    except pytest.FixtureLookupError:
-        pytest.skip("tests/conftest.py provides no fake_hub fixture")
-    from evals_repro.rcp.release import REPO
+    fake = request.getfixturevalue("fake_hub")
+    from evals_repro.benchmarks.rcp_release import REPO
 
     files = rcp_fixture.release_files()
     fake.add_repo(REPO, V2, files)
@@ -210,4 +219,92 @@ def test_replay_and_pool_through_fake_hub(hub, capsys):
     out = capsys.readouterr().out
     assert f"at revision {V2}" in out and "| Voyage2.5 | 95.9 | 86.6 | 91.2 |" in out
     assert main(["rcp", "pool", "--subsets", "hr__german"]) == 0
-    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 |" in capsys.readouterr().out
+    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 | 1 |" in capsys.readouterr().out
+
+
+# -- the release's own layout: shared corpus, provenance split by domain, tags from releases.json ---------------
+
+
+def test_six_languages_read_one_shared_domain_corpus(hub):
+    """The card names one corpus per domain: no `{subset}/corpus.parquet` is asked for, one shard is fetched."""
+    decl = get_benchmark("vidore-v3-rcp")
+    fresh = "5" * 40  # a commit nothing has cached yet
+    hub.add_repo(REPO, fresh, rcp_fixture.release_files(), branch=None)
+    hub.clear_requests()
+    english = load_subset(decl, "hr__english", LoadOptions(revision=fresh))
+    french = load_subset(decl, "hr__french", LoadOptions(revision=fresh))
+    assert [p.id for p in english.pages] == [p.id for p in french.pages] == ["h1", "h2", "h3", "h4"]
+    assert [q.id for q in french.queries] == ["hr-fr-1"]
+    files = [(method, path.split(f"/resolve/{fresh}/")[1]) for method, path in hub.requests if "/resolve/" in path]
+    assert not [f for _, f in files if f.endswith("/corpus.parquet")]
+    # one probe of the shared shard (its bytes may already be in the cache under another commit), then none
+    assert [m for m, f in files if f == "hr/corpus/test-00000-of-00001.parquet"].count("HEAD") == 1
+
+
+def test_a_new_release_tag_resolves_from_releases_json(hub, monkeypatch):
+    """A tag no table in the code knows: main's provenance/releases.json names its commit."""
+    from evals_repro.benchmarks import hub as hub_access
+
+    monkeypatch.setattr(hub_access, "_RESOLVED", {})  # main moves during this test (a new process would see it)
+    v3 = "3" * 40
+    files = rcp_fixture.release_files()
+    files["hr__english/qrels.parquet"] = rcp_fixture.qrels_parquet(
+        "hr-en-1", [("h1", 2, 0.8, 1.5), ("h2", 0, 0.33, 0.2), ("h3", 0, 0.1, -1.0), ("h4", 1, 0.0, None)]
+    )
+    hub.add_repo(REPO, v3, files, branch=None)
+    main_files = rcp_fixture.release_files()
+    main_files["provenance/releases.json"] = rcp_fixture.releases_json({**rcp_fixture.TAGS, "v3-test-judge": v3})
+    hub.add_repo(REPO, "4" * 40, main_files)  # main moves on
+    newer = load_subset(get_benchmark("vidore-v3-rcp"), "hr__english", LoadOptions(revision="v3"))
+    assert newer.source["revision"] == v3 and newer.gains["hr-en-1"]["h2"] == 0.33
+    assert Release(revision="v3-test-judge").revision == v3 and Release(revision="v1").revision == V1
+    with pytest.raises(DataError, match="revision v9 does not exist"):
+        Release(revision="v9").subset_table("hr__english", "qrels", ("query-id",))
+
+
+def test_pool_check_compares_injection_with_provenance_pool(tmp_path, capsys):
+    """`gt_injected` is read from provenance-pool: a release that marks another page injected is reported."""
+    import pyarrow.parquet as pq
+
+    snapshot = rcp_fixture.write_snapshot(tmp_path / "release")
+    pool_file = snapshot / "provenance" / "pool" / "hr.parquet"
+    table = pq.read_table(pool_file).to_pydict()
+    table["gt_injected"] = [doc == "x000" for doc in table["corpus-id"]]
+    pool_file.write_bytes(rcp_fixture._parquet(table))
+    check = check_subset_pools(Release(snapshot=snapshot), "hr__german")
+    assert check.pool_matches == 1 and check.injected_mismatch == ["hr-de-1"] and not check.ok
+    assert main(["rcp", "pool", "--snapshot", str(snapshot), "-s", "hr__german"]) == 2
+    out = capsys.readouterr().out
+    assert "| hr__german | 1 | 1 | 0.0e+00 | 1 | 1 | 1 | 0 |" in out
+    assert "hr__german: injected pages differ from provenance-pool's gt_injected for 1 queries, first hr-de-1" in out
+    # A release without provenance-pool: the comparison is shown as not available, not as a failure.
+    files = {k: v for k, v in rcp_fixture.release_files().items() if not k.startswith("provenance/pool/")}
+    older = tmp_path / "older"
+    for relpath, data in rcp_fixture.with_card(files).items():
+        (older / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (older / relpath).write_bytes(data)
+    assert b"provenance-pool" not in (older / "README.md").read_bytes()
+    check = check_subset_pools(Release(snapshot=older), "hr__german")
+    assert check.injected_matches is None and check.ok
+
+
+def test_replay_reads_the_conventional_paths_without_a_card(snapshot, tmp_path):
+    """Without a card, the paths cohere-ai/rcp-ndcg's experiments/fetch_data.py fetches are enough:
+    `{domain}__{lang}/{qrels,top_ranked}.parquet` and `provenance/runs/{domain}.parquet`."""
+    import itertools
+    import shutil
+
+    bare = tmp_path / "fetched"
+    for domain, language in itertools.product(("hr", "energy"), ("english", "french")):
+        for part in ("qrels", "top_ranked"):
+            target = bare / f"{domain}__{language}" / f"{part}.parquet"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(snapshot / f"{domain}__{language}" / f"{part}.parquet", target)
+        (bare / "provenance" / "runs").mkdir(parents=True, exist_ok=True)
+        shutil.copy(snapshot / "provenance" / "runs" / f"{domain}.parquet", bare / "provenance" / "runs")
+    assert not (bare / "README.md").exists()
+    result = replay(Release(snapshot=bare), domains=["hr", "energy"], languages=["english", "french"])
+    full = replay(Release(snapshot=snapshot), domains=["hr", "energy"], languages=["english", "french"])
+    from evals_repro.metrics.protocol import TIE_RULES
+
+    assert result.means == full.means and len(result.means) == 2 * 2 * 2 * len(TIE_RULES)

@@ -13,8 +13,8 @@ import pytest
 import rcp_fixture
 import scripted_method
 from evals_repro.benchmarks import get_benchmark
+from evals_repro.benchmarks.rcp_release import REPO
 from evals_repro.cli import main
-from evals_repro.rcp.release import REPO
 from evals_repro.registry import METHODS, RERANKERS
 from evals_repro.report import declared_report
 from records import write_record
@@ -60,7 +60,6 @@ def _extra_hr_subsets(files: dict[str, bytes]) -> None:
     """hr in the four other languages: a pooled query ranked ideally, and a judged query without a pool."""
     for lang in OTHER_HR:
         subset, code = f"hr__{lang}", lang[:2]
-        files[f"{subset}/corpus.parquet"] = files["hr__english/corpus.parquet"]
         files[f"{subset}/queries.parquet"] = rcp_fixture._parquet(
             {"id": [f"hr-{code}-1", f"hr-{code}-2"], "text": [f"hr question ({lang})", "no pool"]}
         )
@@ -94,7 +93,6 @@ def _extra_hr_subsets(files: dict[str, bytes]) -> None:
 
 
 def _ghost_in_pool(files: dict[str, bytes]) -> None:
-    files["energy__german/corpus.parquet"] = files["energy__english/corpus.parquet"]
     files["energy__german/queries.parquet"] = rcp_fixture._parquet({"id": ["en-de-1"], "text": ["Welches Werk?"]})
     files["energy__german/top_ranked.parquet"] = rcp_fixture._parquet(
         {"query-id": ["en-de-1"], "corpus-ids": [["e1", "ghost", "e2"]]}
@@ -107,7 +105,7 @@ def release() -> dict[str, bytes]:
     files = rcp_fixture.release_files()
     _extra_hr_subsets(files)
     _ghost_in_pool(files)
-    return files
+    return rcp_fixture.with_card(files)
 
 
 @pytest.fixture
@@ -249,7 +247,7 @@ def test_report_views_and_tie_rule_filter(rcp, capsys):
         main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"), "--tie-rule", "random"])
         == 2
     )
-    assert "unknown tie rule 'random'" in capsys.readouterr().err
+    assert "'random' is not one of 'group-mean', 'doc-id'" in capsys.readouterr().err
     # Only first stages: the one left was computed doc-id, so a group-mean report refuses, naming the rule.
     assert (
         main(["report", "--benchmark", "vidore-v3-rcp", "--results-dir", str(rcp / "results"), "--first-stage-only"])

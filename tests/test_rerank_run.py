@@ -100,10 +100,7 @@ def test_depth_over_top_k_stops_before_any_rerank(fakes, tmp_path):
 
 
 def test_reranked_run_on_sample(fakes, tmp_path):
-    try:
-        decl = get_benchmark("sample")
-    except UsageError:
-        pytest.skip("the bundled sample benchmark is not on this branch yet")
+    decl = get_benchmark("sample")
     subset = decl.subset_names[0]
     summary = _reranked_run("sample", [subset], tmp_path, depth=10, top_k=20)
     path = tmp_path / "results" / "sample" / "mixedbread-markdown+cohere@10" / f"{subset}.json"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -150,8 +152,8 @@ def test_report_first_stage_only_hides_reranked(suite, tmp_path):
     [
         (["run", "no-such-method", "--benchmark", "sample"], "unknown method 'no-such-method'"),
         (["run", "bm25", "--benchmark", "no-such-bench"], "unknown benchmark 'no-such-bench'"),
-        (["run", "bm25", "--setting", "sideways"], "--setting 'sideways' is not valid"),
-        (["run", "bm25", "--content", "video"], "--content 'video' is not valid"),
+        (["run", "bm25", "--setting", "sideways"], "'sideways' is not one of 'monolingual', 'crosslingual'"),
+        (["run", "bm25", "--content", "video"], "'video' is not one of 'markdown', 'images'"),
     ],
 )
 def test_bad_input_is_one_line(args, needle, capsys):
@@ -203,3 +205,43 @@ def test_killed_run_leaves_no_partial_file(suite, tmp_path):
     files = sorted(p.name for p in alpha.parent.iterdir())
     assert [f for f in files if f.endswith(".json")] == ["alpha.json"]
     assert json.loads(alpha.read_text())["complete"] is True
+
+
+def test_run_keeps_a_judged_query_without_relevant_documents(suite, tmp_path, monkeypatch):
+    """trec_eval counts every judged query: q3-en (grade 0 only) scores 0 and stays in the mean and n_queries."""
+    alpha = suite / "alpha"
+    with open(alpha / "queries.jsonl", "a") as handle:
+        handle.write(json.dumps({"_id": "q3-en", "text": "three", "language": "english", "metadata": {}}) + "\n")
+    with open(alpha / "qrels" / "test.tsv", "a") as handle:
+        handle.write("q3-en\td3\t0\n")
+    monkeypatch.setitem(scripted_method.SCRIPT, "q3-en", ["d3"])
+    run_benchmark(request(suite, tmp_path, subsets=["alpha"]), echo=lambda _: None)
+    result = json.loads((tmp_path / "results/mybench/scripted/alpha.json").read_text())
+    assert result["n_queries"] == 3 and "q3-en" not in result["skipped_queries"]
+    assert set(result["per_query"]["q3-en"]["metrics"].values()) == {0.0}
+    assert result["metrics"]["ndcg_at_10"] == pytest.approx((INV_LOG2_3 + 0 + 0) / 3)
+    assert result["protocol"]["score_precision"] == "float32"
+
+
+def test_run_score_precision_float64_is_recorded_and_changes_ties(suite, tmp_path, monkeypatch):
+    """0.30000001 and 0.3 are one float32 value (0.29999999 is not): ties differ between the references."""
+    monkeypatch.setattr(scripted_method, "SCORES", {"q1-en": {"d0": 0.30000001, "d1": 0.3, "d2": 0.29999999}})
+    args = ["run", "scripted", "-b", str(suite), "-s", "alpha", "-m", "p_at_1,mrr"]
+    args += ["--results-dir", str(tmp_path / "r32"), "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0
+    assert main([*args[:-4], "--results-dir", str(tmp_path / "r64"), "--cache-dir", str(tmp_path / "cache"),
+                 "--score-precision", "float64"]) == 0  # fmt: skip
+    r32 = json.loads((tmp_path / "r32/mybench/scripted/alpha.json").read_text())
+    r64 = json.loads((tmp_path / "r64/mybench/scripted/alpha.json").read_text())
+    # q1-en's relevant page is d1: float32 ties it with d0 and puts it first (doc id descending), float64 second.
+    assert r32["per_query"]["q1-en"]["metrics"] == {"p_at_1": 1.0, "mrr": 1.0}
+    assert r64["per_query"]["q1-en"]["metrics"] == {"p_at_1": 0.0, "mrr": 0.5}
+    assert (r32["protocol"]["score_precision"], r64["protocol"]["score_precision"]) == ("float32", "float64")
+    # evaluate --result re-scores the saved run under the result's own protocol, unless told otherwise.
+    saved = str(tmp_path / "r64/mybench/scripted/alpha.json")
+    for extra, expected in (([], "0.0000"), (["--score-precision", "float32"], "1.0000")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["evaluate", "--result", saved, "-m", "p_at_1", "-q", *extra]) == 0
+        rows = dict((line.split("\t")[1], line.split("\t")[2]) for line in out.getvalue().splitlines())
+        assert rows["q1-en"] == expected, extra

@@ -138,7 +138,14 @@ def test_crash_part_way_then_resume_uploads_only_the_rest(fake, crash_after):
     # Only pages absent from the store are uploaded; attached-but-unfinished pages are only awaited.
     assert count_requests(fake, "POST", "/v1/files") - uploads_at_crash == len(UPLOADABLE) - len(after_crash)
     completed = sum(status == "completed" for status in after_crash.values())
-    assert (resumed.skipped, resumed.uploaded, resumed.failed) == (completed, len(UPLOADABLE) - completed, {})
+    # Pages the crashed run sent are not counted as uploaded by the resume: only waited for.
+    assert (resumed.skipped, resumed.finished, resumed.uploaded, resumed.failed) == (
+        completed,
+        len(after_crash) - completed,
+        len(UPLOADABLE) - len(after_crash),
+        {},
+    )
+    assert f"{len(after_crash) - completed} finished processing (sent by an earlier run)" in resumed.line()
     ids = [f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")]
     assert sorted(ids) == sorted(UPLOADABLE)  # no duplicates
     assert all(f["status"] == "completed" for f in fake.store_files("toy-eval-energy-markdown"))
@@ -265,7 +272,9 @@ def test_cli_upload_prints_the_summary_and_fails_on_a_failed_page(fake, tmp_path
 
     folder = write_beir_folder(tmp_path / "mini", {p.id: p.text for p in PAGES[:4]}, {"q1": "solar"}, [("q1", "p1", 1)])
     fake.fail_external_ids = {"p3"}
-    code = main(["mixedbread-upload", "markdown", "--benchmark", folder, "--workers", "2"])
+    code = main(
+        ["mixedbread-upload", "markdown", "--benchmark", folder, "--workers", "2", "--cache-dir", str(tmp_path / "c")]
+    )
     out, err = capsys.readouterr()
     assert code != 0
     assert "store mini-eval-mini-markdown: 4 pages, 3 uploaded, 0 already present, 1 failed" in out
@@ -282,3 +291,94 @@ def test_cli_missing_key_is_one_line(monkeypatch, tmp_path, capsys):
     assert main(["mixedbread-upload", "markdown", "--benchmark", folder, "--subsets", "mini"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: missing API key: MXBAI_API_KEY is not set")
+
+
+def _uploads_of(fake, data: bytes) -> int:
+    """How many times these bytes were sent to the Files API (the fake records every request)."""
+    return sum(1 for r in fake.requests if r.method == "POST" and r.path == "/v1/files" and data in r.body)
+
+
+def _crash_on(uploader, target: str, nth: int, before: bool):
+    """Make the nth call of client.<target> raise KeyboardInterrupt, before or after really calling it."""
+    owner_path, _, name = target.rpartition(".")
+    owner = uploader.client
+    for part in owner_path.split(".") if owner_path else []:
+        owner = getattr(owner, part)
+    real = getattr(owner, name)
+    calls = Counter()
+
+    def crashing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == nth and before:
+            raise KeyboardInterrupt
+        result = real(*args, **kwargs)
+        if calls["n"] == nth:
+            raise KeyboardInterrupt
+        return result
+
+    setattr(owner, name, crashing)
+
+
+def test_upload_killed_before_attach_is_attached_on_resume(fake, tmp_path):
+    uploader = _uploader(workers=1, journal_dir=tmp_path / "journal")
+    _crash_on(uploader, "stores.files.create", 3, before=True)  # 3rd page uploaded, never attached
+    with pytest.raises(KeyboardInterrupt):
+        uploader.run(SUBSET)
+    assert len(fake.unattached()) == 1
+    resumed = _uploader(journal_dir=tmp_path / "journal").run(SUBSET)
+    assert fake.unattached() == []
+    assert resumed.resumed == 1 and resumed.orphans_deleted == 0 and resumed.failed == {}
+    assert "1 attached from an interrupted upload" in resumed.line()
+    for page in PAGES:
+        if page.text.strip():
+            assert _uploads_of(fake, page.text.encode()) == 1, page.id  # nothing paid twice
+    assert sorted(f["external_id"] for f in fake.store_files("toy-eval-energy-markdown")) == sorted(UPLOADABLE)
+    assert not (tmp_path / "journal" / "toy-eval-energy-markdown.jsonl").exists()  # nothing outstanding
+
+
+def test_orphan_no_page_needs_is_deleted_on_resume(fake, tmp_path):
+    uploader = _uploader(workers=1, journal_dir=tmp_path / "journal")
+    _crash_on(uploader, "stores.files.create", 2, before=True)
+    with pytest.raises(KeyboardInterrupt):
+        uploader.run(SUBSET)
+    orphan = fake.unattached()
+    assert len(orphan) == 1
+    orphan_page = next(p for p in PAGES if p.text.encode() == fake.files[orphan[0]]["data"])
+    changed = [Page(p.id, p.text + " (revised)") if p.id == orphan_page.id else p for p in PAGES]
+    resumed = _uploader(journal_dir=tmp_path / "journal").run(Subset("toy", "energy", "english", changed, QUERIES, {}))
+    assert resumed.orphans_deleted == 1 and resumed.resumed == 0 and orphan[0] not in fake.files
+    assert fake.unattached() == [] and "1 unattached upload(s) of an interrupted run deleted" in resumed.line()
+
+
+def test_upload_killed_in_flight_is_found_and_attached(fake, tmp_path):
+    uploader = _uploader(workers=1, journal_dir=tmp_path / "journal")
+    _crash_on(uploader, "files.create", 2, before=False)  # the server kept it; the answer never got back
+    with pytest.raises(KeyboardInterrupt):
+        uploader.run(SUBSET)
+    assert len(fake.unattached()) == 1
+    resumed = _uploader(journal_dir=tmp_path / "journal").run(SUBSET)
+    assert fake.unattached() == [] and resumed.resumed == 1
+    for page in PAGES:
+        if page.text.strip():
+            assert _uploads_of(fake, page.text.encode()) == 1, page.id
+    assert count_requests(fake, "GET", "/v1/files?") >= 1  # looked up by name, then compared byte for byte
+
+
+def test_cli_summary_does_not_count_pages_it_only_waited_for(fake, tmp_path, capsys):
+    from evals_repro.cli import main
+
+    pages = {p.id: p.text for p in PAGES[:4]}
+    folder = write_beir_folder(tmp_path / "mini", pages, {"q1": "solar"}, [("q1", "p1", 1)])
+    client, settings = _client()
+    crashed = StoreUploader(client, settings, Usage(), "mini", "markdown", "mini-eval", workers=1, poll_interval=0.01)
+    _crash_on(crashed, "stores.files.create", 2, before=False)  # two pages attached, never awaited
+    subset = Subset("mini", "mini", "english", [Page(k, v) for k, v in pages.items()], [], {})
+    with pytest.raises(KeyboardInterrupt):
+        crashed.run(subset)
+    sent = len(fake.store_files("mini-eval-mini-markdown"))  # the pool may finish the page it had started
+    assert 2 <= sent < 4 and {f["status"] for f in fake.store_files("mini-eval-mini-markdown")} == {"pending"}
+    code = main(["mixedbread-upload", "markdown", "--benchmark", folder, "--cache-dir", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"store mini-eval-mini-markdown: 4 pages, {4 - sent} uploaded, 0 already present, 0 failed, " in out
+    assert f"{sent} finished processing (sent by an earlier run)" in out

@@ -161,11 +161,11 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
     counts = run_quality(request, echo=QUIET)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
-    (study / "study.lock").write_text(
-        json.dumps({"pid": os.getppid(), "host": os.uname().nodename, "command": "evals-repro rerank-study quality"})
-    )
-    with pytest.raises(UsageError, match=f"pid {os.getppid()}"):
-        run_quality(request, echo=QUIET)
+    from evals_repro.study.lock import StudyLock
+
+    with StudyLock(study, "evals-repro rerank-study quality"):  # a live writer (the OS lock is held)
+        with pytest.raises(UsageError, match=f"pid {os.getpid()}"):
+            run_quality(request, echo=QUIET)
 
 
 def _spawn(code: str, env: dict) -> subprocess.Popen:
@@ -261,3 +261,42 @@ def test_repeat_diagnostic_on_timed_fake(speedup, verdict, study, providers, tmp
     assert {r["subset"] for r in rows} == {"heat-pumps", "railway-maintenance"}
     nd = [r for r in rows if r["metric"] == "ndcg_at_10"]
     assert all(r["baseline"] and r["cohere-fast"] for r in nd)
+
+
+def test_quality_failures_exit_3_through_the_cli(study, providers, tmp_path, capsys):
+    """A failed provider request is a provider error: exit 3 with one line (it used to exit 0)."""
+    from evals_repro.cli import main
+
+    providers["cohere"].fail(400, times=1, path="/v2/rerank")
+    args = ["rerank-study", "quality", "--study-dir", str(study), "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--models", "cohere-pro,cohere-fast"]) == 3
+    err = capsys.readouterr().err
+    assert "error: 1 quality request(s) failed" in err and "rerun the same command" in err
+    assert {r["model"] for r in read_jsonl(study / QUALITY)} == {"cohere-pro", "cohere-fast"}
+    assert main([*args, "--models", "cohere-pro", "--models", "cohere-fast"]) == 0
+    assert "quality: 1 sent, 0 failed" in capsys.readouterr().err
+
+
+def test_the_library_logs_and_the_cli_shows_the_same_lines(tmp_path, capsys, caplog, monkeypatch):
+    """No print side channel: as a library, prepare only logs; the CLI shows those records on stderr."""
+    import logging
+
+    from evals_repro.cli import main
+
+    monkeypatch.setattr(logging.getLogger("evals_repro"), "handlers", [])  # as in a notebook: no CLI handler
+    caplog.set_level(logging.INFO, logger="evals_repro")
+    request = PrepareRequest(
+        benchmarks=["sample"], subsets=["heat-pumps"], study_dir=tmp_path / "study", cache_dir=tmp_path / "cache"
+    )
+    prepare(request)
+    assert capsys.readouterr() == ("", "")
+    logged = [r.getMessage() for r in caplog.records if r.name == "evals_repro.study.prepare"]
+    assert (
+        len(logged) == 1
+        and logged[0].startswith("sample/heat-pumps: ")
+        and " queries frozen with bm25 -> " in logged[0]
+    )
+    args = ["rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps"]
+    assert main([*args, "--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache")]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "sample/heat-pumps: candidates already frozen" in err

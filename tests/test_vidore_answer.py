@@ -215,7 +215,7 @@ def test_failed_and_rate_limited_calls_are_recorded_then_completed(servers, tmp_
     servers["openai"].fail(429, times=1, retry_after="1", path="/chat/completions")
     args = ["answer", "-s", "hr", "--retriever", "bm25", "--generator", "gemini:fake-pro"]
     args += ["--judge", "openai:fake-judge", "--out-dir", str(tmp_path), "--workers", "1"]
-    assert main(args) == 1  # one generation refused: recorded, the run incomplete
+    assert main(args) == 3  # one generation refused: recorded, the run incomplete (a provider failure)
     out = capsys.readouterr()
     assert "incomplete: 1 answer(s) or verdict(s) missing" in out.err and "rerun the same command" in out.err
     run_dir = tmp_path / "answer/text__bm25__gemini_fake-pro"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import DataError
 
@@ -23,6 +24,8 @@ QUERY_METADATA_FIELDS = ("query_type", "query_format", "content_type", "relevant
 Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 Gains = dict[str, dict[str, float]]
+# qid -> subtopic (nugget) -> docid -> judgment (>0: the document covers the subtopic); ndeval's qrels.
+SubtopicQrels = dict[str, dict[str, dict[str, int]]]
 
 
 @dataclass(frozen=True)
@@ -59,25 +62,49 @@ class Query:
         return f"{self.text} {self.instruction}" if self.instruction else self.text
 
 
+@runtime_checkable
+class StoredPages(Protocol):
+    """A corpus kept on disk (`pagestore.PageStore`): a read-only sequence of pages that answers by id and
+    knows the facts recorded when it was written, so a corpus of millions of pages is never walked twice."""
+
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def duplicate_ids(self) -> list[str]: ...
+    @property
+    def empty_ids(self) -> list[str]: ...
+    @property
+    def n_empty(self) -> int: ...
+    def by_id(self) -> Mapping[str, Page]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, page_id: object) -> bool: ...
+
+
 @dataclass
 class Subset:
     """One evaluable unit of a benchmark: a corpus, its queries in every language, and qrels.
 
     `qrels` hold graded integer judgments (>0 relevant); `gains` optional float gains
     (RCP-nDCG). `source` records where the data came from (repo, revision, files) so
-    result files can pin it.
+    result files can pin it. `subtopics` holds nugget judgments for the diversity measures
+    (FreshStack); `changed_docs` maps a base query id to the documents whose judgment its
+    changed instruction flipped (FollowIR's `qrel_diff`, read by p-MRR).
     """
 
     benchmark: str
     name: str
     native_language: str
-    pages: list[Page]
+    # A list, or `StoredPages` (`pagestore.PageStore`, a read-only Sequence[Page] on disk) for corpora too
+    # large for Page objects (MS MARCO); the store knows its fingerprint and its check facts.
+    pages: Sequence[Page]
     queries: list[Query]
     qrels: Qrels
     gains: Gains | None = None
     source: dict[str, Any] = field(default_factory=dict)
     # Optional per-query candidate pools (reranking views): qid -> ordered page ids.
     pools: dict[str, list[str]] | None = None
+    subtopics: SubtopicQrels | None = None
+    changed_docs: dict[str, list[str]] | None = None
 
     @property
     def languages(self) -> list[str]:
@@ -92,11 +119,15 @@ class Subset:
         wanted = set(languages)
         return [q for q in self.queries if q.language in wanted]
 
-    def page_by_id(self) -> dict[str, Page]:
+    def page_by_id(self) -> Mapping[str, Page]:
+        if isinstance(self.pages, StoredPages):
+            return self.pages.by_id()
         return {page.id: page for page in self.pages}
 
     def fingerprint(self, with_images: bool = False) -> str:
         """Digest of the corpus content: changes whenever a page id, text or title changes."""
+        if isinstance(self.pages, StoredPages):
+            return self.pages.fingerprint  # the same digest, computed once when the store was written
         digest = hashlib.sha256()
         for page in self.pages:
             digest.update(page.id.encode())
@@ -129,12 +160,14 @@ class Subset:
             "qrels": digest(self.qrels),
             "gains": digest(self.gains),
             "pools": digest(self.pools),
+            **({"subtopics": digest(self.subtopics)} if self.subtopics is not None else {}),
+            **({"changed_docs": digest(self.changed_docs)} if self.changed_docs is not None else {}),
             "combined": self.data_digest(),
         }
 
     def data_digest(self) -> str:
-        """Digest of corpus, queries and qrels (and gains and pools where present): what a result or a
-        study was computed on."""
+        """Digest of corpus, queries and qrels (and gains, pools, nugget judgments and changed documents
+        where present): what a result or a study was computed on."""
         digest = hashlib.sha256(self.fingerprint().encode())
         for query in self.queries:
             parts = [query.id, query.text, query.language] + ([query.instruction] if query.instruction else [])
@@ -144,6 +177,9 @@ class Subset:
             digest.update(json.dumps(self.gains, sort_keys=True).encode())
         if self.pools is not None:
             digest.update(json.dumps(self.pools, sort_keys=True).encode())
+        for extra in (self.subtopics, self.changed_docs):
+            if extra is not None:
+                digest.update(json.dumps(extra, sort_keys=True).encode())
         return digest.hexdigest()
 
 
@@ -194,16 +230,17 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
 
     Fatal: duplicate ids, qrels naming unknown queries or pages, an empty corpus or query set,
     negative/non-finite gains. Warnings: queries without a positive qrel (they are not
-    scored, as in trec_eval), pages with empty text (kept in the corpus; images may carry them).
+    scored, as in trec_eval), pages with empty text and no image (kept in the corpus).
     """
     result = CheckResult(subset.name)
-    page_ids = [p.id for p in subset.pages]
+    store = subset.pages if isinstance(subset.pages, StoredPages) else None
+    page_ids = [] if store is not None else [p.id for p in subset.pages]
     query_ids = [q.id for q in subset.queries]
-    result.add("no_pages", ["<corpus>"] if not page_ids else [])
+    result.add("no_pages", ["<corpus>"] if not len(subset.pages) else [])
     result.add("no_queries", ["<queries>"] if not query_ids else [])
-    result.add("duplicate_page_ids", _duplicates(page_ids))
+    result.add("duplicate_page_ids", store.duplicate_ids if store is not None else _duplicates(page_ids))
     result.add("duplicate_query_ids", _duplicates(query_ids))
-    known_pages = set(page_ids)
+    known_pages: Any = store if store is not None else set(page_ids)
     known_queries = set(query_ids)
     result.add("qrels_unknown_query", sorted(q for q in subset.qrels if q not in known_queries))
     result.add(
@@ -212,7 +249,12 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
     )
     positive = {q for q, docs in subset.qrels.items() if any(s > 0 for s in docs.values())}
     result.add("queries_without_positive_qrel", [q for q in query_ids if q not in positive])
-    result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip()])
+    if store is not None:  # facts recorded when the store was written (ids of the first 1,000; text-only pages)
+        result.add("empty_page_text", store.empty_ids)
+        if store.n_empty:
+            result.counts["empty_page_text"] = store.n_empty
+    else:  # a page image is content too: only a page with neither text nor image is empty
+        result.add("empty_page_text", [p.id for p in subset.pages if not p.text.strip() and p.image is None])
     if subset.gains is not None:
         bad = [
             f"{q}/{d}"

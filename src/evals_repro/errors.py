@@ -1,15 +1,24 @@
 """Typed errors: every failure a user can cause carries one line and a hint on how to fix it.
 
 The CLI prints `error: <message> (<hint>)` and exits non-zero; `--verbose` adds the traceback.
+Exit codes (documented in the README and `evals-repro --help`): 0 success, 1 unexpected error,
+2 usage/data/configuration error, 3 provider error, 4 some subsets of a run failed, 130 interrupted.
 """
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_USAGE = 2
+EXIT_PROVIDER = 3
+EXIT_SUBSETS_FAILED = 4
+EXIT_INTERRUPTED = 130
 
 
 class EvalsError(Exception):
     """Base class for errors shown to the user as a single line."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
@@ -32,7 +41,7 @@ class DataError(EvalsError):
 class ProviderError(EvalsError):
     """A hosted API failed in a way retries cannot fix (bad key, 4xx, retries exhausted)."""
 
-    exit_code = 3
+    exit_code = EXIT_PROVIDER
 
 
 class ConfigurationError(EvalsError):
@@ -42,7 +51,7 @@ class ConfigurationError(EvalsError):
 class SubsetsFailed(EvalsError):
     """Some subsets of a run failed; the others' results were written. Each failure is listed."""
 
-    exit_code = 4
+    exit_code = EXIT_SUBSETS_FAILED
 
     def __init__(self, failures) -> None:
         listed = "; ".join(f"{f.subset}: {f.reason}" for f in failures)

@@ -35,9 +35,7 @@ from .results import (
     DamagedResult,
     DataDigest,
     Flags,
-    LanguageBlock,
     MethodConfig,
-    QueryEntry,
     ResultRecord,
     SavedRun,
     Setting,
@@ -46,6 +44,7 @@ from .results import (
     run_paths,
 )
 from .retrieval.base import Retriever
+from .scoring import languages_for, ranked_queries, retrieve, score_run
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -125,87 +124,11 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def languages_for(setting: str, decl: BenchmarkDeclaration, subset: Subset) -> list[str]:
-    """Which query languages a setting scores on this subset (only those the subset has)."""
-    if setting == Setting.MONOLINGUAL:
-        return [subset.native_language]
-    present = set(subset.languages)
-    ordered = [lang for lang in decl.query_languages if lang in present]
-    return ordered + [lang for lang in subset.languages if lang not in ordered]
-
-
 def _validate(request: RunRequest) -> None:
     if request.setting not in SETTINGS:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
-
-
-def retrieve(subset: Subset, retriever: Retriever, queries: list[Query], top_k: int) -> Run:
-    """The retriever's run over `queries`, cut to each query's pool where the subset has pools."""
-    from .retrieval.pool import restrict_to_pools
-
-    run = retriever.run(subset, queries, top_k)
-    return run if subset.pools is None else restrict_to_pools(run, subset.pools)
-
-
-def ranked_queries(subset: Subset, languages: list[str]) -> tuple[list[Query], list[Query]]:
-    """(the queries a run ranks, all queries asked): with pools, only queries that have one are ranked."""
-    asked = subset.queries_in(languages)
-    queries = asked if subset.pools is None else [q for q in asked if q.id in subset.pools]
-    return queries, asked
-
-
-def score_run(
-    subset: Subset, run: Run, queries: list[Query], languages: list[str], protocol: ScoringProtocol
-) -> dict[str, Any]:
-    """Score a run: per query (with metadata), per language (macro mean), and the mean of the language means.
-
-    Every query the qrels judge is scored (a query without results scores 0 and counts, trec_eval -c);
-    queries the qrels do not mention are listed as skipped.
-    """
-    from . import metrics as M
-
-    judged = [q for q in queries if q.id in subset.qrels]
-    qrels = {q.id: subset.qrels[q.id] for q in judged}
-    per_query_metrics = (
-        M.evaluate(
-            qrels,
-            {q.id: run.get(q.id, {}) for q in judged},
-            list(protocol.measures),
-            gains=subset.gains,
-            options={"tie_rule": protocol.tie_rule},
-        )
-        if qrels
-        else {}
-    )
-    per_query: dict[str, QueryEntry] = {}
-    by_language: dict[str, list[str]] = {lang: [] for lang in languages}
-    for query in judged:
-        if query.id not in per_query_metrics:
-            continue
-        by_language[query.language].append(query.id)
-        per_query[query.id] = QueryEntry(
-            language=query.language, metadata=query.metadata, metrics=per_query_metrics[query.id]
-        )
-    language_blocks = {
-        lang: LanguageBlock(n_queries=len(qids), metrics=M.mean(per_query_metrics, qids))
-        for lang, qids in by_language.items()
-        if qids
-    }
-    names = list(protocol.measures)
-    aggregate = (
-        {name: sum(b.metrics[name] for b in language_blocks.values()) / len(language_blocks) for name in names}
-        if language_blocks
-        else {}
-    )
-    return {
-        "metrics": aggregate,
-        "languages": language_blocks,
-        "per_query": per_query,
-        "n_queries": len(per_query),
-        "skipped_queries": sorted(q.id for q in queries if q.id not in per_query),
-    }
 
 
 def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
@@ -224,6 +147,7 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
         )
         spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
+    decl.check_content(request.content)  # before anything is downloaded or built
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
@@ -241,6 +165,7 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
             except (UsageError, ConfigurationError):
                 raise  # a bad option or an unusable environment fails every subset alike: stop now
             except EvalsError as exc:
+                log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
                 say(f"{name}: failed: {exc.one_line()}")
                 outcomes.append(SubsetOutcome(name, path, "failed", reason=exc.one_line()))
             except Exception as exc:  # noqa: BLE001 - one subset's bug must not lose the others' results
@@ -276,6 +201,7 @@ def _run_subset(
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
     languages = languages_for(request.setting, decl, subset)
+    protocol = declared_protocol(decl, name, protocol)
     # A result never loses a measure it had: the existing record's measures join the requested ones.
     wanted = measures_for(subset, list(protocol.measures))
     if existing is not None:
@@ -366,6 +292,13 @@ def _run_subset(
     return SubsetOutcome(name, path, "written", record.metrics)
 
 
+def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
+    """The protocol with what a subset's declaration fixes: `relevance_level` (the minimum grade binary
+    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)."""
+    level = decl.subset_source(name).get("relevance_level")
+    return protocol if level is None else protocol.replace(relevance_level=int(level))
+
+
 def _saved_run(path: Path, record: ResultRecord) -> Run | None:
     """The record's saved run, if it is there and unchanged."""
     from .runs import file_sha256, read_saved_run
@@ -396,7 +329,7 @@ def _record(
     from .runs import write_trec_gains, write_trec_qrels, write_trec_run
 
     started = time.perf_counter()
-    blocks = score_run(subset, run, queries, languages, protocol)
+    blocks = score_run(subset, run, queries, languages, protocol, depth=config.top_k)
     evaluation_seconds = time.perf_counter() - started
     run_file, qrels_file, gains_file = run_paths(path)
     written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)

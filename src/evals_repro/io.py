@@ -1,23 +1,93 @@
 """Crash-safe file writing: temp file + rename, and append-only JSONL flushed per record.
 
 A killed process leaves either the old file or the new one, never a torn one; a torn final
-JSONL line (killed mid-write) is dropped and truncated away on the next open.
+JSONL line (killed mid-write) is dropped and truncated away on the next open. A new file gets the
+mode `open()` would give it (0o666 minus the umask), not mkstemp's private 0o600; a replaced file
+keeps its mode.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # elsewhere the only way to read it is to set it (briefly) and put it back
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def _target_mode(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
+def _check_directory(path: Path, named: str) -> None:
+    from .errors import UsageError
+
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        where = "it is a file" if blocker == path else f"{blocker} is a file"
+        raise UsageError(
+            f"{named} cannot be used as a directory: {where}", "move that file away or choose another path"
+        )
+
+
+def ensure_directories(*paths: tuple[Path, str]) -> None:
+    """`ensure_directory` for several (path, option) pairs, all checked before any is created."""
+    for path, option in paths:
+        _check_directory(Path(path), f"{option} {path}")
+    for path, option in paths:
+        ensure_directory(path, option)
+
+
+def ensure_directory(path: Path, option: str | None = None) -> Path:
+    """Create `path` (and its parents) or say in one line why it cannot be a directory and what to do.
+
+    Called before any work is paid for, so a bad --results-dir or --cache-dir costs nothing."""
+    from .errors import UsageError
+
+    path = Path(path)
+    named = f"{option} {path}" if option else str(path)
+    _check_directory(path, named)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{named} cannot be created ({exc.strerror or type(exc).__name__})",
+            "choose a path you can write to, or fix its permissions",
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{named} is not writable", "choose a path you can write to, or fix its permissions")
+    return path
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -21,11 +21,17 @@ from .pipeline import POOL, PipelineSpec
 GAIN_MEASURE = "ndcg_float_at_10"
 
 
+# Measures every run of a subset with nugget (subtopic) judgments adds: FreshStack's.
+SUBTOPIC_MEASURES = ("alpha_ndcg_at_10", "nugget_coverage_at_20")
+
+
 def measures_for(subset: Subset, measures: list[str]) -> list[str]:
-    """The requested measures, plus RCP-nDCG@10 when the subset carries float gains."""
-    if subset.gains is None or GAIN_MEASURE in measures:
-        return list(measures)
-    return [*measures, GAIN_MEASURE]
+    """The requested measures, plus RCP-nDCG@10 when the subset carries float gains and the
+    nugget measures (alpha-nDCG@10, coverage@20) when it carries subtopic judgments."""
+    extra = [GAIN_MEASURE] if subset.gains is not None else []
+    if subset.subtopics is not None:
+        extra += SUBTOPIC_MEASURES
+    return [*measures, *(m for m in extra if m not in measures)]
 
 
 @dataclass(frozen=True)

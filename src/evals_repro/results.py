@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,7 +26,7 @@ from .errors import DataError
 from .io import atomic_write_text
 from .metrics.protocol import ScoringProtocol
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 
 
 class Setting(StrEnum):
@@ -57,6 +57,8 @@ class DataDigest(_Model):
     qrels: str
     gains: str | None = None
     pools: str | None = None
+    subtopics: str | None = None  # nugget judgments (FreshStack)
+    changed_docs: str | None = None  # instruction pairs' changed documents (FollowIR)
     combined: str
 
 
@@ -114,6 +116,7 @@ class ResultRecord(_Model):
     n_queries: int
     skipped_queries: list[str] = Field(default_factory=list)
     unpooled_queries: list[str] | None = None
+    variants: dict[str, LanguageBlock] | None = None  # per instruction variant (FollowIR: og, changed)
     timings: dict[str, float] = Field(default_factory=dict)
     flags: Flags | None = None
     run: SavedRun
@@ -150,8 +153,8 @@ class ResultRecord(_Model):
         if self.config.pipeline != request.pipeline:
             return Verdict.rerun("its method configuration differs")
         if self.config.options != request.options:
-            changed = sorted(set(self.config.options.items()) ^ set(request.options.items()))
-            return Verdict.rerun(f"its options differ ({', '.join(f'{k}={v}' for k, v in changed)})")
+            differing = sorted(set(self.config.options.items()) ^ set(request.options.items()))
+            return Verdict.rerun(f"its options differ ({', '.join(f'{k}={v}' for k, v in differing)})")
         if self.config.top_k != request.top_k:
             return Verdict.rerun(f"it used top_k {self.config.top_k}")
         revision = self.source.get("revision")

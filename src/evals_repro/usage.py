@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
 
 
 class Usage:
     """Thread-safe counters keyed by name (requests, attempts, retries, tokens, cache_hits, ...)."""
 
     def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
+        self._counts: dict[str, int | float] = {}  # some counts are seconds (waits), so not a Counter of ints
         self._lock = threading.Lock()
 
     def add(self, key: str, amount: int | float = 1) -> None:
         with self._lock:
-            self._counts[key] += amount
+            self._counts[key] = self._counts.get(key, 0) + amount
 
     def get(self, key: str) -> int | float:
         with self._lock:

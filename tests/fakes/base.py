@@ -130,6 +130,9 @@ class FakeServer:
         """Hook run before routing (e.g. a rate limiter); return a Reply to answer instead."""
         return None
 
+    def after(self, request: Request, reply: Reply) -> None:
+        """Hook run once the reply was written in full (e.g. to record when a request completed)."""
+
     # -- dispatch ----------------------------------------------------------------------------------
     def dispatch(self, request: Request) -> Reply:
         with self._lock:
@@ -165,6 +168,9 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: without TCP_NODELAY, Nagle holds the body until
+            # the client's delayed ACK (about 40 ms per request on a kept-alive connection).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args) -> None:
                 pass
@@ -173,7 +179,8 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = fake.dispatch(Request(self.command, self.path, headers, body))
+                request = Request(self.command, self.path, headers, body)
+                reply = fake.dispatch(request)
                 if reply.sleep:
                     time.sleep(reply.sleep)
                 if reply.drop:
@@ -183,14 +190,17 @@ class FakeServer:
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.json).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    if not any(key.lower() == "content-type" for key in reply.headers):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(payload)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    return
+                fake.after(request, reply)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 

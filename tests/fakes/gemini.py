@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from .base import DEFAULT_DIMENSION, FakeServer, Reply, Request, bag_of_words, image_words, route
+from .base import DEFAULT_DIMENSION, FakeServer, Reply, Request, bag_of_words, count_tokens, image_words, route
 
 STATUS = {
     400: "INVALID_ARGUMENT",
@@ -30,6 +30,8 @@ def content_text(content: dict) -> str:
 
 
 class FakeGemini(FakeServer):
+    report_usage = True  # False: answer without usageMetadata (as an older API or a proxy might)
+
     def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
         return Reply(
             status,
@@ -46,7 +48,20 @@ class FakeGemini(FakeServer):
         requests = request.json["requests"]
         if len(requests) > 100:
             return self.error_reply(400, "BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch")
-        return Reply(200, {"embeddings": [self._values(r) for r in requests]})
+        if not self.report_usage:
+            return Reply(200, {"embeddings": [self._values(r) for r in requests]})
+        tokens = sum(count_tokens(content_text(r["content"])) for r in requests)
+        # As the Gemini API does: usage in the top-level usageMetadata (promptTokenCount, no total for embeddings).
+        return Reply(
+            200,
+            {
+                "embeddings": [self._values(r) for r in requests],
+                "usageMetadata": {
+                    "promptTokenCount": tokens,
+                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}],
+                },
+            },
+        )
 
     @route("POST", r"/v1(?:beta|alpha)?/models/(?P<model>[^:/]+):embedContent")
     def embed(self, request: Request) -> Reply:

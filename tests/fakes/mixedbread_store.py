@@ -3,6 +3,9 @@ advances when polled, paginated listing, and store search (chunks, optional rera
 
 Knobs: `polls_to_complete` (polls before a store file completes), `fail_external_ids` (pages that
 end `failed`), `page_size_cap` (server-side cap on list `limit`), `store_status`.
+The Files API also lists (`GET /v1/files`, `q` matched against the filename), downloads
+(`GET /v1/files/{id}/content`) and deletes (`DELETE /v1/files/{id}`) files; `unattached()` names the
+uploads no store holds.
 """
 
 from __future__ import annotations
@@ -135,19 +138,60 @@ class FakeMixedbreadStores(FakeMixedbread):
         filename, mime, data = _parse_multipart(request)
         with self._state:
             file_id = self._new_id("file")
-            self.files[file_id] = {"filename": filename, "mime_type": mime, "data": data}
-        return Reply(
-            200,
-            {
-                "id": file_id,
-                "filename": filename,
-                "bytes": len(data),
-                "mime_type": mime,
-                "version": 1,
-                "created_at": NOW,
-                "updated_at": NOW,
-            },
-        )
+            created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.files[file_id] = {"filename": filename, "mime_type": mime, "data": data, "created_at": created}
+        return Reply(200, self._file_json(file_id))
+
+    def _file_json(self, file_id: str) -> dict:
+        upload = self.files[file_id]
+        return {
+            "id": file_id,
+            "filename": upload["filename"],
+            "bytes": len(upload["data"]),
+            "mime_type": upload["mime_type"],
+            "version": 1,
+            "created_at": upload.get("created_at", NOW),
+            "updated_at": upload.get("created_at", NOW),
+        }
+
+    def unattached(self) -> list[str]:
+        """Files API ids that no store holds (what a killed upload may leave behind)."""
+        held = {key for store in self.stores.values() for key in store["files"]}
+        return sorted(set(self.files) - held)
+
+    @route("GET", r"/v1/files")
+    def list_files(self, request: Request) -> Reply:
+        from urllib.parse import parse_qs, urlsplit
+
+        query = {k: v[-1] for k, v in parse_qs(urlsplit(request.path).query).items()}
+        limit = min(int(query.get("limit") or 20), self.page_size_cap)
+        with self._state:
+            keys = [k for k in self.files if query.get("q", "").lower() in self.files[k]["filename"].lower()]
+            start = keys.index(query["after"]) + 1 if query.get("after") in keys else 0
+            page = keys[start : start + limit]
+            data = [self._file_json(k) for k in page]
+        pagination = {
+            "has_more": start + limit < len(keys),
+            "first_cursor": page[0] if page else None,
+            "last_cursor": page[-1] if page else None,
+            "total": None,
+        }
+        return Reply(200, {"object": "list", "data": data, "pagination": pagination})
+
+    @route("GET", r"/v1/files/(?P<file>[^/?]+)/content")
+    def file_content(self, request: Request) -> Reply:
+        upload = self.files.get(request.match.groupdict()["file"])
+        if upload is None:
+            return self._missing("file")
+        return Reply(200, raw=upload["data"], headers={"Content-Type": upload["mime_type"]})
+
+    @route("DELETE", r"/v1/files/(?P<file>[^/?]+)")
+    def delete_file(self, request: Request) -> Reply:
+        file_id = request.match.groupdict()["file"]
+        with self._state:
+            if self.files.pop(file_id, None) is None:
+                return self._missing("file")
+        return Reply(200, {"id": file_id, "deleted": True, "object": "file"})
 
     @route("POST", r"/v1/stores/(?P<store>[^/]+)/files")
     def attach(self, request: Request) -> Reply:

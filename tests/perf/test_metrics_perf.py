@@ -1,14 +1,13 @@
-"""Metrics overhead against raw pytrec_eval on the same synthetic run (CPU-time ratio, printed).
+"""Metrics overhead against raw pytrec_eval on the same synthetic run: CPU-time ratio, asserted <= 1.2.
 
-Run with `uv run pytest -m perf -s tests/perf/test_metrics_perf.py`. Our extra work per call is
-the float32 rounding with the NaN check, the trec-order cut for MRR@10 and its second pass.
-Goal (issue 15): harness / raw pytrec_eval <= 1.2 on both shapes; the test fails above it.
-EVALS_REPRO_PERF_REPEATS (default 3) sets the repeats per side (best taken).
+Run with `flock /work/coord/perf.lock uv run pytest -m perf -s tests/perf/test_metrics_perf.py`.
+Both sides score the same qrels and run in this process, with the same trec_eval measures; the
+harness's per-query values must equal pytrec_eval's (MRR@10 read off recip_rank), and its CPU
+time, best of several alternating rounds, must stay within 1.2x of pytrec_eval's.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 
@@ -17,7 +16,6 @@ import pytest
 from evals_repro import metrics as M
 
 GOAL = 1.2
-REPEATS = int(os.environ.get("EVALS_REPRO_PERF_REPEATS", "3"))
 PYTREC_SPECS = {
     "ndcg_cut.1,3,5,10,20,100",
     "map",
@@ -25,6 +23,15 @@ PYTREC_SPECS = {
     "recall.1,5,10,20,50,100",
     "P.1,5,10",
     "recip_rank",
+}
+# our name -> pytrec_eval's key, for the identical-values check
+KEYS = {
+    **{f"ndcg_at_{k}": f"ndcg_cut_{k}" for k in (1, 3, 5, 10, 20, 100)},
+    "map": "map",
+    "map_at_10": "map_cut_10",
+    "map_at_100": "map_cut_100",
+    **{f"recall_at_{k}": f"recall_{k}" for k in (1, 5, 10, 20, 50, 100)},
+    **{f"p_at_{k}": f"P_{k}" for k in (1, 5, 10)},
 }
 
 
@@ -35,13 +42,10 @@ def synthetic(n_queries: int, depth: int, seed: int = 0):
     return qrels, run
 
 
-def best_cpu_seconds(fn, repeats: int = REPEATS) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.process_time()
-        fn()
-        best = min(best, time.process_time() - started)
-    return best
+def cpu_seconds(fn) -> float:
+    started = time.process_time()
+    fn()
+    return time.process_time() - started
 
 
 @pytest.mark.perf
@@ -50,10 +54,27 @@ def test_evaluate_overhead_against_pytrec_eval(n_queries, depth):
     import pytrec_eval
 
     qrels, run = synthetic(n_queries, depth)
-    ours = best_cpu_seconds(lambda: M.evaluate(qrels, run, M.DEFAULT_MEASURES))
-    raw = best_cpu_seconds(lambda: pytrec_eval.RelevanceEvaluator(qrels, PYTREC_SPECS).evaluate(run))
+
+    def ours():
+        return M.evaluate(qrels, run, M.DEFAULT_MEASURES)
+
+    def raw():
+        return pytrec_eval.RelevanceEvaluator(qrels, PYTREC_SPECS).evaluate(run)
+
+    scores, reference = ours(), raw()  # warm both (imports, caches), then check the values
+    assert list(scores) == sorted(reference)
+    for qid, row in scores.items():
+        expected = {name: reference[qid][key] for name, key in KEYS.items()}
+        rr = reference[qid]["recip_rank"]
+        expected["mrr_at_10"] = rr if rr >= 0.1 else 0.0
+        assert row == {name: expected[name] for name in row}, qid
+    best_ours = best_raw = float("inf")
+    for _ in range(5):  # alternate, so drifting machine load hits both sides alike
+        best_ours = min(best_ours, cpu_seconds(ours))
+        best_raw = min(best_raw, cpu_seconds(raw))
+    ratio = best_ours / best_raw
     print(
-        f"\nmetrics.evaluate {n_queries}x{depth}: {ours:.3f}s, raw pytrec_eval: {raw:.3f}s, "
-        f"ratio {ours / raw:.2f} (goal <= {GOAL})"
+        f"\nmetrics.evaluate {n_queries}x{depth}: {best_ours:.3f}s, raw pytrec_eval: {best_raw:.3f}s, "
+        f"ratio {ratio:.2f} (goal <= {GOAL})"
     )
-    assert ours / raw <= GOAL
+    assert ratio <= GOAL, f"harness scoring costs {ratio:.2f}x raw pytrec_eval (goal <= {GOAL})"

@@ -47,10 +47,10 @@ def _lines(path: Path) -> Iterator[str]:
     data = path.read_bytes()
     try:
         data.decode("utf-8")
-        line = 0
+        lineno = 0
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-    raise DataError(f"{path}:{line}: not valid UTF-8", "re-encode the file as UTF-8")
+        lineno = data[: exc.start].count(b"\n") + 1
+    raise DataError(f"{path}:{lineno}: not valid UTF-8", "re-encode the file as UTF-8")
 
 
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
@@ -87,6 +87,7 @@ def read_qrels_tsv(path: Path) -> Qrels:
     if not rows:
         raise DataError(f"{path}: file is empty", "add `query-id corpus-id score` rows")
     start = 1 if rows[0] and rows[0][0] in ("query-id", "query_id", "qid") else 0
+    first_line: dict[tuple[str, str], int] = {}  # (query, page) -> line of its first judgment
     for number, row in enumerate(rows[start:], start=start + 1):
         if not row:
             continue
@@ -101,7 +102,16 @@ def read_qrels_tsv(path: Path) -> Qrels:
             raise DataError(
                 f"{path}:{number}: score '{row[2]}' is not an integer", "use graded integer scores"
             ) from None
-        qrels.setdefault(row[0], {})[row[1]] = score
+        judged = qrels.setdefault(row[0], {})
+        if row[1] in judged and judged[row[1]] != score:
+            earlier = first_line[(row[0], row[1])]
+            raise DataError(
+                f"{path}:{number}: query {row[0]} judges page {row[1]} {score}, but line {earlier} judged it "
+                f"{judged[row[1]]}",
+                "keep one grade per (query, page) pair and delete the other line",
+            )
+        first_line.setdefault((row[0], row[1]), number)
+        judged[row[1]] = score
     if not qrels:
         raise DataError(f"{path}: no judgments after the header", "add `query-id corpus-id score` rows")
     return qrels

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, choices
+from ..errors import DataError, UsageError, choices
+
+CONTENTS = ("markdown", "images")
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,32 @@ class SubsetDeclaration:
     source: dict[str, Any] = field(default_factory=dict)
 
 
+STUDY_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "map_at_100")
+LATENCY_UNITS = ("benchmark", "subset")
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """How a benchmark takes part in `rerank-study` (the `[study]` table; `study = true` takes defaults).
+
+    - `group`: the column of the overall table it counts in (benchmarks sharing a group form one
+      group; each group weighs the same in the overall score). Default: the benchmark's name.
+    - `measure`: the group's headline measure, averaged over its subsets (datasets).
+    - `measures`: what the study tables and quality.csv show for it (the headline first).
+    - `first_stage`: the method whose top 100 is frozen; `first_stages`: the ones `--first-stage`
+      may pick for it (others keep their own first stage).
+    - `latency_unit`: `benchmark` samples `--samples` queries spread over its subsets; `subset`
+      samples `--samples` queries from every subset (each subset is a dataset of its own).
+    """
+
+    group: str
+    measure: str = "ndcg_at_10"
+    measures: tuple[str, ...] = STUDY_MEASURES
+    first_stage: str = "bm25"
+    first_stages: tuple[str, ...] = ("bm25",)
+    latency_unit: str = "benchmark"
+
+
 @dataclass(frozen=True)
 class BenchmarkDeclaration:
     name: str
@@ -31,11 +59,15 @@ class BenchmarkDeclaration:
     subsets: list[SubsetDeclaration]
     description: str = ""
     source: dict[str, Any] = field(default_factory=dict)
-    # Part of `rerank-study --benchmark all`.
-    study: bool = False
+    # Part of `rerank-study --benchmark all` when set (the `study` field or `[study]` table).
+    study_settings: StudySettings | None = None
     # Where the declaration came from (a TOML file, or a user folder for --benchmark PATH).
     origin: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def study(self) -> bool:
+        return self.study_settings is not None
 
     @property
     def pooled(self) -> bool:
@@ -61,6 +93,24 @@ class BenchmarkDeclaration:
         merged = dict(self.source)
         merged.update(self.subset(name).source)
         return merged
+
+    @property
+    def contents(self) -> tuple[str, ...]:
+        """The page contents the source carries (`contents = [...]`; default both)."""
+        return tuple(self.extra.get("contents") or CONTENTS)
+
+    def check_content(self, content: str) -> None:
+        """Refuse a `--content` the source does not carry, before anything is downloaded."""
+        if content not in self.contents:
+            what = {"markdown": "page text", "images": "page images"}
+            raise UsageError(
+                f"benchmark {self.name} carries {' and '.join(what[c] for c in self.contents)} only, "
+                f"not {what.get(content, content)} (--content {content})",
+                f"use --content {self.contents[0]}"
+                + (
+                    " with a method that reads page images (see `evals-repro methods`)" if content == "markdown" else ""
+                ),
+            )
 
 
 @dataclass(frozen=True)
@@ -105,7 +155,15 @@ def parse_declaration(path: Path) -> BenchmarkDeclaration:
         source = spec.pop("source", {})
         source.update(spec)
         subsets.append(SubsetDeclaration(name=name, native_language=native, source=source))
-    known = set(_REQUIRED) | {"description", "source", "study", "native_language"}
+    contents = raw.get("contents")
+    if contents is not None and (
+        not isinstance(contents, list) or not contents or any(c not in CONTENTS for c in contents)
+    ):
+        raise DataError(
+            f"{path}: field 'contents' must list page contents the source carries",
+            f'choose from {choices(CONTENTS)}, e.g. contents = ["images"]',
+        )
+    known = set(_REQUIRED) | {"description", "source", "study", "study_first_stage", "native_language"}
     return BenchmarkDeclaration(
         name=raw["name"],
         loader=raw["loader"],
@@ -113,7 +171,42 @@ def parse_declaration(path: Path) -> BenchmarkDeclaration:
         subsets=subsets,
         description=raw.get("description", ""),
         source=dict(raw.get("source", {})),
-        study=bool(raw.get("study", False)),
+        study_settings=parse_study(path, raw),
         origin=path,
         extra={k: v for k, v in raw.items() if k not in known},
+    )
+
+
+def parse_study(path: Path, raw: dict[str, Any]) -> StudySettings | None:
+    """`study = true` (defaults), a `[study]` table, or nothing; `study_first_stage` is the older spelling."""
+    value = raw.get("study", False)
+    if value is False:
+        return None
+    table = dict(value) if isinstance(value, dict) else {}
+    if not isinstance(value, (bool, dict)):
+        raise DataError(f"{path}: field 'study' must be true, false or a table", "write study = true or [study]")
+    unknown = sorted(set(table) - {"group", "measure", "measures", "first_stage", "first_stages", "latency_unit"})
+    if unknown:
+        raise DataError(
+            f"{path}: unknown field(s) {', '.join(unknown)} in [study]",
+            "valid: group, measure, measures, first_stage, first_stages, latency_unit",
+        )
+    first = str(table.get("first_stage") or raw.get("study_first_stage") or "bm25")
+    first_stages = tuple(str(f) for f in table.get("first_stages", [first]))
+    if first not in first_stages:
+        first_stages = (first, *first_stages)
+    measure = str(table.get("measure", "ndcg_at_10"))
+    measures = tuple(str(m) for m in table.get("measures", STUDY_MEASURES))
+    if measure not in measures:
+        measures = (measure, *measures)
+    unit = str(table.get("latency_unit", "benchmark"))
+    if unit not in LATENCY_UNITS:
+        raise DataError(f"{path}: [study] latency_unit '{unit}' is not valid", f"choose from {choices(LATENCY_UNITS)}")
+    return StudySettings(
+        group=str(table.get("group") or raw["name"]),
+        measure=measure,
+        measures=measures,
+        first_stage=first,
+        first_stages=first_stages,
+        latency_unit=unit,
     )

@@ -27,14 +27,20 @@ PROBE_TIMEOUT_SECONDS = 10.0
 _RESOLVED: dict[tuple[str, str, str], str] = {}
 
 
-def pinned_source(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> tuple[dict[str, Any], str, str]:
-    """The subset's source fields, its repo and the revision to load (`--revision` wins)."""
+def pinned_source(
+    decl: BenchmarkDeclaration, name: str, options: LoadOptions, repo_field: str = "repo"
+) -> tuple[dict[str, Any], str, str]:
+    """The subset's source fields, its repo and the revision to load (`--revision` wins).
+
+    A declared revision that is not a full sha must be marked `unpinned = "<why>"` in the
+    declaration (no public commit was found for that repo): it loads, but says so on every run.
+    """
     source = decl.subset_source(name)
-    repo = source.get("repo")
+    repo = source.get(repo_field)
     if not repo:
         raise DataError(
-            f"benchmark {decl.name}: subset {name} declares no repo in {decl.origin}",
-            'add repo = "owner/name" to the subset or the [source] table',
+            f"benchmark {decl.name}: subset {name} declares no {repo_field} in {decl.origin}",
+            f'add {repo_field} = "owner/name" to the subset or the [source] table',
         )
     revision = options.revision or source.get("revision")
     if not revision:
@@ -42,7 +48,61 @@ def pinned_source(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -
             f"benchmark {decl.name}: subset {name} declares no revision in {decl.origin}",
             'pin a full commit sha with revision = "..." (or pass --revision)',
         )
-    return source, str(repo).format(subset=name), str(revision)
+    revision = str(revision)
+    if not options.revision and not FULL_SHA.fullmatch(revision) and not source.get("unpinned"):
+        raise DataError(
+            f"benchmark {decl.name}: subset {name} declares revision '{revision}', not a commit sha, in {decl.origin}",
+            'pin a full 40-hex-digit sha, or mark the declaration unpinned = "<why>" so runs say so',
+        )
+    return source, str(repo).format(subset=name), revision
+
+
+def pin_note(repo: str, revision: str, commit: str, source: dict[str, Any]) -> str | None:
+    """One line for a load that no full sha pinned; None when it was pinned."""
+    if FULL_SHA.fullmatch(revision):
+        return None
+    why = source.get("unpinned") or "no commit sha declared"
+    return (
+        f"{repo} is not pinned ({why}): revision {revision} resolved to {commit}; "
+        f"pass --revision {commit} to load exactly this data again"
+    )
+
+
+def config_spec(
+    source: dict[str, Any], part: str, name: str, default_config: str, default_split: str
+) -> tuple[str, str]:
+    """(config, split) of one part (corpus, queries, qrels...) from `[source.<part>]`, `{subset}` filled in."""
+    spec = source.get(part) or {}
+    if not isinstance(spec, dict):
+        raise DataError(f"source field '{part}' must be a table", f'write {part} = {{ config = "...", split = "..." }}')
+    config = str(spec.get("config", default_config)).format(subset=name)
+    split = str(spec.get("split", default_split)).format(subset=name)
+    return config, split
+
+
+def hub_token() -> str | None:
+    """The token `huggingface_hub` would send: HF_TOKEN, else the one saved by `hf auth login`."""
+    from huggingface_hub import get_token
+
+    return get_token()
+
+
+def gated_error(repo: str, source: dict[str, Any]) -> ConfigurationError:
+    licence = source.get("licence")
+    page = source.get("licence_page") or f"{endpoint()}/datasets/{repo}"
+    what = f"{repo} is gated" + (f" ({licence})" if licence else "")
+    return ConfigurationError(
+        f"{what}: accept its terms at {page}", "then set HF_TOKEN to a token of that account (or run `hf auth login`)"
+    )
+
+
+def require_access(decl: BenchmarkDeclaration) -> None:
+    """Stop before any work when a declared gated source has no token to read it with."""
+    for subset in decl.subset_names:
+        source = decl.subset_source(subset)
+        if source.get("gated") and hub_token() is None:
+            repo = str(source.get("gated_repo") or source.get("repo") or decl.name).format(subset=subset)
+            raise gated_error(repo, source)
 
 
 def offline() -> bool:
@@ -78,10 +138,12 @@ def resolve_revision(repo: str, revision: str) -> str:
     if key in _RESOLVED:
         return _RESOLVED[key]
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
     try:
         info = HfApi().dataset_info(repo, revision=revision, timeout=PROBE_TIMEOUT_SECONDS)
+    except GatedRepoError:
+        raise gated_error(repo, {}) from None
     except RevisionNotFoundError:
         raise DataError(
             f"revision {revision} does not exist in dataset {repo} on {endpoint()}",
@@ -95,6 +157,8 @@ def resolve_revision(repo: str, revision: str) -> str:
         if _is_network_error(exc):
             raise unreachable(repo, revision, type(exc).__name__) from None
         raise
+    if getattr(info, "gated", False) and hub_token() is None:
+        raise gated_error(repo, {})
     _RESOLVED[key] = info.sha or revision
     return _RESOLVED[key]
 
@@ -204,3 +268,56 @@ def image_bytes(value, where: str) -> bytes:
 def check_content(decl: BenchmarkDeclaration, options: LoadOptions) -> None:
     if options.content not in ("markdown", "images"):
         raise UsageError(f"benchmark {decl.name}: unknown --content {options.content}", "choose from markdown, images")
+    decl.check_content(options.content)
+
+
+def card_data(repo: str, revision: str) -> dict[str, Any] | None:
+    """The YAML header of a dataset card (README.md) at one revision; None when there is none.
+
+    One small file, read before any data file, so a loader can refuse what the repo cannot serve.
+    """
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    commit = revision if offline() else resolve_revision(repo, revision)
+    try:
+        path = hf_hub_download(repo, "README.md", repo_type="dataset", revision=commit)
+    except (EntryNotFoundError, LocalEntryNotFoundError):
+        return None
+    except Exception as exc:
+        if _is_network_error(exc):
+            raise unreachable(repo, commit, type(exc).__name__) from None
+        raise
+    return parse_card(Path(path).read_text(encoding="utf-8"), f"{repo}@{commit}/README.md")
+
+
+def parse_card(text: str, where: str) -> dict[str, Any] | None:
+    """The front matter (`---` YAML `---`) of a card's text, or None without one."""
+    import yaml
+
+    if not text.startswith("---"):
+        return None
+    header, sep, _ = text[3:].partition("\n---")
+    if not sep:
+        return None
+    try:
+        data = yaml.safe_load(header)
+    except yaml.YAMLError as exc:
+        raise DataError(f"{where}: the card's YAML header does not parse ({exc})", "pick another revision") from None
+    return data if isinstance(data, dict) else None
+
+
+def card_features(card: dict[str, Any] | None, config: str) -> set[str] | None:
+    """Column names the card's `dataset_info` declares for one config; None when it declares none."""
+    if not card:
+        return None
+    infos = card.get("dataset_info")
+    entries = infos if isinstance(infos, list) else [infos] if isinstance(infos, dict) else []
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("config_name", "default") == config:
+            features = entry.get("features")
+            if isinstance(features, list):
+                return {str(f.get("name")) for f in features if isinstance(f, dict) and f.get("name")}
+            if isinstance(features, dict):
+                return {str(name) for name in features}
+    return None

@@ -11,7 +11,8 @@ layout needs only a declaration:
   `corpus_language` (default: its native language).
 
 Page text is the corpus `text` column when there is one (the mteb OCR repos); repos without it
-carry page images only and need `--content images`.
+carry page images only and need `--content images`. That is decided before any data file is
+downloaded: from the declaration's `contents`, else from the card's declared corpus columns.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..data import Page, Qrels, Query, Subset
 from ..errors import UsageError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
-from .hub import check_content, image_bytes, load_config, pinned_source, require_columns
+from .hub import card_data, card_features, check_content, image_bytes, load_config, pinned_source, require_columns
 from .vidore import read_qrels, relevant_pages
 
 
@@ -30,6 +31,14 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     source, repo, revision = pinned_source(decl, name, options)
     split = str(source.get("split", "test"))
     corpus_language = str(source.get("corpus_language") or decl.subset(name).native_language)
+    if options.content == "markdown":
+        # The corpus config holds every page image: refuse a text run from the card, not after that download.
+        features = card_features(card_data(repo, revision), f"{corpus_language}-corpus")
+        if features is not None and "text" not in features:
+            raise UsageError(
+                f"benchmark {decl.name}: {repo}@{revision} {corpus_language}-corpus has page images but no page text",
+                "use --content images (or a repo with a corpus text column)",
+            )
 
     queries: list[Query] = []
     qrels: Qrels = {}

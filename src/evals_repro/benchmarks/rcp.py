@@ -6,6 +6,8 @@ Views (declaration field `view`, overridden by `LoadOptions.view`):
 - `retrieval`: the open corpus; pages outside the pool have no gain, so they count 0. Scores
   of this view are pooled-judgment scores: compare them only with each other.
 Content: `markdown` is the OCR text view (the page text the judge read), `images` the page images.
+Tables are read through the release's card (`benchmarks/rcp_release.py`): the six languages of a domain share
+one corpus; `--revision` takes a full sha or a tag from the release's `provenance/releases.json`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from pathlib import Path
 
 from ..data import Page, Query, Subset
 from ..errors import DataError, UsageError, choices
-from ..rcp.release import REPO, Release, split_subset
-from ..rcp.tables import read_pools, read_qrels
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
+from .rcp_release import REPO, Release, split_subset
+from .rcp_tables import read_pools, read_qrels
 
 VIEWS = ("reranking", "retrieval")
 CONTENTS = ("markdown", "images")
@@ -33,10 +35,7 @@ def _view(decl: BenchmarkDeclaration, options: LoadOptions) -> str:
 
 def release_for(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Release:
     source = decl.subset_source(name)
-    releases = dict(source.get("releases") or {})
     revision = options.revision or source.get("revision")
-    if revision in releases:
-        revision = releases[revision]
     snapshot = source.get("snapshot") or os.environ.get("EVALS_REPRO_RCP_SNAPSHOT")
     return Release(
         repo=source.get("repo", REPO),
@@ -47,8 +46,8 @@ def release_for(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> 
 
 def _image_bytes(cell) -> bytes | None:
     if isinstance(cell, dict):
-        return cell.get("bytes")
-    return cell if isinstance(cell, (bytes, bytearray)) else None
+        cell = cell.get("bytes")
+    return bytes(cell) if isinstance(cell, (bytes, bytearray)) else None
 
 
 @LOADERS.register(
@@ -63,8 +62,8 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     view = _view(decl, options)
     release = release_for(decl, name, options)
     text_column = "text" if options.content == "markdown" else None
-    corpus = release.table(f"{name}/corpus.parquet", ("id",) + ((text_column,) if text_column else ("image",)))
-    queries_raw = release.table(f"{name}/queries.parquet", ("id", "text"))
+    corpus = release.subset_table(name, "corpus", ("id",) + ((text_column,) if text_column else ("image",)))
+    queries_raw = release.subset_table(name, "queries", ("id", "text"))
     judged = read_qrels(release, name)
     pools = read_pools(release, name)
     images = corpus.get("image") if options.content == "images" else None
@@ -82,7 +81,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         missing = [p.id for p in pages if p.image is None]
         if missing:
             raise DataError(
-                f"{release.label}/{name}/corpus.parquet: {len(missing)} pages without image bytes, first {missing[0]}",
+                f"{release.label} {name}-corpus: {len(missing)} pages without image bytes, first {missing[0]}",
                 "use --content markdown (the OCR text view)",
             )
     languages = queries_raw.get("language") or [language] * len(queries_raw["id"])
@@ -94,7 +93,7 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     unknown = sorted(q for q in pools if q not in known)
     if unknown:
         raise DataError(
-            f"{release.label}/{name}/top_ranked.parquet: {len(unknown)} pools of unknown queries, first {unknown[0]}",
+            f"{release.label} {name}-top_ranked: {len(unknown)} pools of unknown queries, first {unknown[0]}",
             "pick another revision of the release",
         )
     return Subset(

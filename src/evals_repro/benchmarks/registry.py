@@ -6,6 +6,7 @@ modules import `datasets` and friends inside functions, so only a benchmark that
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -14,18 +15,23 @@ from ..errors import UsageError, choices
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
+log = logging.getLogger(__name__)
+
 USER_FOLDER_LANGUAGE = "english"
 
 
 def benchmarks_dir() -> Path:
-    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the repository's `benchmarks/`."""
+    """The folder of declarations: $EVALS_REPRO_BENCHMARKS, else the source tree's `benchmarks/` (a
+    checkout), else the copy an installed wheel carries (`evals_repro/_benchmarks`)."""
     env = os.environ.get("EVALS_REPRO_BENCHMARKS")
     if env:
         return Path(env)
-    repo = Path(__file__).resolve().parents[3] / "benchmarks"
-    if repo.is_dir():
-        return repo
-    return Path.cwd() / "benchmarks"
+    tree = Path(__file__).resolve().parents[3]
+    if (tree / "pyproject.toml").is_file() and (tree / "benchmarks").is_dir():
+        return tree / "benchmarks"
+    from importlib.resources import files
+
+    return Path(str(files("evals_repro") / "_benchmarks"))
 
 
 def list_benchmarks() -> list[BenchmarkDeclaration]:
@@ -87,13 +93,37 @@ def load_subset(decl: BenchmarkDeclaration, name: str, options: LoadOptions | No
     """Load one subset through its declared loader and run the consistency checks."""
     options = options or LoadOptions()
     decl.subset(name)
-    entry = LOADERS.get(decl.loader)
+    # A subset may name its own loader (the `text` benchmark mixes Hub and ir_datasets subsets).
+    kind = str(decl.subset_source(name).get("loader") or decl.loader)
+    entry = LOADERS.get(kind)
     if entry is None:
         raise UsageError(
-            f"benchmark {decl.name}: unknown loader '{decl.loader}' in {decl.origin}",
+            f"benchmark {decl.name}: unknown loader '{kind}' in {decl.origin}",
             f"choose from {choices(LOADERS.names())}",
         )
+    if any(decl.subset_source(s).get("gated") for s in decl.subset_names):
+        from .hub import require_access
+
+        require_access(decl)
     subset = entry.factory(decl, name, options)
     report = check_subset(subset, origin=str(subset.source.get("origin", decl.origin or "")))
     subset.source.setdefault("checks", report.counts)
+    for note in subset.source.get("notes", []):
+        log.warning(note)
     return subset
+
+
+def subset_counts(subset: Subset) -> dict[str, int]:
+    """What a subset holds (recorded by the study per dataset): queries, pages, judgments, positives,
+    nugget and changed-document counts where the subset has them."""
+    counts = {
+        "queries": len(subset.queries),
+        "pages": len(subset.pages),
+        "judgments": sum(len(docs) for docs in subset.qrels.values()),
+        "relevant": sum(1 for docs in subset.qrels.values() for grade in docs.values() if grade > 0),
+    }
+    if subset.subtopics is not None:
+        counts["subtopics"] = sum(len(nuggets) for nuggets in subset.subtopics.values())
+    if subset.changed_docs is not None:
+        counts["changed_docs"] = sum(len(docs) for docs in subset.changed_docs.values())
+    return counts

@@ -5,6 +5,7 @@ from . import (
     evaluate,  # noqa: F401
     rcp,  # noqa: F401
     run,  # noqa: F401
+    serve,  # noqa: F401
     stores,  # noqa: F401
     study,  # noqa: F401
     vidore_paper,  # noqa: F401

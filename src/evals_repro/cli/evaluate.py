@@ -8,64 +8,127 @@ from typing import Optional
 import typer
 
 from . import app
+from .options import ScorePrecision, TieRule, value_of
+
+MEASURE_HELP = (
+    "Measure(s), repeatable or comma-separated: ours (ndcg_at_10, p_at_5, mrr_at_10, success_at_5, judged_at_10, "
+    "alpha_ndcg_at_10) or trec_eval's (ndcg_cut.10, P.5,10, P_5, recip_rank, Rprec, bpref, all_trec, official). "
+    "Default: the standard set."
+)
+PRECISION_HELP = (
+    "How scores are compared: float32 = trec_eval 9.x / pytrec_eval (the default, what mteb and BEIR report), "
+    "float64 = trec_eval 10.x (doubles; also its rounding of iprec_at_recall / 11pt_avg recall points)."
+)
 
 
 @app.command("evaluate")
 def evaluate_command(
-    qrels: Optional[Path] = typer.Option(None, "--qrels", help="TREC qrels: `qid 0 docid relevance`."),
-    run: Optional[Path] = typer.Option(None, "--run", help="TREC run: `qid Q0 docid rank score tag`."),
+    qrels: Optional[Path] = typer.Option(
+        None, "--qrels", help="TREC qrels `qid 0 docid relevance` (`#` comments, gzip read)."
+    ),
+    run: Optional[str] = typer.Option(
+        None, "--run", help="TREC run `qid Q0 docid rank score tag [...]`; `-` reads stdin."
+    ),
     result: Optional[Path] = typer.Option(
         None,
         "--result",
         help="A result file of `evals-repro run`: re-score its saved run against its saved judgments "
-        "(measures and tie rule default to the result's).",
+        "(measures and the whole scoring protocol default to the result's; options given override them).",
     ),
-    measure: Optional[list[str]] = typer.Option(
-        None, "--measure", "-m", help="Measure(s), repeatable or comma-separated (default: the standard set)."
-    ),
+    measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help=MEASURE_HELP),
     per_query: bool = typer.Option(False, "-q", "--per-query", help="Also print one line per query and measure."),
-    trec_names: bool = typer.Option(False, "--trec-names", help="Print trec_eval's measure names (ndcg_cut_10...)."),
+    trec_names: Optional[bool] = typer.Option(
+        None,
+        "--trec-names/--our-names",
+        help="Print trec_eval's measure names (ndcg_cut_10, P_5) or ours (ndcg_at_10, p_at_5). "
+        "Default: trec_eval's when every -m is a trec_eval spelling, else ours.",
+    ),
+    precision_choice: Optional[ScorePrecision] = typer.Option(None, "--score-precision", help=PRECISION_HELP),
+    relevance_level: Optional[int] = typer.Option(
+        None, "-l", "--relevance-level", help="Minimum grade counted relevant by binary measures (trec_eval -l; 1)."
+    ),
+    max_results: Optional[int] = typer.Option(
+        None, "-M", "--max-results", help="Only the first N results of each query count (trec_eval -M)."
+    ),
+    judged_only: bool = typer.Option(
+        False, "-J", "--judged-only", help="Drop unjudged documents from rankings first (trec_eval -J)."
+    ),
+    complete: Optional[bool] = typer.Option(
+        None,
+        "--complete/--no-complete",
+        "-c/-C",
+        help="Score judged queries without results as 0 (trec_eval -c, the default); -C skips them (trec_eval 9).",
+    ),
+    no_summary: bool = typer.Option(False, "-n", "--no-summary", help="Print no `all` lines (trec_eval -n)."),
     gains: Optional[Path] = typer.Option(
         None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."
     ),
-    tie_rule: Optional[str] = typer.Option(
-        None, "--tie-rule", help="Ties for ndcg_float: group-mean (default) or doc-id."
+    tie_choice: Optional[TieRule] = typer.Option(
+        None, "--tie-rule", help="Ties for float gains (needs --gains; default group-mean)."
+    ),
+    subtopic_qrels: Optional[Path] = typer.Option(
+        None,
+        "--subtopic-qrels",
+        help="Subtopic qrels `qid subtopic docid relevance` (ndeval): adds alpha_ndcg_at_10; "
+        "also serves as --qrels when that is not given.",
     ),
 ) -> None:
-    """Score a run like `trec_eval -c`: judged queries missing from the run score 0 and count in the mean."""
-    from .. import metrics as M
+    """Score a run like `trec_eval -c`: every judged query counts, one without results scores 0."""
     from ..errors import UsageError
-    from ..metrics.ndcg_float import check_tie_rule, read_trec_gains
+    from ..metrics.evaluate_files import evaluate_files
+
+    tie_rule = value_of(tie_choice) if tie_choice is not None else None
+    score_precision = value_of(precision_choice) if precision_choice is not None else None
 
     if result is not None:
-        if qrels is not None or run is not None or gains is not None:
+        if qrels is not None or run is not None or gains is not None or subtopic_qrels is not None:
             raise UsageError(
-                "--result re-scores a saved run: it takes no --qrels, --run or --gains", "give one or the other"
+                "--result re-scores a saved run: it takes no --qrels, --run, --gains or --subtopic-qrels",
+                "give one or the other",
             )
         from ..runs import load_saved
 
-        saved = load_saved(result)
-        judgments, ranking, float_gains = saved.qrels, saved.run, saved.gains
-        measures = M.parse_measures(measure) if measure else list(saved.record.scoring.measures)
-        tie_rule = tie_rule or saved.record.scoring.tie_rule
-        run = saved.run_path
-    else:
-        if qrels is None or run is None:
-            raise UsageError("evaluate needs --qrels and --run (or --result)", "see `evals-repro evaluate --help`")
-        measures = M.parse_measures(measure) if measure else list(M.DEFAULT_MEASURES)
-        float_gains = read_trec_gains(gains) if gains else None
-        judgments = M.read_trec_qrels(qrels)
-        ranking = M.read_trec_run(run)
-    tie_rule = check_tie_rule(tie_rule or "group-mean")
-    if float_gains is not None and not any(m.startswith("ndcg_float_at_") for m in measures):
-        measures.append("ndcg_float_at_10")
-    per_query_scores = M.evaluate(judgments, ranking, measures, gains=float_gains, options={"tie_rule": tie_rule})
-    missing = [qid for qid in per_query_scores if not ranking.get(qid)]
-    if missing:
-        typer.echo(
-            f"warning: {len(missing)} of {len(per_query_scores)} judged queries have no results in {run} "
-            f"and score 0 (first: {', '.join(missing[:5])})",
-            err=True,
+        saved = load_saved(result)  # checks every saved file against the record's sha256
+        folder, scoring = Path(result).parent, saved.record.scoring
+        qrels, run = folder / saved.record.run.qrels_path, str(saved.run_path)
+        gains = folder / saved.record.run.gains_path if saved.record.run.gains_path else None
+        measure = measure or list(scoring.measures)
+        tie_rule = tie_rule or (scoring.tie_rule if gains is not None else None)
+        # The whole protocol of the result is the default; options given override it.
+        score_precision = score_precision or scoring.score_precision
+        relevance_level = scoring.relevance_level if relevance_level is None else relevance_level
+        max_results = scoring.max_results if max_results is None else max_results
+        judged_only = judged_only or scoring.judged_only
+        complete = scoring.complete if complete is None else complete
+    if tie_rule is not None and gains is None:
+        raise UsageError(
+            "--tie-rule applies only to float-gain measures (ndcg_float_at_k)",
+            "pass --gains FILE with it, or drop --tie-rule",
         )
-    for line in M.trec_eval_lines(per_query_scores, measures, per_query_lines=per_query, trec_names=trec_names):
+    if run is None:
+        raise UsageError("evaluate needs --qrels and --run (or --result)", "see `evals-repro evaluate --help`")
+    if qrels is None and subtopic_qrels is None:
+        raise UsageError("no qrels given", "pass --qrels FILE (or --subtopic-qrels FILE for diversity qrels)")
+    given = {
+        "tie_rule": tie_rule,
+        "score_precision": score_precision,
+        "relevance_level": relevance_level,
+        "max_results": max_results,
+        "judged_only": judged_only or None,
+        "complete": complete,
+    }
+    outcome = evaluate_files(
+        qrels=qrels,
+        run=run,
+        measures=measure or None,
+        per_query=per_query,
+        trec_names=trec_names,
+        summary=not no_summary,
+        gains=gains,
+        subtopic_qrels=subtopic_qrels,
+        protocol_options={name: value for name, value in given.items() if value is not None},
+    )
+    for warning in outcome.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    for line in outcome.lines:
         typer.echo(line)

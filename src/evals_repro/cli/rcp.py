@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
+from .options import LIST_HELP, split_list
 
 rcp_app = typer.Typer(
     help="The rcp-ndcg ViDoRe v3 release: replay its tables, rebuild its pools.", no_args_is_help=True
@@ -18,12 +19,12 @@ _REVISION = typer.Option(None, "--revision", help="Release tag (v1, v2, v2-nvidi
 _SNAPSHOT = typer.Option(None, "--snapshot", help="Read a local copy of the release (same layout) instead of the Hub.")
 
 
-def _names(raw: Optional[str], allowed: tuple[str, ...], what: str) -> list[str]:
+def _names(raw: Optional[list[str]], allowed: tuple[str, ...], what: str) -> list[str]:
     from ..errors import UsageError, choices
 
-    if not raw:
+    names = split_list(raw)
+    if not names:
         return list(allowed)
-    names = [n.strip() for n in raw.split(",") if n.strip()]
     for name in names:
         if name not in allowed:
             raise UsageError(f"unknown {what} '{name}'", f"choose from {choices(allowed)}")
@@ -34,13 +35,13 @@ def _names(raw: Optional[str], allowed: tuple[str, ...], what: str) -> list[str]
 def replay_command(
     revision: Optional[str] = _REVISION,
     snapshot: Optional[Path] = _SNAPSHOT,
-    domains: Optional[str] = typer.Option(None, "--domains", help="Comma-separated domains (default: all 8)."),
-    languages: Optional[str] = typer.Option(
-        None, "--languages", help="Comma-separated query languages of the mean view (default: all 6)."
+    domains: Optional[list[str]] = typer.Option(None, "--domains", help=f"Domains (default: all 8); {LIST_HELP}."),
+    languages: Optional[list[str]] = typer.Option(
+        None, "--languages", help=f"Query languages of the mean view (default: all 6); {LIST_HELP}."
     ),
 ) -> None:
     """Print the card's reranker tables (native and 6-language views, both tie rules) from provenance-runs."""
-    from ..rcp.release import DOMAINS, LANGUAGES, Release
+    from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, Release
     from ..rcp.replay import format_tables, replay
 
     release = Release(revision=revision, snapshot=snapshot)
@@ -54,14 +55,14 @@ def replay_command(
 def pool_command(
     revision: Optional[str] = _REVISION,
     snapshot: Optional[Path] = _SNAPSHOT,
-    subsets: Optional[str] = typer.Option(
-        None, "--subsets", help="Comma-separated {domain}__{language} (default: all 48)."
+    subsets: Optional[list[str]] = typer.Option(
+        None, "--subsets", "-s", help=f"Subsets {{domain}}__{{language}} (default: all 48); {LIST_HELP}."
     ),
 ) -> None:
     """Rebuild the judged pools (RRF of embed_v4, bm25, octen; k=60; top 150; ground-truth injection)."""
+    from ..benchmarks.rcp_release import SUBSETS, Release
     from ..errors import DataError
     from ..rcp.pool import check_pools, format_report
-    from ..rcp.release import SUBSETS, Release
 
     release = Release(revision=revision, snapshot=snapshot)
     checks = check_pools(release, _names(subsets, SUBSETS, "subset"))

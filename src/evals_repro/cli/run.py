@@ -8,9 +8,14 @@ from typing import Optional
 import typer
 
 from . import app, given_options
+from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
+REPORT_SUFFIXES = (".md", ".csv")
 STATUSES = ("written", "rescored", "skipped", "failed")
-TIE_RULE_HELP = "Tied scores in RCP-nDCG (float gains): group-mean (the paper's) | doc-id (trec_eval's)."
+TIE_RULE_HELP = (
+    "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
+)
+RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
 
 
 @app.command("run")
@@ -19,21 +24,29 @@ def run_command(
         ..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."
     ),
     benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b", help="A declared benchmark or a BEIR folder."),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Subsets to run (default: all)."),
-    setting: str = typer.Option("monolingual", help="monolingual | crosslingual"),
+    subsets: Optional[list[str]] = typer.Option(
+        None, "--subsets", "-s", help=f"Subsets to run (default: all); {LIST_HELP}."
+    ),
+    setting: Setting = typer.Option(
+        Setting.monolingual, help="monolingual: native-language queries; crosslingual: every query language."
+    ),
     top_k: int = typer.Option(100, "--top-k", help="Pages retrieved per query."),
-    results_dir: Path = typer.Option(Path("results"), "--results-dir"),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
+    cache_dir: Path = typer.Option(
+        Path("cache"), "--cache-dir", help="Embedding and index caches (content-addressed, safe to share)."
+    ),
     resume: bool = typer.Option(False, "--resume", help="Skip subsets whose complete result covers this run."),
-    content: str = typer.Option("markdown", help="markdown | images"),
+    content: Content = typer.Option(Content.markdown, help="What a page is for the method: its text or its image."),
     revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
-    measure: Optional[list[str]] = typer.Option(None, "--measure", "-m", help="Measures (default: the standard set)."),
+    measure: Optional[list[str]] = typer.Option(
+        None, "--measure", "-m", help=f"Measures (default: the standard set); {LIST_HELP}."
+    ),
     language: Optional[str] = typer.Option(None, help="Native language of a BEIR folder (default english)."),
-    tie_rule: str = typer.Option("group-mean", "--tie-rule", help=TIE_RULE_HELP),
-    score_precision: str = typer.Option(
-        "float32",
+    tie_rule: TieRule = typer.Option(TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP),
+    score_precision: ScorePrecision = typer.Option(
+        ScorePrecision.float32,
         "--score-precision",
-        help="Compare scores as float32 (trec_eval 9, pytrec_eval: the default) or float64 (trec_eval 10).",
+        help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
     rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
@@ -41,21 +54,23 @@ def run_command(
         None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
-    workers: int = typer.Option(4, help="Concurrent API requests per provider."),
+    workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
     voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
     voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
     voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
-    cohere_tpm: Optional[int] = typer.Option(None, "--cohere-tpm"),
-    cohere_rpm: Optional[int] = typer.Option(None, "--cohere-rpm"),
-    cohere_interval: Optional[float] = typer.Option(None, "--cohere-interval"),
-    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm"),
-    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm"),
-    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval"),
-    mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm"),
-    mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm"),
-    mixedbread_interval: Optional[float] = typer.Option(None, "--mixedbread-interval"),
+    cohere_tpm: Optional[int] = typer.Option(None, "--cohere-tpm", help="Cohere tokens per minute."),
+    cohere_rpm: Optional[int] = typer.Option(None, "--cohere-rpm", help="Cohere requests per minute."),
+    cohere_interval: Optional[float] = typer.Option(None, "--cohere-interval", help="Seconds between Cohere calls."),
+    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute."),
+    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute."),
+    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls."),
+    mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm", help="Mixedbread tokens per minute."),
+    mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm", help="Mixedbread requests per minute."),
+    mixedbread_interval: Optional[float] = typer.Option(
+        None, "--mixedbread-interval", help="Seconds between Mixedbread calls."
+    ),
     index_ram: Optional[str] = typer.Option(
         None,
         "--index-ram",
@@ -64,11 +79,14 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
+    from ..io import ensure_directories
+    from ..metrics.protocol import check_tie_rule
     from ..progress import console
     from ..retrieval.dense import parse_size
 
     parse_size(index_ram)  # a bad size fails now, naming the option
 
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
         "workers": workers,
         **given_options(
@@ -94,24 +112,26 @@ def run_command(
     request = RunRequest(
         method=method,
         benchmark=benchmark,
-        subsets=subsets or None,
-        setting=setting,
+        subsets=split_list(subsets),
+        setting=value_of(setting),
         top_k=top_k,
         results_dir=results_dir,
         cache_dir=cache_dir,
         resume=resume,
-        content=content,
+        content=value_of(content),
         revision=revision,
-        measures=measure or None,
+        measures=split_list(measure),
         language=language,
-        tie_rule=tie_rule,
-        score_precision=score_precision,
+        tie_rule=check_tie_rule(value_of(tie_rule)),
+        score_precision=value_of(score_precision),
         rerank=rerank,
         rerank_depth=rerank_depth,
         options=options,
     )
-    summary = run_benchmark(
-        request, echo=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from ..providers.keys import redact
+
+    summary = run_benchmark(  # every line a run prints passes the key redaction (a failure may quote a provider)
+        request, echo=lambda line: console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
     )
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
@@ -129,17 +149,19 @@ def run_command(
 
 @app.command("report")
 def report_command(
-    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
-    measure: str = typer.Option("ndcg_at_10", "--measure", "-m"),
+    benchmark: str = typer.Option(
+        "vidore-v3", "--benchmark", "-b", help="The benchmark whose results to tabulate (a name or a BEIR folder)."
+    ),
+    measure: str = typer.Option(
+        "ndcg_at_10", "--measure", "-m", help="The one measure the tables show (e.g. ndcg_at_10, recall_at_100)."
+    ),
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
-    results_dir: Path = typer.Option(Path("results"), "--results-dir"),
+    results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
     decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
-    by: Optional[str] = typer.Option(
-        None, "--by", help="Break scores down by query_type | query_format | content_type | relevant_pages."
-    ),
-    tie_rule: str = typer.Option(
-        "group-mean", "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
+    by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
+    rule_choice: TieRule = typer.Option(
+        TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
@@ -151,7 +173,15 @@ def report_command(
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
-    check_tie_rule(tie_rule)
+    if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
+        from ..errors import UsageError, choices
+
+        raise UsageError(
+            f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+        )
+    tie_rule = check_tie_rule(value_of(rule_choice))
+    by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     if by is not None:
         from ..breakdown import breakdown_report
@@ -159,7 +189,7 @@ def report_command(
         text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
-            fmt = "csv" if output.suffix == ".csv" else "markdown"
+            fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
             atomic_write_text(
                 output,
                 text
@@ -175,4 +205,4 @@ def report_command(
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix == ".csv" else text)
+        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)

@@ -2,36 +2,47 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
 
 from . import app
+from .options import LIST_HELP, Content, Parsing, split_list, value_of
 
 
 @app.command("mixedbread-upload")
 def mixedbread_upload_command(
-    content: str = typer.Argument(..., help="What to upload per page: markdown or images."),
+    content: Content = typer.Argument(..., help="What to upload per page: its Markdown text or its image."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Declared benchmark name or BEIR folder."),
     subsets: Optional[list[str]] = typer.Option(
-        None, "--subsets", "-s", help="Subsets to upload, repeated or comma-separated (default: all)."
+        None, "--subsets", "-s", help=f"Subsets to upload (default: all); {LIST_HELP}."
     ),
-    parsing: str = typer.Option("fast", "--parsing", help="Mixedbread parsing strategy: fast or high_quality."),
-    workers: int = typer.Option(4, "--workers", help="Pages uploaded in parallel."),
+    parsing: Parsing = typer.Option(Parsing.fast, "--parsing", help="Mixedbread's parsing strategy."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Pages uploaded in parallel (at least 1)."),
     store_prefix: str = typer.Option("", "--store-prefix", help="Store name prefix (default: <benchmark>-eval)."),
+    cache_dir: Path = typer.Option(
+        Path("cache"), "--cache-dir", help="Keeps the upload journal (uploads a killed run left unattached)."
+    ),
+    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
 ) -> None:
     """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
     from ..errors import ProviderError
-    from ..stores.common import CONTENTS
+    from ..io import ensure_directory
     from ..stores.upload import upload_benchmark
+    from . import given_options
 
-    if content not in CONTENTS:
-        from ..errors import UsageError, choices
-
-        raise UsageError(f"unknown content '{content}'", f"choose from {choices(CONTENTS)}")
-    requested = [name.strip() for item in subsets or [] for name in item.split(",") if name.strip()] or None
+    ensure_directory(cache_dir, "--cache-dir")
     summaries = upload_benchmark(
-        benchmark, content, requested, parsing=parsing, workers=workers, store_prefix=store_prefix or None
+        benchmark,
+        value_of(content),
+        split_list(subsets),
+        parsing=value_of(parsing),
+        workers=workers,
+        store_prefix=store_prefix or None,
+        options=given_options(timeout=timeout, max_attempts=max_attempts),
+        cache_dir=cache_dir,
     )
     failed = 0
     for summary in summaries:

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app, given_options
+from .options import LIST_HELP, split_list
 
 study_app = typer.Typer(
     help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
@@ -18,9 +19,13 @@ STUDY_DIR = typer.Option(Path("results/rerank-study"), "--study-dir", help="The 
 MODELS = typer.Option(
     None,
     "--models",
-    help="Study models: mixedbread voyage cohere-pro cohere-fast (offline: minilm e5), "
-    "or reranker:model; several may follow one --models.",
+    help="Study models: mixedbread, voyage, cohere-pro, cohere-fast (local on vLLM: qwen3-8b, zerank-2; "
+    f"offline: minilm, e5), or reranker:model; {LIST_HELP} (several may also follow one --models).",
 )
+CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
+TIMEOUT = typer.Option(None, "--timeout", help="API request timeout in seconds.")
+VOYAGE_TPM = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000).")
+VOYAGE_INTERVAL = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3).")
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -43,29 +48,47 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
     return names
 
 
+def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
+    """Failed requests are kept out of the records; the command still exits 3 so scripts notice."""
+    from ..errors import ProviderError
+
+    if counts["failed"]:
+        raise ProviderError(
+            f"{counts['failed']} {what} request(s) failed (see the lines above)",
+            "rerun the same command: it retries only those",
+        )
+
+
 @study_app.command("prepare")
 def prepare_command(
-    benchmark: list[str] = typer.Option(["all"], "--benchmark", "-b", help="'all' = every study benchmark."),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s"),
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help=f"'all' = the study's seven groups (every [study] benchmark); {LIST_HELP}."
+    ),
+    subsets: Optional[list[str]] = typer.Option(
+        None, "--subsets", "-s", help=f"Subsets (default: all of each benchmark); {LIST_HELP}."
+    ),
     study_dir: Path = STUDY_DIR,
-    first_stage: Optional[str] = typer.Option(None, "--first-stage", help="bm25, mixedbread-markdown, ..."),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
-    store_prefix: Optional[str] = typer.Option(None, "--store-prefix"),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="ViDoRe's first stage: mixedbread-markdown (declared) or bm25."
+    ),
+    cache_dir: Path = CACHE_DIR,
+    store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
+    from ..io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
+    ensure_directory(cache_dir, "--cache-dir")
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
-            benchmarks=benchmark,
-            subsets=subsets or None,
+            benchmarks=split_list(benchmark) or ["all"],
+            subsets=split_list(subsets),
             study_dir=study_dir,
             first_stage=first_stage,
             cache_dir=cache_dir,
             options=options,
         ),
-        echo=_echo,
     )
 
 
@@ -74,13 +97,19 @@ def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    quality_workers: int = typer.Option(2, "--quality-workers", help="Concurrent requests per provider."),
-    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000)."),
-    voyage_interval: Optional[float] = typer.Option(
-        None, "--voyage-interval", help="Seconds between Voyage calls (3)."
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to score; {LIST_HELP}."
     ),
-    timeout: Optional[float] = typer.Option(None, help="Request timeout in seconds."),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    first_stage: Optional[str] = typer.Option(
+        None, "--first-stage", help="Whose candidates ViDoRe reranks: bm25 | mixedbread-markdown (as prepared)."
+    ),
+    quality_workers: int = typer.Option(
+        2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
+    ),
+    voyage_tpm: Optional[int] = VOYAGE_TPM,
+    voyage_interval: Optional[float] = VOYAGE_INTERVAL,
+    timeout: Optional[float] = TIMEOUT,
+    cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
     from ..study.quality import QualityRequest, run_quality
@@ -91,12 +120,12 @@ def quality_command(
             models=_models(models, ctx.args),
             workers=quality_workers,
             cache_dir=cache_dir,
+            first_stage=first_stage,
+            benchmarks=split_list(benchmark) or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
-        echo=_echo,
     )
-    if counts["failed"]:
-        raise typer.Exit(1)
+    _fail_on_provider_errors(counts, "quality")
 
 
 @study_app.command("latency", context_settings=EXTRA_MODELS)
@@ -104,14 +133,17 @@ def latency_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
     study_dir: Path = STUDY_DIR,
-    samples: int = typer.Option(20, help="Timed queries per benchmark."),
+    benchmark: list[str] = typer.Option(
+        ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to time; {LIST_HELP}."
+    ),
+    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
-    seed: int = typer.Option(42),
+    seed: int = typer.Option(42, help="Seed of the query sample (the same seed times the same queries)."),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
-    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm"),
-    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval"),
-    timeout: Optional[float] = typer.Option(None),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    voyage_tpm: Optional[int] = VOYAGE_TPM,
+    voyage_interval: Optional[float] = VOYAGE_INTERVAL,
+    timeout: Optional[float] = TIMEOUT,
+    cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..study.latency import LatencyRequest, run_latency
@@ -125,12 +157,11 @@ def latency_command(
             seed=seed,
             host_location=host_location,
             cache_dir=cache_dir,
+            benchmarks=split_list(benchmark) or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
-        echo=_echo,
     )
-    if counts["failed"]:
-        raise typer.Exit(1)
+    _fail_on_provider_errors(counts, "latency")
 
 
 @study_app.command("report")

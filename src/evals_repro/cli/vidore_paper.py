@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from . import app
+from .options import LIST_HELP, AnswerContext, split_list, value_of
 
 grounding_app = typer.Typer(
     help="ViDoRe v3 visual grounding: annotator agreement (offline) and model boxes.", no_args_is_help=True
@@ -17,6 +18,27 @@ app.add_typer(grounding_app, name="grounding")
 
 OUT_DIR = typer.Option(Path("results/vidore-v3-paper"), "--out-dir", help="Where results are written.")
 LANGUAGE_HELP = "Query language to evaluate (default: each domain's native language)."
+BENCHMARK = typer.Option("vidore-v3", "--benchmark", "-b", help="The ViDoRe v3 benchmark declaration to read.")
+SUBSETS = typer.Option(None, "--subsets", "-s", help=f"Domains (default: all); {LIST_HELP}.")
+CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and page caches.")
+GEMINI_TPM = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute.")
+GEMINI_RPM = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute.")
+GEMINI_INTERVAL = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls.")
+OPENAI_TPM = typer.Option(None, "--openai-tpm", help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).")
+OPENAI_RPM = typer.Option(None, "--openai-rpm", help="OpenAI-compatible requests per minute; 0 = no budget.")
+OPENAI_INTERVAL = typer.Option(None, "--openai-interval", help="Seconds between OpenAI-compatible calls.")
+
+
+def _fail_if_incomplete(result: dict, what: str) -> None:
+    """Missing calls failed at the provider (they are retried by a rerun): exit 3, as every provider failure."""
+    from ..errors import ProviderError
+
+    if not result["complete"]:
+        missing = result.get("missing")
+        raise ProviderError(
+            f"{what} incomplete" + (f": {missing} call(s) missing" if missing else ""),
+            "rerun the same command: it retries only those",
+        )
 
 
 def _echo(line: str) -> None:
@@ -27,18 +49,18 @@ def _echo(line: str) -> None:
 
 @grounding_app.command("agreement")
 def agreement_command(
-    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Domains (default: all)."),
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
     language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
     revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
     out_dir: Path = OUT_DIR,
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Inter-annotator agreement on bounding boxes: zone IoU and F1 per domain, modality and overall."""
     from ..vidore_paper.agreement import RESULT_NAME, AgreementRequest, agreement_table, run_agreement
 
     result = run_agreement(
-        AgreementRequest(benchmark, subsets or None, language, revision, out_dir, cache_dir), echo=_echo
+        AgreementRequest(benchmark, split_list(subsets), language, revision, out_dir, cache_dir), echo=_echo
     )
     typer.echo(agreement_table(result))
     _echo(f"wrote {out_dir / (RESULT_NAME + '.json')} and {out_dir / (RESULT_NAME + '.md')}")
@@ -57,37 +79,41 @@ def _provider_options(**values) -> dict:
 @app.command("answer", context_settings=EXTRA_MODELS)
 def answer_command(
     ctx: typer.Context,
-    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Domains (default: all)."),
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
     language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
     revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
-    context: str = typer.Option("text", "--context", help="text | images | hybrid: how context pages are shown."),
+    context_choice: AnswerContext = typer.Option(
+        AnswerContext.text, "--context", help="How context pages are shown to the generator."
+    ),
     retriever: Optional[str] = typer.Option(None, "--retriever", help="Method whose top k is the context."),
     image_retriever: Optional[str] = typer.Option(None, "--image-retriever", help="Hybrid: pages shown as images."),
     text_retriever: Optional[str] = typer.Option(None, "--text-retriever", help="Hybrid: pages shown as text."),
     oracle: bool = typer.Option(False, "--oracle", help="Context = the annotated relevant pages."),
     top_k: int = typer.Option(5, "--top-k", help="Pages per retrieval stream."),
     no_context: bool = typer.Option(False, "--no-context", help="Panel without context: builds easy/hard labels."),
-    models: Optional[list[str]] = typer.Option(None, "--models", help="The no-context panel: provider:model ..."),
+    models: Optional[list[str]] = typer.Option(
+        None, "--models", help=f"The no-context panel, provider:model; {LIST_HELP} (several may follow one --models)."
+    ),
     generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
     judge: Optional[str] = typer.Option(None, "--judge", help="gemini:<model> | openai:<model>."),
     temperature: Optional[float] = typer.Option(None, help="Generator temperature (default: the provider's)."),
     max_output_tokens: Optional[int] = typer.Option(None, "--max-output-tokens", help="Generator output cap."),
-    judge_max_output_tokens: Optional[int] = typer.Option(None, "--judge-max-output-tokens"),
+    judge_max_output_tokens: Optional[int] = typer.Option(None, "--judge-max-output-tokens", help="Judge output cap."),
     out_dir: Path = OUT_DIR,
     run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default from the pipeline)."),
     labels: Optional[Path] = typer.Option(None, "--labels", help="Easy/hard labels (default <out-dir>/easy-hard)."),
     workers: int = typer.Option(4, help="Concurrent calls."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
-    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm"),
-    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm"),
-    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval"),
-    openai_tpm: Optional[int] = typer.Option(None, "--openai-tpm", help="0 = no budget (a vLLM replica)."),
-    openai_rpm: Optional[int] = typer.Option(None, "--openai-rpm"),
-    openai_interval: Optional[float] = typer.Option(None, "--openai-interval"),
+    gemini_tpm: Optional[int] = GEMINI_TPM,
+    gemini_rpm: Optional[int] = GEMINI_RPM,
+    gemini_interval: Optional[float] = GEMINI_INTERVAL,
+    openai_tpm: Optional[int] = OPENAI_TPM,
+    openai_rpm: Optional[int] = OPENAI_RPM,
+    openai_interval: Optional[float] = OPENAI_INTERVAL,
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
     from ..errors import UsageError
@@ -97,8 +123,8 @@ def answer_command(
 
     if ctx.args and not models:
         raise UsageError(f"unexpected argument(s) {' '.join(ctx.args)}", "name panel models with --models a b c")
-    panel = [m for value in [*(models or []), *ctx.args] for m in value.replace(",", " ").split() if m]
-    pipeline = Pipeline(context, retriever, image_retriever, text_retriever, oracle, no_context, top_k)
+    panel = split_list([m for value in [*(models or []), *ctx.args] for m in value.split()]) or []
+    pipeline = Pipeline(value_of(context_choice), retriever, image_retriever, text_retriever, oracle, no_context, top_k)
     options = _provider_options(
         workers=workers,
         timeout=timeout,
@@ -114,7 +140,7 @@ def answer_command(
     result = run_answer(
         AnswerRequest(
             benchmark=benchmark,
-            subsets=subsets or None,
+            subsets=split_list(subsets),
             language=language,
             revision=revision,
             pipeline=pipeline,
@@ -133,8 +159,7 @@ def answer_command(
         echo=_echo,
     )
     typer.echo(answer_table([result]))
-    if not result["complete"]:
-        raise typer.Exit(1)
+    _fail_if_incomplete(result, "answer run")
 
 
 @app.command("answer-report")
@@ -154,8 +179,8 @@ def answer_report_command(
 
 @grounding_app.command("predict")
 def predict_command(
-    benchmark: str = typer.Option("vidore-v3", "--benchmark", "-b"),
-    subsets: Optional[list[str]] = typer.Option(None, "--subsets", "-s", help="Domains (default: all)."),
+    benchmark: str = BENCHMARK,
+    subsets: Optional[list[str]] = SUBSETS,
     language: Optional[str] = typer.Option(None, "--language", help=LANGUAGE_HELP),
     revision: Optional[str] = typer.Option(None, help="Load another dataset revision than the declared pin."),
     generator: Optional[str] = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>."),
@@ -167,13 +192,13 @@ def predict_command(
     workers: int = typer.Option(4, help="Concurrent calls."),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per call (default 6)."),
-    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm"),
-    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm"),
-    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval"),
-    openai_tpm: Optional[int] = typer.Option(None, "--openai-tpm", help="0 = no budget (a vLLM replica)."),
-    openai_rpm: Optional[int] = typer.Option(None, "--openai-rpm"),
-    openai_interval: Optional[float] = typer.Option(None, "--openai-interval"),
-    cache_dir: Path = typer.Option(Path("cache"), "--cache-dir"),
+    gemini_tpm: Optional[int] = GEMINI_TPM,
+    gemini_rpm: Optional[int] = GEMINI_RPM,
+    gemini_interval: Optional[float] = GEMINI_INTERVAL,
+    openai_tpm: Optional[int] = OPENAI_TPM,
+    openai_rpm: Optional[int] = OPENAI_RPM,
+    openai_interval: Optional[float] = OPENAI_INTERVAL,
+    cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
@@ -193,7 +218,7 @@ def predict_command(
     result = run_grounding(
         GroundingRequest(
             benchmark=benchmark,
-            subsets=subsets or None,
+            subsets=split_list(subsets),
             language=language,
             revision=revision,
             generator=generator,
@@ -208,5 +233,4 @@ def predict_command(
         echo=_echo,
     )
     typer.echo(grounding_table(result))
-    if not result["complete"]:
-        raise typer.Exit(1)
+    _fail_if_incomplete(result, "grounding run")

@@ -1,12 +1,17 @@
 """The shared loop of every API embedder: plan batches, run them on a few threads under the provider's
 throttle and retries, check every answer, and return unit rows in item order or raise (never a partial matrix).
 
-A subclass says how to estimate an item's cost, how to send one batch and how to read the vectors back.
+Paid-for rows are never held back: `embed(..., on_rows=f)` calls `f(positions, rows)` from the worker
+thread the moment each request's answer is checked, so a caller (the embedding cache) can persist them
+before the rest of the call finishes. A subclass says how to estimate an item's cost, how to send one
+batch and how to read the vectors back.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
@@ -17,12 +22,16 @@ from ..context import MethodContext
 from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
+from ..providers.errors_map import MalformedAnswer
 from ..providers.retry import call_with_retries
-from ..providers.settings import ProviderSettings, provider_settings
+from ..providers.settings import ProviderSettings, provider_settings, workers_option
+from ..providers.throttle import get_throttle
 from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 DEFAULT_WORKERS = 4
+
+RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their unit rows)
 
 
 class ApiEmbedder(ABC):
@@ -50,9 +59,7 @@ class ApiEmbedder(ABC):
             max_batch_items=min(settings.max_batch_items, max_batch_items or settings.max_batch_items),
             max_batch_tokens=min(settings.max_batch_tokens, max_batch_tokens or settings.max_batch_tokens),
         )
-        self.workers = int(ctx.options.get("workers") or DEFAULT_WORKERS)
-        if self.workers < 1:
-            raise UsageError(f"option workers={self.workers} is below 1", "give 1 or more")
+        self.workers = workers_option(ctx.options, DEFAULT_WORKERS)
         self.client = self.make_client(self.settings)  # a missing key fails here, before any request
 
     # -- what a provider supplies -------------------------------------------------------------------
@@ -81,6 +88,30 @@ class ApiEmbedder(ABC):
         return self.settings
 
     # -- the shared loop ----------------------------------------------------------------------------
+    def _budget_limits(self, items: list[EmbedItem], costs: list[int], plan_costs: list[int]) -> tuple[int, int]:
+        """Batch limits, shrunk so that a request always fits the per-minute budget with room to spare.
+
+        A request larger than the provider's whole budget is refused with a 429 however long we wait, so
+        batches are capped at half the token budget (in estimated tokens times the learned ratio of
+        reported to estimated tokens) and half the item budget. An item too large on its own is refused
+        here, naming the option to raise."""
+        max_items, max_plan = self.batch_limits(items)
+        settings = self.batch_settings(items)
+        if settings.items_per_minute:
+            max_items = max(1, min(max_items, settings.items_per_minute // 2))
+        if settings.tokens_per_minute:
+            scale = get_throttle(settings).scale
+            largest = max(range(len(costs)), key=costs.__getitem__)
+            if costs[largest] * scale > settings.tokens_per_minute:
+                raise UsageError(
+                    f"{self.name}: item {largest} needs about {math.ceil(costs[largest] * scale):,} tokens, more than "
+                    f"the whole budget of {settings.tokens_per_minute:,} tokens per minute",
+                    f"raise --{self.provider}-tpm (0 = no budget)",
+                )
+            if plan_costs == costs:  # planned by tokens (not, e.g., by image bytes)
+                max_plan = max(1, min(max_plan, int(settings.tokens_per_minute / (2 * scale))))
+        return max_items, max_plan
+
     def check_items(self, items: list[EmbedItem]) -> None:
         for position, item in enumerate(items):
             if item.image is not None and not self.supports_images:
@@ -91,7 +122,14 @@ class ApiEmbedder(ABC):
             if item.image is None and item.text is None:
                 raise UsageError(f"{self.name}: item {position} has neither text nor image", "check the subset")
 
-    def _one_batch(self, items: list[EmbedItem], input_type: InputType, tokens: int) -> np.ndarray:
+    def _one_batch(
+        self,
+        items: list[EmbedItem],
+        input_type: InputType,
+        tokens: int,
+        positions: list[int] | None = None,
+        on_rows: RowsCallback | None = None,
+    ) -> np.ndarray:
         def send() -> tuple[np.ndarray, int | None]:
             rows, reported = self.request(items, input_type)
             return self._checked(rows, len(items)), reported
@@ -105,36 +143,33 @@ class ApiEmbedder(ABC):
             what=f"{self.model} embed",
             reported_tokens=lambda result: result[1],
         )
+        if on_rows is not None and positions is not None:
+            on_rows(positions, normalise(matrix))  # persisted before this request counts as done
         return matrix
 
     def _checked(self, rows, expected: int) -> np.ndarray:
-        """Rows as a float32 matrix, or ProviderError when the answer does not fit the request."""
+        """Rows as a float32 matrix. An answer that does not fit the request (a cut-short or garbled body
+        the SDK still parsed) is MalformedAnswer, retried like a 5xx; a wrong dimension is a ProviderError."""
         try:
             matrix = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise ProviderError(
-                f"{self.provider} {self.model}: malformed embeddings ({exc})",
-                "the provider or proxy answered something unexpected",
-            ) from None
+            raise MalformedAnswer(f"embeddings are not numbers ({exc})") from None
         if matrix.ndim != 2 or matrix.shape[0] != expected or matrix.shape[1] == 0:
-            raise ProviderError(
-                f"{self.provider} {self.model}: asked for {expected} embeddings, got shape {matrix.shape}",
-                "the provider or proxy answered something unexpected; nothing was saved",
-            )
+            raise MalformedAnswer(f"asked for {expected} embeddings, got shape {matrix.shape}")
         if self.dimension and matrix.shape[1] != self.dimension:
             raise ProviderError(
                 f"{self.provider} {self.model}: asked for dimension {self.dimension}, got {matrix.shape[1]}",
                 "check the model and --dimension",
             )
         if not np.isfinite(matrix).all():
-            raise ProviderError(
-                f"{self.provider} {self.model}: embeddings contain NaN or infinity",
-                "the provider answered garbage; retry later",
-            )
+            raise MalformedAnswer("embeddings contain NaN or infinity")
         return matrix
 
-    def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
-        """Embed any number of items; unit float32 rows in item order, or an error (no partial result)."""
+    def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
+        """Embed any number of items; unit float32 rows in item order, or an error (no partial result).
+
+        `on_rows(positions, rows)`, when given, receives each request's unit rows as soon as it completes
+        (from a worker thread), whatever happens to the rest of the call."""
         if input_type not in ("query", "document"):
             raise UsageError(f"input type '{input_type}' is not query or document", "use query or document")
         self.check_items(items)
@@ -142,33 +177,42 @@ class ApiEmbedder(ABC):
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         costs = [self.cost(item, input_type) for item in items]
         plan_costs = [self.plan_cost(item, input_type) for item in items]
-        plan = plan_batches(plan_costs, *self.batch_limits(items))
+        plan = plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs))
         parts: list[np.ndarray | None] = [None] * len(plan)
         with (
             progress_bar(f"{self.name} {input_type}s", total=len(items)) as bar,
             ThreadPoolExecutor(max_workers=min(self.workers, len(plan))) as pool,
         ):
             futures = {
-                pool.submit(self._one_batch, [items[i] for i in batch], input_type, sum(costs[i] for i in batch)): index
+                pool.submit(
+                    self._one_batch,
+                    [items[i] for i in batch],
+                    input_type,
+                    sum(costs[i] for i in batch),
+                    batch,
+                    on_rows,
+                ): index
                 for index, batch in enumerate(plan)
             }
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    if future.exception() is not None:
+                    error = future.exception()
+                    if error is not None:
                         for other in pending:
                             other.cancel()
-                        raise future.exception()
+                        raise error
                     parts[futures[future]] = future.result()
                     bar.advance(len(plan[futures[future]]))
-        widths = {part.shape[1] for part in parts}
+        matrices = [part for part in parts if part is not None]  # every batch answered, or we raised above
+        widths = {matrix.shape[1] for matrix in matrices}
         if len(widths) != 1:
             raise ProviderError(
                 f"{self.provider} {self.model}: batches came back with dimensions {sorted(widths)}",
                 "the provider changed the model mid-run; rerun",
             )
-        return normalise(np.vstack(parts))
+        return normalise(np.vstack(matrices))
 
     def describe(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "dimension": self.dimension}

@@ -22,20 +22,31 @@ only the chunk around it: the rest of the corpus is still found by key.
   holding the matrix in memory. It is derived data (it doubles the disk used by that list):
   deleting it costs one rebuild from the chunks.
 
+- `partial/<settings digest>/<rows key>.emb`: the rows of one completed provider request whose
+  chunks are not written yet. An embedder that reports rows per request (`ApiEmbedder.embed(...,
+  on_rows=...)`) has each request's rows written here the moment it completes, so a kill in the
+  middle of a call that spans many requests never pays twice for the completed ones: the next run
+  takes those rows from here, sends only the rest, writes the chunks and deletes the partial files
+  they cover. Partial files name their items by digest, so they are found whatever the chunking.
+
 A `.emb` file is one JSON header line (rows, dimension, dtype, checksum of the data: xxh3-128,
 or blake2b in files written before it) followed by the raw float32 rows, which are read straight
-into the output matrix. A file that is truncated, has the wrong shape or checksum, or holds
-non-finite values is reported with a warning line and embedded again (a damaged matrix file is
-rebuilt from the chunks); a damaged manifest is rebuilt from the chunks. Counts go to `usage`:
-cache_hits and cache_misses (items) and embedded_items.
+into the output matrix (partial files add `items`, the item digests, to the header). A file that
+is truncated, has the wrong shape or checksum, or holds non-finite values is reported with a
+warning line and embedded again (a damaged matrix file is rebuilt from the chunks); a damaged
+manifest is rebuilt from the chunks. Counts go to `usage`: cache_hits and cache_misses (items;
+rows taken from partial files count as hits and as cache_resumed) and embedded_items.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
+import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -46,15 +57,18 @@ from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
 from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter, pread_into
 from ..matrix_file import digest as xxh3_digest
-from ..progress import console
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 # A list whose matrix takes this much is also saved as one matrix file: loading ~30k small chunk
 # files per GiB costs several times one sequential read.
 PACK_MIN_BYTES = 256 << 20
 _MAGIC = b"evals-repro-embeddings\n"
+_PARTIAL_MAGIC = b"evals-repro-partial-embeddings\n"
+PARTIAL_DIR = "partial"
 
 
 def _safe(name: str) -> str:
@@ -185,9 +199,108 @@ def read_chunk(path: Path, rows: int, slot: Callable[[int], np.ndarray]) -> np.n
 class Lookup(NamedTuple):
     """One item list's place in the cache."""
 
+    settings: bytes
+    digests: list[bytes]
     manifest: Path
     bounds: list[tuple[int, int]]
     keys: list[str]
+
+
+def encode_partial(digests: list[bytes], matrix: np.ndarray) -> bytes:
+    """A partial file: the rows of one completed request, with the digests of the items they embed."""
+    data = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
+    header = {
+        "format": FORMAT,
+        "rows": int(matrix.shape[0]),
+        "dimension": int(matrix.shape[1]),
+        "dtype": "float32",
+        "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(),
+        "items": [digest.hex() for digest in digests],
+    }
+    return _PARTIAL_MAGIC + json.dumps(header).encode() + b"\n" + data
+
+
+def decode_partial(blob: bytes) -> tuple[list[bytes], np.ndarray]:
+    """Parse a partial file into (item digests, rows); ValueError says what is wrong with it."""
+    if not blob.startswith(_PARTIAL_MAGIC):
+        raise ValueError("not a partial embeddings file")
+    end = blob.find(b"\n", len(_PARTIAL_MAGIC))
+    if end < 0:
+        raise ValueError("truncated header")
+    try:
+        header = json.loads(blob[len(_PARTIAL_MAGIC) : end])
+        digests = [bytes.fromhex(d) for d in header["items"]]
+        rows, dimension = int(header["rows"]), int(header["dimension"])
+        checksum = header["checksum"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"bad header ({exc})") from None
+    if len(digests) != rows:
+        raise ValueError(f"{len(digests)} item digests for {rows} rows")
+    data = memoryview(blob)[end + 1 :]
+    if len(data) != rows * dimension * 4:
+        raise ValueError(f"{len(data)} data bytes, expected {rows * dimension * 4} (truncated?)")
+    if hashlib.blake2b(data, digest_size=16).hexdigest() != checksum:
+        raise ValueError("checksum mismatch")
+    matrix = np.frombuffer(data, dtype=np.float32).reshape(rows, dimension)
+    if not np.isfinite(matrix).all():
+        raise ValueError("non-finite values")
+    return digests, matrix
+
+
+def _reports_rows(embedder: Embedder) -> bool:
+    """Whether `embedder.embed` takes `on_rows` (API embedders report each request as it completes)."""
+    try:
+        return "on_rows" in inspect.signature(embedder.embed).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _PartialRows:
+    """Rows of completed requests under one settings digest: written as they arrive, read on resume."""
+
+    def __init__(self, folder: Path, warn: Callable[[Path, str], None]):
+        self.folder = folder
+        self.warn = warn
+        self._known: dict[bytes, np.ndarray] | None = None
+        self._files: dict[Path, list[bytes]] = {}
+        self._lock = threading.Lock()
+
+    def known(self) -> dict[bytes, np.ndarray]:
+        """item digest -> unit row, from every readable partial file (read once)."""
+        if self._known is None:
+            self._known = {}
+            for path in sorted(self.folder.glob("*.emb")) if self.folder.is_dir() else []:
+                try:
+                    digests, matrix = decode_partial(path.read_bytes())
+                except (OSError, ValueError) as exc:
+                    self.warn(path, str(exc))
+                    path.unlink(missing_ok=True)
+                    continue
+                self._files[path] = digests
+                for digest, row in zip(digests, matrix):
+                    self._known[digest] = row
+        return self._known
+
+    def writer(self, digests: list[bytes]) -> Callable[[list[int], np.ndarray], None]:
+        """An `on_rows` callback for a call embedding items with these digests, in order."""
+
+        def write(positions: list[int], rows: np.ndarray) -> None:
+            chosen = [digests[p] for p in positions]
+            key = hashlib.blake2b(b"".join(chosen), digest_size=20).hexdigest()
+            path = self.folder / f"{key}.emb"
+            atomic_write_bytes(path, encode_partial(chosen, rows))
+            with self._lock:
+                self._files[path] = chosen
+
+        return write
+
+    def forget(self, covered: set[bytes]) -> None:
+        """Delete the partial files whose every row now sits in a written chunk."""
+        with self._lock:
+            done = [path for path, digests in self._files.items() if set(digests) <= covered]
+            for path in done:
+                path.unlink(missing_ok=True)
+                del self._files[path]
 
 
 class EmbeddingCache:
@@ -223,12 +336,7 @@ class EmbeddingCache:
         return cls(root, embedder, usage, **kwargs)
 
     def _warn(self, path: Path, problem: str, action: str = "embedding it again") -> None:
-        console.print(
-            f"warning: embedding cache file {path} is damaged ({problem}); {action}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        log.warning(f"embedding cache file {path} is damaged ({problem}); {action}")
         self.usage.add("cache_damaged")
 
     def _chunk_path(self, key: str) -> Path:
@@ -263,7 +371,7 @@ class EmbeddingCache:
             if on_progress is not None:
                 on_progress(len(items))
         else:
-            matrix = self._from_chunks(items, input_type, bounds, keys, matrix_path, ram_limit, on_progress)
+            matrix = self._from_chunks(items, input_type, looked_up, matrix_path, ram_limit, on_progress)
             if isinstance(matrix, np.ndarray) and matrix.nbytes >= self.pack_min_bytes:
                 self._write_matrix_file(matrix_path, matrix, bounds)
         if manifest_sound:  # a cached run rewrites (and fsyncs) nothing
@@ -281,9 +389,11 @@ class EmbeddingCache:
         )
         return matrix
 
-    def _from_chunks(self, items, input_type, bounds, keys, matrix_path, ram_limit, on_progress):
+    def _from_chunks(self, items, input_type, looked_up: Lookup, matrix_path, ram_limit, on_progress):
         """The list's rows from its chunk files, embedding (and caching) the missing chunks."""
+        digests, bounds, keys = looked_up.digests, looked_up.bounds, looked_up.keys
         rows = _Rows(len(items), self.embedder.name, matrix_path, ram_limit)
+        partial = _PartialRows(self.root / PARTIAL_DIR / looked_up.settings.hex(), self._warn)
         try:
             pending: list[tuple[int, int, str]] = []
             for (start, stop), key in zip(bounds, keys):
@@ -293,10 +403,10 @@ class EmbeddingCache:
                     continue
                 pending.append((start, stop, key))
                 if sum(b - a for a, b, _ in pending) >= self.call_size:
-                    self._embed_chunks(items, pending, input_type, rows, on_progress)
+                    self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
                     pending = []
             if pending:
-                self._embed_chunks(items, pending, input_type, rows, on_progress)
+                self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
             return rows.finish()
         except BaseException:
             rows.abort()
@@ -332,12 +442,8 @@ class EmbeddingCache:
                     writer.place(start, matrix[start:stop])
                 writer.finish()
         except OSError as exc:
-            console.print(
-                f"warning: could not write the embedding cache's matrix file {path} ({exc}); "
-                "the next run loads the chunks again",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
+            log.warning(
+                f"could not write the embedding cache's matrix file {path} ({exc}); the next run loads the chunks"
             )
 
     def lookup(self, items: list[EmbedItem], input_type: InputType) -> Lookup:
@@ -348,7 +454,7 @@ class EmbeddingCache:
         list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
         bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
         keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
-        return Lookup(self.root / f"{input_type}-{list_key}.json", bounds, keys)
+        return Lookup(settings, digests, self.root / f"{input_type}-{list_key}.json", bounds, keys)
 
     def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
         """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""
@@ -401,29 +507,49 @@ class EmbeddingCache:
     def _embed_chunks(
         self,
         items: list[EmbedItem],
+        digests: list[bytes],
+        partial: _PartialRows,
         chunks: list[tuple[int, int, str]],
         input_type: InputType,
         rows: _Rows,
         on_progress: Callable[[int], None] | None,
     ) -> None:
-        batch = [item for start, stop, _ in chunks for item in items[start:stop]]
-        vectors = np.asarray(self.embedder.embed(batch, input_type), dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
-            raise ProviderError(
-                f"embedder {self.embedder.name} returned shape {vectors.shape} "
-                f"(or non-finite values) for {len(batch)} items",
-                "the embedder broke its contract; no vector was cached from this call",
-            )
-        self.usage.add("cache_misses", len(batch))
-        self.usage.add("embedded_items", len(batch))
-        offset = 0
+        """Embed the items of these chunks (minus rows an interrupted run already paid for), write the chunks."""
+        positions = [p for start, stop, _ in chunks for p in range(start, stop)]
+        known = partial.known()
+        vectors: dict[int, np.ndarray] = {p: known[digests[p]] for p in positions if digests[p] in known}
+        send = [p for p in positions if p not in vectors]
+        if vectors:
+            self.usage.add("cache_hits", len(vectors))
+            self.usage.add("cache_resumed", len(vectors))
+        if send:
+            batch = [items[p] for p in send]
+            if _reports_rows(self.embedder):
+                # Each request's rows go to a partial file the moment it completes: a kill later in
+                # this call keeps them.
+                writer = partial.writer([digests[p] for p in send])
+                result = self.embedder.embed(batch, input_type, on_rows=writer)  # type: ignore[call-arg]
+            else:
+                result = self.embedder.embed(batch, input_type)
+            matrix = np.asarray(result, dtype=np.float32)
+            if matrix.ndim != 2 or matrix.shape[0] != len(batch) or not np.isfinite(matrix).all():
+                raise ProviderError(
+                    f"embedder {self.embedder.name} returned shape {matrix.shape} "
+                    f"(or non-finite values) for {len(batch)} items",
+                    "the embedder broke its contract; no vector was cached from this call",
+                )
+            self.usage.add("cache_misses", len(batch))
+            self.usage.add("embedded_items", len(batch))
+            vectors.update(zip(send, matrix))
+        covered: set[bytes] = set()
         for start, stop, key in chunks:
-            part = vectors[offset : offset + stop - start]
-            offset += stop - start
+            part = np.vstack([vectors[p] for p in range(start, stop)]).astype(np.float32, copy=False)
             atomic_write_bytes(self._chunk_path(key), encode(part))
+            covered.update(digests[start:stop])
             rows.place(start, part)
             if on_progress is not None:
                 on_progress(stop - start)
+        partial.forget(covered)
 
 
 class _Rows:

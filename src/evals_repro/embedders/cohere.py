@@ -8,6 +8,7 @@ have their own per-minute item budget (`cohere_image_ipm`, default 400: Cohere p
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..context import MethodContext
 from ..errors import UsageError
@@ -59,7 +60,11 @@ class CohereEmbedder(ApiEmbedder):
         return self.image_settings if any(item.image is not None for item in items) else self.settings
 
     def request(self, items: list[EmbedItem], input_type: InputType):
-        kwargs = {"model": self.model, "input_type": INPUT_TYPES[input_type], "embedding_types": ["float"]}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input_type": INPUT_TYPES[input_type],
+            "embedding_types": ["float"],
+        }
         if self.dimension:
             kwargs["output_dimension"] = self.dimension
         if any(item.image is not None for item in items):

@@ -3,7 +3,8 @@
 gemini-embedding-2 takes task prompts in the text rather than `task_type`:
 queries `task: search result | query: {text}`, documents `title: {title or none} | text: {text}`.
 Each item is passed as its own `types.Content`: the SDK merges a plain list of strings into ONE content
-(one embedding for the whole list). At most 100 requests per batchEmbedContents call.
+(one embedding for the whole list). At most 100 requests per batchEmbedContents call. The tokens Gemini
+reports (`usageMetadata.promptTokenCount`) replace the estimate in the throttle.
 """
 
 from __future__ import annotations
@@ -31,6 +32,22 @@ def prompted(item: EmbedItem, input_type: InputType) -> str:
     return DOCUMENT_PROMPT.format(title=item.title or "none", text=item.text or "")
 
 
+def reported_tokens(response) -> int | None:
+    """The tokens Gemini counted for a batchEmbedContents call (`usageMetadata.promptTokenCount`), if it said.
+
+    The throttle books these instead of the character estimate, which is far from Gemini's tokenizer."""
+    usage = getattr(response, "usage_metadata", None)
+    if usage is None:
+        return None
+    count = getattr(usage, "prompt_token_count", None) or getattr(usage, "total_token_count", None)
+    if count is None and isinstance(usage, dict):
+        count = usage.get("promptTokenCount") or usage.get("prompt_token_count") or usage.get("totalTokenCount")
+    try:
+        return int(count) if count is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 class GeminiEmbedder(ApiEmbedder):
     provider = "gemini"
 
@@ -55,7 +72,7 @@ class GeminiEmbedder(ApiEmbedder):
         contents = [types.Content(parts=[types.Part(text=self.text(item, input_type))]) for item in items]
         config = types.EmbedContentConfig(output_dimensionality=self.dimension) if self.dimension else None
         response = self.client.models.embed_content(model=self.model, contents=contents, config=config)
-        return [embedding.values for embedding in response.embeddings or []], None
+        return [embedding.values for embedding in response.embeddings or []], reported_tokens(response)
 
     def describe(self):
         prompts = {"query": QUERY_PROMPT, "document": DOCUMENT_PROMPT} if self.prompts else None

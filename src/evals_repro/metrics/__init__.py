@@ -2,62 +2,62 @@
 
 Public API:
 - `DEFAULT_MEASURES`: the names the harness reports.
-- `parse_measures(names) -> list[str]`, `get_measure(name) -> Measure` (UsageError if unknown).
-- `evaluate(qrels, run, measures, *, gains=None, options=None) -> {qid: {measure: value}}`.
-- `mean(per_query, qids=None) -> {measure: value}` (macro average).
-- `read_trec_run(path)`, `read_trec_qrels(path)`; `trec_eval_lines(...)` prints like trec_eval.
+- `parse_measures(names) -> list[str]`: ours (`ndcg_at_10`, `nDCG@10`) or trec_eval's spellings
+  (`ndcg_cut.10`, `P.5,10`, `P_5`, `recip_rank`, `all_trec`, `official`), canonical names out;
+  `get_measure(name) -> Measure`, `expand_measure(spec) -> list[Measure]` (UsageError if unknown).
+- `ScoringProtocol(measures, tie_rule, score_precision, relevance_level, max_results, judged_only,
+  complete)`: every choice that changes a score (metrics/protocol.py).
+- `evaluate(qrels, run, protocol | measures, *, gains=None, subtopics=None) -> {qid: {measure: value}}`:
+  every judged query is scored (one with no relevant document or no result scores 0).
+- `mean(per_query, qids=None) -> {measure: value}`: the `all` values (means; counts summed, gm_* geometric).
+- `read_trec_run(path)`, `read_trec_qrels(path)` (`-` = stdin, gzip, `#` comments); `trec_eval_lines(...)`.
 - `register(Family(...))` to plug in another measure family.
-- `trec_ranked(scores, top_k=None)`: one query's ranking in trec_eval order (float32 ties, doc id desc).
+- `trec_ranked(scores, top_k=None, precision="float32")`: one query's ranking in trec_eval order.
+- `diversity.alpha_ndcg_at_k(subtopic_qrels, run, k)`, `diversity.err_ia_at_k(...)`: ndeval measures.
 
-Importing this package is cheap: pytrec_eval and NumPy load on first evaluation.
+Importing this package is cheap: pytrec_eval, pyndeval and NumPy load on first evaluation.
 """
 
 from __future__ import annotations
 
-# Registration order is the order of the valid forms in error messages.
-from . import (
-    ap,  # noqa: F401
-    ndcg,  # noqa: F401,I001
-    ndcg_float,  # noqa: F401
-    precision,  # noqa: F401
-    recall,  # noqa: F401
-    rr,  # noqa: F401
-)
-from .base import FAMILIES, EvalData, Family, Measure, PerQuery, get_measure, measure_forms, parse_measures, register
-from .evaluate import evaluate, mean, scored_queries
-from .ranking import trec_ranked
-from .trec_files import iter_columns, read_trec_qrels, read_trec_run
-from .trec_output import trec_eval_lines
+# Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
+# isort: off
+from . import ndcg, ap, recall, precision, rr, success, judged, ndcg_float, diversity, coverage, p_mrr  # noqa: F401
+from . import trec_measures
 
-DEFAULT_MEASURES: tuple[str, ...] = (
-    "ndcg_at_1",
-    "ndcg_at_3",
-    "ndcg_at_5",
-    "ndcg_at_10",
-    "ndcg_at_20",
-    "ndcg_at_100",
-    "map",
-    "map_at_10",
-    "map_at_100",
-    "recall_at_1",
-    "recall_at_5",
-    "recall_at_10",
-    "recall_at_20",
-    "recall_at_50",
-    "recall_at_100",
-    "p_at_1",
-    "p_at_5",
-    "p_at_10",
-    "mrr_at_10",
+# isort: on
+from .base import (
+    FAMILIES,
+    EvalData,
+    Family,
+    Measure,
+    PerQuery,
+    expand_measure,
+    get_measure,
+    measure_forms,
+    parse_measures,
+    register,
 )
+
+register(trec_measures.FAMILY)
+
+from .evaluate import aggregate, evaluate, judged_queries, mean, scored_queries  # noqa: E402
+from .protocol import DEFAULT_MEASURES, ScoringProtocol  # noqa: E402
+from .ranking import trec_ranked  # noqa: E402
+from .trec_files import iter_columns, read_trec_qrels, read_trec_run  # noqa: E402
+from .trec_output import trec_eval_lines  # noqa: E402
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "aggregate",
+    "expand_measure",
+    "judged_queries",
     "FAMILIES",
     "EvalData",
     "Family",
     "Measure",
     "PerQuery",
+    "ScoringProtocol",
     "evaluate",
     "get_measure",
     "iter_columns",

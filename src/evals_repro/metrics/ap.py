@@ -2,14 +2,6 @@
 each relevant document within the top k, divided by the number of relevant documents)."""
 
 from .base import register
-from .pytrec import cutoff_family
+from .trec_measures import our_family
 
-FAMILY = register(
-    cutoff_family(
-        "map",
-        "map",
-        spec=lambda k: f"map_cut.{k}",
-        key=lambda k: f"map_cut_{k}",
-        uncut=("map", "map"),
-    )
-)
+FAMILY = register(our_family("map", "map", "map_cut", uncut="map"))

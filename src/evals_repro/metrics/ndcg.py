@@ -2,14 +2,6 @@
 the ideal ranking built from every judged document of the query."""
 
 from .base import register
-from .pytrec import cutoff_family
+from .trec_measures import our_family
 
-FAMILY = register(
-    cutoff_family(
-        "ndcg",
-        "ndcg",
-        spec=lambda k: f"ndcg_cut.{k}",
-        key=lambda k: f"ndcg_cut_{k}",
-        uncut=("ndcg", "ndcg"),
-    )
-)
+FAMILY = register(our_family("ndcg", "ndcg", "ndcg_cut", uncut="ndcg"))

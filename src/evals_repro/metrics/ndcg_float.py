@@ -1,4 +1,4 @@
-"""nDCG over float gains (RCP-nDCG), with the two tie rules the rcp-ndcg release reports.
+"""nDCG over float gains (RCP-nDCG), with the three tie rules of the rcp-ndcg release.
 
 Linear gain, discount 1/log2(rank + 1). The ideal ranking takes every gain of the query (all
 judged pages, retrieved or not); a query whose ideal DCG is 0 scores 0; a page without a gain
@@ -10,8 +10,12 @@ Tie rules:
   and each position the group occupies is credited the group's mean gain -- the expected DCG
   over all orderings of the tie. A group straddling the cutoff contributes its mean at each of
   its positions inside the cutoff.
-- `doc-id`: score descending, then page id descending, with scores compared as 32-bit floats
-  (trec_eval stores scores as C floats, so 0.30000001 and 0.3 tie there too).
+- `doc-id`: score descending, then page id descending.
+- `input-order`: score descending, ties kept in the order the run gives them (rcp-ndcg's TREC-DL
+  tables pass judge-pool order; an order built from relevance leaks it into the ties).
+
+Scores are always compared exactly as given (doubles), as rcp-ndcg does, whatever the run's
+`score_precision`: 0.30000001 ranks above 0.3 under every rule.
 """
 
 from __future__ import annotations
@@ -20,16 +24,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import DataError, UsageError, choices
+from ..errors import DataError, UsageError
+from .protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule
 
-TIE_RULES = ("group-mean", "doc-id")
-DEFAULT_TIE_RULE = "group-mean"
-
-
-def check_tie_rule(tie_rule: str) -> str:
-    if tie_rule not in TIE_RULES:
-        raise UsageError(f"unknown tie rule '{tie_rule}'", f"choose from {choices(TIE_RULES)}")
-    return tie_rule
+__all__ = ["DEFAULT_TIE_RULE", "TIE_RULES", "check_tie_rule", "dcg_at_k", "ndcg_float_at_k", "read_trec_gains"]
 
 
 def _discounts(k: int) -> list[float]:
@@ -60,15 +58,15 @@ def idcg_at_k(gains: Mapping[str, float], k: int) -> float:
 def dcg_at_k(
     scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE
 ) -> float:
-    check_tie_rule(tie_rule)
+    tie_rule = check_tie_rule(tie_rule)
     if not scores:
         return 0.0
     discounts = _discounts(min(k, len(scores)))
-    if tie_rule == "doc-id":
-        from .ranking import as_float32  # trec_eval stores scores as C floats
-
-        rounded = as_float32("", scores)
-        order = sorted(scores, key=lambda d: (rounded[d], d), reverse=True)[:k]
+    if tie_rule != "group-mean":
+        if tie_rule == "doc-id":
+            order = sorted(scores, key=lambda d: (scores[d], d), reverse=True)[:k]
+        else:  # input-order: sorted() is stable
+            order = sorted(scores, key=lambda d: -scores[d])[:k]
         return float(sum(gains.get(d, 0.0) * discounts[i] for i, d in enumerate(order)))
     order = sorted(scores, key=lambda d: scores[d], reverse=True)
     total = 0.0
@@ -142,10 +140,15 @@ GAINS_LAYOUT = "`qid 0 docid gain`"
 
 
 def _compute(measures: list, data) -> dict[str, dict[str, float]]:
-    """Every requested cutoff for every scored query; the tie rule comes from `options["tie_rule"]`."""
+    """Every requested cutoff for every scored query, ranked by the protocol's tie rule on the scores as given."""
     if data.gains is None:
         raise UsageError("ndcg_float_at_k needs float gains", "pass --gains FILE (TREC qrels layout, float 4th column)")
-    tie_rule = check_tie_rule(data.options.get("tie_rule", DEFAULT_TIE_RULE))
+    tie_rule = data.protocol.tie_rule
+    if data.protocol.max_results is not None or data.protocol.judged_only:
+        raise UsageError(
+            "-M / -J do not apply to float-gain measures (ndcg_float_at_k): their ranking keeps every scored page",
+            "drop -M / -J, or score ndcg_float_at_k in a separate call",
+        )
     return {
         qid: {
             m.name: ndcg_float_at_k(data.run.get(qid) or {}, data.gains.get(qid) or {}, m.cutoff, tie_rule, qid)

@@ -2,13 +2,6 @@
 the missing ranks as non-relevant)."""
 
 from .base import register
-from .pytrec import cutoff_family
+from .trec_measures import our_family
 
-FAMILY = register(
-    cutoff_family(
-        "precision",
-        "p",
-        spec=lambda k: f"P.{k}",
-        key=lambda k: f"P_{k}",
-    )
-)
+FAMILY = register(our_family("precision", "p", "P"))

@@ -1,48 +1,83 @@
 """Readers for TREC run files (`qid Q0 docid rank score tag`) and qrels (`qid 0 docid rel`).
 
-Columns are whitespace-separated, as trec_eval reads them; blank lines are skipped. Every
-problem is one DataError naming `file:line`. The rank column is ignored, as in trec_eval:
-the order comes from the scores.
+As trec_eval reads them: columns are whitespace-separated; blank lines and lines starting with
+`#` are skipped (a `#` inside an id is part of it); run lines may carry fields after the sixth,
+which are ignored. A path `-` reads standard input; gzip files are read as such (detected by
+their magic bytes). Every problem is one DataError naming `file:line`. The rank column is
+ignored, as in trec_eval: the order comes from the scores.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 from ..errors import DataError
+
+STDIN = "-"
 
 RUN_LAYOUT = "`qid Q0 docid rank score tag`"
 QRELS_LAYOUT = "`qid 0 docid relevance`"
 
 
-def iter_columns(path: str | Path, n_columns: int, kind: str, layout: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) for each non-blank line; wrong column counts and empty files raise."""
+def _open(path: str | Path, kind: str) -> IO[bytes]:
+    """The file's bytes (decompressed when gzip), or standard input for `-`."""
+    if str(path) == STDIN:
+        return sys.stdin.buffer
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: {kind} file not found", "check the path")
     if not path.is_file():
         raise DataError(f"{path}: {kind} path is not a file", "give the path of a file")
+    handle = open(path, "rb")
+    if handle.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=handle)  # type: ignore[return-value]
+    return handle
+
+
+def _where(path: str | Path) -> str:
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def iter_columns(
+    path: str | Path, n_columns: int, kind: str, layout: str, extra_ok: bool = False
+) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) for each line that is neither blank nor a `#` comment.
+
+    Wrong column counts (fewer than `n_columns` when `extra_ok`, whose extra fields are dropped)
+    and files without a data line raise.
+    """
+    name = _where(path)
     seen_any = False
-    with open(path, "rb") as handle:
+    handle = _open(path, kind)
+    try:
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise DataError(f"{path}:{number}: not valid UTF-8", "save the file as UTF-8") from None
+                raise DataError(f"{name}:{number}: not valid UTF-8", "save the file as UTF-8") from None
             fields = line.split()
-            if not fields:
+            if not fields or fields[0].startswith("#"):
                 continue
-            if len(fields) != n_columns:
+            if len(fields) != n_columns and not (extra_ok and len(fields) > n_columns):
+                expected = f"at least {n_columns}" if extra_ok else str(n_columns)
                 raise DataError(
-                    f"{path}:{number}: expected {n_columns} columns, got {len(fields)}",
+                    f"{name}:{number}: expected {expected} columns, got {len(fields)}",
                     f"{kind} lines are {layout}",
                 )
             seen_any = True
-            yield number, fields
+            yield number, fields[:n_columns]
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"{name}: cannot read the {kind} file ({exc})", "check that the file is complete") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
     if not seen_any:
-        raise DataError(f"{path}: {kind} file is empty", f"{kind} lines are {layout}")
+        raise DataError(f"{name}: {kind} file is empty", f"{kind} lines are {layout}")
 
 
 def _parse(text: str, convert: Callable[[str], float], where: str, what: str, hint: str):
@@ -55,21 +90,35 @@ def _parse(text: str, convert: Callable[[str], float], where: str, what: str, hi
 
 def _duplicate(path, number: int, qid: str, docid: str, n_columns: int, kind: str, layout: str) -> DataError:
     """The error for a repeated (qid, docid); the first occurrence is found by re-reading the file."""
-    first = next(
-        n for n, fields in iter_columns(path, n_columns, kind, layout) if fields[0] == qid and fields[2] == docid
-    )
     verb = "listed" if kind == "run" else "judged"
+    if str(path) == STDIN:
+        where = "earlier"
+    else:
+        extra_ok = kind == "run"
+        first = next(
+            n
+            for n, fields in iter_columns(path, n_columns, kind, layout, extra_ok)
+            if fields[0] == qid and fields[2] == docid
+        )
+        where = f"first at line {first}"
     return DataError(
-        f"{path}:{number}: document {docid} is {verb} twice for query {qid} (first at line {first})",
+        f"{_where(path)}:{number}: document {docid} is {verb} twice for query {qid} ({where})",
         f"keep one line per query and document; {kind} lines are {layout}",
     )
 
 
 def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
     """A TREC run as `{qid: {docid: score}}`; a docid listed twice for one query is an error."""
+    return read_trec_run_and_tag(path)[0]
+
+
+def read_trec_run_and_tag(path: str | Path) -> tuple[dict[str, dict[str, float]], str]:
+    """The run and its tag (the sixth column of its last line: what trec_eval prints as runid)."""
     run: dict[str, dict[str, float]] = {}
-    for number, (qid, _q0, docid, _rank, score_text, _tag) in iter_columns(path, 6, "run", RUN_LAYOUT):
-        where = f"{path}:{number}"
+    tag = ""
+    for number, (qid, _q0, docid, _rank, score_text, line_tag) in iter_columns(path, 6, "run", RUN_LAYOUT, True):
+        tag = line_tag
+        where = f"{_where(path)}:{number}"
         score = _parse(score_text, float, where, "score", f"the fifth column is the score; lines are {RUN_LAYOUT}")
         if math.isnan(score):
             raise DataError(
@@ -79,14 +128,14 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
         if docid in docs:
             raise _duplicate(path, number, qid, docid, 6, "run", RUN_LAYOUT)
         docs[docid] = score
-    return run
+    return run, tag
 
 
 def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """TREC qrels as `{qid: {docid: relevance}}` with integer grades; duplicates are an error."""
     qrels: dict[str, dict[str, int]] = {}
     for number, (qid, _iteration, docid, rel_text) in iter_columns(path, 4, "qrels", QRELS_LAYOUT):
-        where = f"{path}:{number}"
+        where = f"{_where(path)}:{number}"
         rel = _parse(
             rel_text, int, where, "relevance", f"the fourth column is an integer grade; lines are {QRELS_LAYOUT}"
         )

@@ -1,19 +1,24 @@
-"""trec_eval's text output: `measure<TAB>qid<TAB>value`, the name padded to 22 characters, 4 decimals.
+"""trec_eval's text output: `measure<TAB>qid<TAB>value`, the name padded to 22 characters.
 
-With `trec_names` the lines carry trec_eval's measure names, so our output diffs cleanly
-against `trec_eval -c [-q]` for the measures both compute.
+Values print with 4 decimals, counts (num_q, num_ret, ...) as integers, `relstring` quoted per
+query and `runid` once for `all`, as trec_eval prints them. With `trec_names` the lines carry
+trec_eval's measure names, so our output diffs cleanly against `trec_eval -c [-q]`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .base import get_measure
-from .evaluate import mean
+from .base import Measure, get_measure
+from .evaluate import aggregate
 
 
 def _line(name: str, qid: str, value: str) -> str:
     return f"{name:<22s}\t{qid}\t{value}"
+
+
+def _value(measure: Measure, value: float) -> str:
+    return str(int(value)) if measure.integer else f"{value:6.4f}"
 
 
 def trec_eval_lines(
@@ -22,14 +27,40 @@ def trec_eval_lines(
     *,
     per_query_lines: bool = False,
     trec_names: bool = False,
+    summary: bool = True,
+    run_id: str | None = None,
+    texts: Mapping[str, Mapping[str, str]] | None = None,
+    always_num_q: bool = True,
 ) -> list[str]:
-    """Per-query lines (qid ascending) when asked, then `num_q` and the `all` means."""
-    shown = {name: (get_measure(name).trec_name if trec_names else name) for name in measures}
+    """Per-query lines (qid ascending) when asked, then the `all` lines (unless `summary` is off).
+
+    `num_q` is printed where it is listed, or first when it is not (unless `always_num_q` is off,
+    as trec_eval does). `texts` holds the relstring
+    values (`{name: {qid: string}}`), `run_id` the runid line's value.
+    """
+    resolved = [get_measure(name) for name in measures]
+    shown = {m.name: (m.trec_name if trec_names else m.name) for m in resolved}
+    texts = texts or {}
     lines: list[str] = []
     if per_query_lines:
         for qid in sorted(per_query):
-            lines.extend(_line(shown[name], qid, f"{per_query[qid][name]:.4f}") for name in measures)
-    lines.append(_line("num_q", "all", str(len(per_query))))
-    means = mean(per_query)
-    lines.extend(_line(shown[name], "all", f"{means[name]:.4f}") for name in measures)
+            row = per_query[qid]
+            for m in resolved:
+                if m.text:
+                    if m.name in texts and qid in texts[m.name]:
+                        lines.append(_line(shown[m.name], qid, f"'{texts[m.name][qid]}'"))
+                elif m.per_query_line:
+                    lines.append(_line(shown[m.name], qid, _value(m, row[m.name])))
+    if not summary:
+        return lines
+    qids = list(per_query)
+    if "num_q" not in shown and always_num_q:
+        lines.append(_line("num_q", "all", str(len(qids))))
+    for m in resolved:
+        if m.text:
+            if m.trec_name == "runid" and run_id is not None:
+                lines.append(_line(shown[m.name], "all", run_id))
+            continue
+        value = aggregate(m.name, [per_query[qid][m.name] for qid in qids]) if qids else 0.0
+        lines.append(_line(shown[m.name], "all", _value(m, value)))
     return lines

@@ -8,6 +8,8 @@ explicitly; Gemini's timeout is in milliseconds and its client must stay referen
 
 from __future__ import annotations
 
+from typing import Any
+
 from .keys import require_key
 from .settings import KEY_ENV, ProviderSettings
 
@@ -38,7 +40,7 @@ def gemini_client(settings: ProviderSettings, api_key: str | None = None):
     from google import genai
     from google.genai import types
 
-    options = {"timeout": max(1, int(round(settings.timeout * 1000)))}
+    options: dict[str, Any] = {"timeout": max(1, int(round(settings.timeout * 1000)))}
     if settings.base_url:
         options["base_url"] = settings.base_url
     return genai.Client(api_key=api_key or require_key(KEY_ENV["gemini"]), http_options=types.HttpOptions(**options))
@@ -47,7 +49,7 @@ def gemini_client(settings: ProviderSettings, api_key: str | None = None):
 def mixedbread_client(settings: ProviderSettings, api_key: str | None = None):
     from mixedbread import Mixedbread
 
-    kwargs = {"base_url": settings.base_url} if settings.base_url else {}
+    kwargs: dict[str, Any] = {"base_url": settings.base_url} if settings.base_url else {}
     return Mixedbread(
         api_key=api_key or require_key(KEY_ENV["mixedbread"]), max_retries=0, timeout=settings.timeout, **kwargs
     )

@@ -10,7 +10,14 @@ Per SDK (pinned versions; see the provider wire-format notes):
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
 - openai (any OpenAI-compatible server, called with httpx): httpx.HTTPStatusError (`response.status_code`,
-  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors.
+  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors. Providers with
+  no classifier of their own (the local vLLM rerankers, also spoken to with httpx) are classified the same way.
+
+A 200 whose body cannot be read (truncated or not JSON: voyageai and cohere wrap it in their APIError
+with a 2xx status, google-genai and mixedbread let `json.JSONDecodeError` through, pydantic rejects a
+body that is JSON of the wrong shape) is `malformed`: retried like a 5xx, and its message carries at
+most `EXCERPT` characters of the body. `MalformedAnswer` lets callers flag an answer that parsed but
+does not fit the request (wrong count, NaN) the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +27,22 @@ import time
 from dataclasses import dataclass
 
 RETRYABLE_STATUS = {408, 429}
+EXCERPT = 80  # characters of an unreadable body shown in an error message
+
+# What went wrong, which decides the advice when retries run out.
+RATE_LIMITED, SERVER, TIMEOUT, CONNECTION, MALFORMED, REJECTED, UNSENDABLE = (
+    "rate_limited",
+    "server",
+    "timeout",
+    "connection",
+    "malformed",
+    "rejected",
+    "unsendable",  # the HTTP stack refused to build the request (e.g. a key with a newline in it)
+)
+
+
+class MalformedAnswer(Exception):
+    """An answer that parsed but does not fit the request; retried like a 5xx."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +51,7 @@ class Failure:
     status: int | None  # HTTP status, None for timeouts and dropped connections
     retry_after: float | None  # seconds the provider asked us to wait, if it said
     message: str
+    kind: str = SERVER
 
 
 def parse_retry_after(value, now: float | None = None) -> float | None:
@@ -88,9 +112,46 @@ def _one_line(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def excerpt(body) -> str:
+    """At most EXCERPT characters of a body, on one line, keys redacted."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    text = "" if body is None else str(body)
+    shown = _one_line(text, EXCERPT)
+    return f"{shown!r} ({len(text)} characters)" if text else "an empty body"
+
+
+def malformed(status: int | None, body, detail: str = "") -> Failure:
+    what = f"{detail}: {excerpt(body)}" if detail else excerpt(body)
+    return Failure(True, status, None, what, MALFORMED)
+
+
 def _status_failure(status: int | None, headers, message: str) -> Failure:
-    retryable = status is not None and (status in RETRYABLE_STATUS or status >= 500)
-    return Failure(retryable, status, retry_after_from(headers), _one_line(message))
+    if status == 429:
+        kind = RATE_LIMITED
+    elif status is not None and (status in RETRYABLE_STATUS or status >= 500):
+        kind = SERVER
+    else:
+        kind = REJECTED
+    return Failure(kind != REJECTED, status, retry_after_from(headers), _one_line(message), kind)
+
+
+def _unreadable(exc: BaseException) -> Failure | None:
+    """A body that is not JSON, or JSON of a shape the SDK cannot read, or an answer flagged by the caller."""
+    import json
+
+    if isinstance(exc, MalformedAnswer):
+        return Failure(True, None, None, _one_line(f"the answer does not fit the request: {exc}"), MALFORMED)
+    if isinstance(exc, json.JSONDecodeError):
+        return malformed(None, exc.doc, exc.msg)
+    try:
+        import pydantic
+
+        if isinstance(exc, pydantic.ValidationError):
+            return malformed(None, "", f"{exc.error_count()} field(s) missing or of the wrong type")
+    except ImportError:  # pragma: no cover - every SDK here depends on pydantic
+        pass
+    return None
 
 
 def _transport(exc: BaseException) -> Failure | None:
@@ -111,22 +172,59 @@ def _transport(exc: BaseException) -> Failure | None:
     except ImportError:
         pass
     if isinstance(exc, tuple(stacks)):
-        kind = (
-            "timed out"
-            if "timeout" in type(exc).__name__.lower() or isinstance(exc, TimeoutError)
-            else "connection failed"
+        timeout = "timeout" in type(exc).__name__.lower() or isinstance(exc, TimeoutError)
+        what = "timed out" if timeout else "connection failed"
+        return Failure(
+            True, None, None, _one_line(f"{what} ({type(exc).__name__}: {exc})"), TIMEOUT if timeout else CONNECTION
         )
-        return Failure(True, None, None, _one_line(f"{kind} ({type(exc).__name__}: {exc})"))
+    return _unreadable(exc)
+
+
+def _unsendable(exc: BaseException) -> Failure | None:
+    """An exception (anywhere in the chain) that says the request could not even be built: retrying is useless."""
+    import h11
+    import httpx
+
+    kinds: list[type] = [httpx.LocalProtocolError, httpx.UnsupportedProtocol, h11.LocalProtocolError]
+    try:
+        import requests
+
+        kinds += [requests.exceptions.InvalidHeader, requests.exceptions.InvalidURL, requests.exceptions.MissingSchema]
+    except ImportError:
+        pass
+    try:
+        import httpx2
+
+        kinds += [httpx2.LocalProtocolError, httpx2.UnsupportedProtocol]
+    except ImportError:
+        pass
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, tuple(kinds)) or isinstance(current, UnicodeEncodeError):
+            return Failure(
+                False,
+                None,
+                None,
+                _one_line(f"could not send the request ({type(current).__name__}: {current})"),
+                UNSENDABLE,
+            )
+        current = current.__cause__ or current.__context__
     return None
 
 
 def classify_voyage(exc: BaseException) -> Failure | None:
     from voyageai import error
 
-    if isinstance(exc, (error.Timeout, error.APIConnectionError, error.TryAgain)):
-        return Failure(True, None, None, _one_line(f"{type(exc).__name__}: {exc}"))
+    if isinstance(exc, error.Timeout):
+        return Failure(True, None, None, _one_line(f"timed out ({type(exc).__name__}: {exc})"), TIMEOUT)
+    if isinstance(exc, (error.APIConnectionError, error.TryAgain)):
+        return Failure(True, None, None, _one_line(f"{type(exc).__name__}: {exc}"), CONNECTION)
     if isinstance(exc, error.VoyageError):
         status = exc.http_status
+        if status is not None and 200 <= status < 300:  # "Invalid response body": a 200 it cannot parse
+            return malformed(status, exc.http_body)
         if isinstance(exc, (error.RateLimitError,)):
             status = status or 429
         if isinstance(exc, (error.ServiceUnavailableError, error.ServerError)):
@@ -140,6 +238,8 @@ def classify_cohere(exc: BaseException) -> Failure | None:
     from cohere.core import ApiError
 
     if isinstance(exc, ApiError):
+        if exc.status_code is not None and 200 <= exc.status_code < 300:  # a 200 body it could not parse
+            return malformed(exc.status_code, exc.body)
         return _status_failure(exc.status_code, exc.headers, _text(exc.body))
     return _transport(exc)
 
@@ -158,8 +258,10 @@ def classify_mixedbread(exc: BaseException) -> Failure | None:
 
     if isinstance(exc, mixedbread.APIStatusError):
         return _status_failure(exc.status_code, exc.response.headers, _text(exc.body) if exc.body else exc.message)
-    if isinstance(exc, (mixedbread.APITimeoutError, mixedbread.APIConnectionError)):
-        return Failure(True, None, None, _one_line(f"{type(exc).__name__}: {exc}"))
+    if isinstance(exc, mixedbread.APITimeoutError):
+        return Failure(True, None, None, _one_line(f"timed out ({type(exc).__name__}: {exc})"), TIMEOUT)
+    if isinstance(exc, mixedbread.APIConnectionError):
+        return Failure(True, None, None, _one_line(f"{type(exc).__name__}: {exc}"), CONNECTION)
     return _transport(exc)
 
 
@@ -186,5 +288,8 @@ CLASSIFIERS = {
 
 
 def classify(provider: str, exc: BaseException) -> Failure | None:
-    """A Failure for an error from `provider`'s SDK or transport; None for anything else."""
-    return CLASSIFIERS[provider](exc)
+    """A Failure for an error from `provider`'s SDK or transport; None for anything else.
+
+    Providers without an SDK of their own (local vLLM replicas spoken to with httpx) get the httpx one.
+    """
+    return _unsendable(exc) or CLASSIFIERS.get(provider, classify_openai)(exc)

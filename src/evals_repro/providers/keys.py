@@ -45,12 +45,149 @@ def require_key(env_var: str) -> str:
     )
 
 
-def redact(text: str) -> str:
-    """Remove any known API key from text bound for an error message, a log or a result."""
+FRAGMENT = 8  # a run of this many characters of a key (in any of its forms) is redacted
+AUTH_HEADERS = ("authorization", "x-goog-api-key", "x-api-key", "api-key", "proxy-authorization")
+_TEXT_ATTRIBUTES = ("message", "_message", "user_message", "http_body", "body", "detail", "msg", "reason", "text")
+_grams_cache: tuple[tuple[str, ...], frozenset[str], tuple[str, ...]] | None = None
+
+
+def _key_values() -> tuple[str, ...]:
     from .settings import KEY_ENV
 
-    for env_var in (*KEY_ENV.values(), *(alias for names in ALIASES.values() for alias in names)):
-        value = os.environ.get(env_var, "").strip()
-        if len(value) >= 4 and value in text:
-            text = text.replace(value, "***")
-    return text
+    names = (*KEY_ENV.values(), *(alias for aliases in ALIASES.values() for alias in aliases))
+    return tuple(sorted({v for v in (os.environ.get(n, "").strip() for n in names) if len(v) >= 4}))
+
+
+def _forms(key: str) -> set[str]:
+    """The ways a key shows up in text: raw, escaped by repr/JSON, URL-quoted, base64."""
+    import base64
+    import json
+    from urllib.parse import quote
+
+    raw = key.encode("utf-8", "backslashreplace")
+    return {
+        key,
+        repr(key)[1:-1],
+        ascii(key)[1:-1],
+        json.dumps(key)[1:-1],
+        quote(key, safe=""),
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+    }
+
+
+def _grams() -> tuple[frozenset[str], tuple[str, ...]]:
+    """(every FRAGMENT-long run of every form of every key, forms too short to cut into runs)."""
+    global _grams_cache
+    values = _key_values()
+    if _grams_cache is None or _grams_cache[0] != values:
+        grams: set[str] = set()
+        short: set[str] = set()
+        for key in values:
+            for form in _forms(key):
+                if len(form) >= FRAGMENT:
+                    grams.update(form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
+                elif len(form) >= 4:
+                    short.add(form)
+        _grams_cache = (values, frozenset(grams), tuple(sorted(short, key=len, reverse=True)))
+    return _grams_cache[1], _grams_cache[2]
+
+
+def redact(text: str) -> str:
+    """Remove any known API key from text bound for an error message, a log or a result.
+
+    Not only the key itself: any run of 8 or more of its characters, in its raw, repr/JSON-escaped,
+    URL-quoted or base64 form, so a key cut short, escaped or encoded by some library is caught too.
+    """
+    if not text:
+        return text
+    grams, short = _grams()
+    for form in short:
+        text = text.replace(form, "***")
+    if not grams or len(text) < FRAGMENT:
+        return text
+    spans: list[list[int]] = []
+    for i in range(len(text) - FRAGMENT + 1):
+        if text[i : i + FRAGMENT] in grams:
+            if spans and i <= spans[-1][1]:
+                spans[-1][1] = i + FRAGMENT
+            else:
+                spans.append([i, i + FRAGMENT])
+    if not spans:
+        return text
+    parts, last = [], 0
+    for start, stop in spans:
+        parts.append(text[last:start])
+        parts.append("***")
+        last = stop
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _redact_value(value):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, bytes):
+        return redact(value.decode("utf-8", "replace")).encode("utf-8")
+    if isinstance(value, dict):
+        return {k: _redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact_value(v) for v in value)
+    return value
+
+
+def _scrub_headers(holder) -> None:
+    headers = getattr(holder, "headers", None)
+    if headers is None:
+        return
+    try:
+        for name in list(headers.keys()):
+            if str(name).lower() in AUTH_HEADERS:
+                headers[name] = "***"
+    except (AttributeError, TypeError):  # immutable header containers: leave them
+        pass
+
+
+def _attribute(obj, name: str):
+    try:  # httpx raises RuntimeError for an unset `.request`
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
+def _requests_of(exc: BaseException) -> list:
+    found = [_attribute(exc, "request"), _attribute(_attribute(exc, "response"), "request")]
+    return [r for r in found if r is not None]
+
+
+def scrub_exception(exc: BaseException | None) -> None:
+    """Redact keys in place along an exception chain: messages, bodies, and the SDK request objects
+    (their auth headers) that the exceptions hold, so no traceback or debugger view shows a key."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        try:
+            exc.args = tuple(_redact_value(a) for a in exc.args)
+        except (AttributeError, TypeError):
+            pass
+        for name in _TEXT_ATTRIBUTES:
+            try:
+                value = exc.__dict__.get(name)
+            except AttributeError:
+                break
+            if isinstance(value, (str, bytes, dict, list, tuple)):
+                try:
+                    setattr(exc, name, _redact_value(value))
+                except (AttributeError, TypeError):
+                    pass
+        for holder in _requests_of(exc):
+            _scrub_headers(holder)
+        exc = exc.__cause__ or exc.__context__
+
+
+def redacted_traceback(exc: BaseException) -> str:
+    """The full traceback of `exc` (with its chain), keys redacted."""
+    import traceback
+
+    scrub_exception(exc)
+    return redact("".join(traceback.format_exception(exc)))

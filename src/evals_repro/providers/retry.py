@@ -1,8 +1,11 @@
 """One place that calls a provider: throttle, call, classify the failure, wait, retry, count.
 
-429, 5xx, 408, timeouts and dropped connections are retried, waiting `Retry-After` (seconds or HTTP-date)
-when the provider sent one, else exponential backoff with jitter; both capped at `settings.max_wait`.
-Any other 4xx fails at once with the provider's message. Usage keys (per provider `p`): `p_requests`
+429, 5xx, 408, timeouts, dropped connections and 200s with an unreadable body are retried, waiting
+`Retry-After` (seconds or HTTP-date) when the provider sent one, else exponential backoff with jitter;
+both capped at `settings.max_wait`. Any other 4xx fails at once with the provider's message. When
+attempts run out, the advice follows the last failure (a timeout: raise --timeout; 429s: lower the
+per-minute budget; ...). Every exception caught here has its chain scrubbed of keys (`keys.scrub_exception`)
+before anything can print it. Usage keys (per provider `p`): `p_requests`
 (logical calls), `p_attempts`, `p_retries`, `p_rate_limited` (429 answers), `p_tokens`,
 `p_wait_seconds` (throttle waits and backoff), `p_call_seconds` (time inside successful calls).
 """
@@ -14,10 +17,12 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import ProviderError
+from ..errors import EvalsError, ProviderError
 from ..usage import Usage
+from . import errors_map
 from .errors_map import Failure, classify
-from .settings import KEY_ENV, ProviderSettings
+from .keys import redact, scrub_exception
+from .settings import BASE_URL_ENV, KEY_ENV, ProviderSettings
 from .throttle import Throttle, get_throttle
 
 T = TypeVar("T")
@@ -33,19 +38,52 @@ def backoff_delay(retry_number: int, rng: random.Random | None = None, cap: floa
 
 
 def _rejected(settings: ProviderSettings, what: str, failure: Failure) -> ProviderError:
-    status = f"HTTP {failure.status}" if failure.status is not None else "error"
-    if failure.status in (401, 403):
-        hint = f"check {KEY_ENV[settings.provider]} (the provider refused the key)"
+    status = f"HTTP {failure.status}" if failure.status is not None else "not sent"
+    key_env = KEY_ENV.get(settings.provider)  # None for local servers (vLLM replicas): no key to check
+    if failure.status in (401, 403) and key_env:
+        hint = f"check {key_env} (the provider refused the key)"
+    elif failure.kind == errors_map.UNSENDABLE and key_env:
+        hint = (
+            f"check {key_env} for stray characters (a newline, quotes, non-ASCII) and {BASE_URL_ENV[settings.provider]}"
+        )
     else:
         hint = "the provider rejected the request; it is not retried"
     return ProviderError(f"{settings.provider} {what} rejected ({status}): {failure.message}", hint)
 
 
+def exhausted_hint(settings: ProviderSettings, failure: Failure) -> str:
+    """What to do when every attempt failed, from the kind of the last failure."""
+    p = settings.provider
+    if p not in BASE_URL_ENV:  # a local server (vLLM replica), reached at URLs of its own
+        if failure.kind == errors_map.TIMEOUT:
+            return f"no answer within --timeout {settings.timeout:g}s: raise --timeout, or check the server's load"
+        return "check that the server is up and healthy, or raise --max-attempts"
+    if failure.kind == errors_map.TIMEOUT:
+        return (
+            f"no answer within --timeout {settings.timeout:g}s: raise --timeout "
+            f"(large batches and slow networks need more), or retry later"
+        )
+    if failure.kind == errors_map.RATE_LIMITED:
+        return f"the provider's budget is smaller than ours: lower --{p}-tpm/--{p}-rpm, or retry later"
+    if failure.kind == errors_map.MALFORMED:
+        return (
+            f"the provider or a proxy keeps answering bodies that cannot be read: check {BASE_URL_ENV[p]} "
+            "and the network, then retry"
+        )
+    if failure.kind == errors_map.CONNECTION:
+        return f"cannot reach the provider: check the network and {BASE_URL_ENV[p]}, then retry"
+    return "the provider keeps failing: retry later, or raise --max-attempts"
+
+
 def _exhausted(settings: ProviderSettings, what: str, failure: Failure, attempts: int) -> ProviderError:
     status = f"HTTP {failure.status}" if failure.status is not None else "no answer"
+    if failure.kind == errors_map.MALFORMED and failure.status is not None:
+        status = f"HTTP {failure.status} with an unreadable body"
+    elif failure.kind == errors_map.MALFORMED:
+        status = "an unreadable answer"
     return ProviderError(
         f"{settings.provider} {what} failed after {attempts} attempts (last: {status}: {failure.message})",
-        f"retry later, lower --{settings.provider}-tpm/--{settings.provider}-rpm, or raise --max-attempts",
+        exhausted_hint(settings, failure),
     )
 
 
@@ -78,16 +116,19 @@ def call_with_retries(
         started = time.perf_counter_ns()
         try:
             result = fn()
-        except ProviderError:
+        except EvalsError:  # already one clear line (a provider refusal, an input that cannot fit)
             throttle.release(ticket, 0)
             raise
         except Exception as exc:
-            throttle.release(ticket, 0)
+            scrub_exception(exc)  # a key in a message, a body or a request object never reaches a traceback
             failure = classify(p, exc)
+            # An unreadable 200 was processed (and counted) by the provider: keep its estimate booked.
+            throttle.release(ticket, None if failure is not None and failure.kind == errors_map.MALFORMED else 0)
             if failure is None:
+                detail = " ".join(redact(str(exc)).split())[: errors_map.EXCERPT]
                 raise ProviderError(
-                    f"{p} {what}: malformed response ({type(exc).__name__}: {str(exc)[:200]})",
-                    "the provider or proxy answered something the SDK cannot read; check the base URL",
+                    f"{p} {what}: unexpected answer ({type(exc).__name__}: {detail})",
+                    f"the provider or a proxy answered something the SDK cannot read; check {BASE_URL_ENV[p]}",
                 ) from exc
             if not failure.retryable:
                 raise _rejected(settings, what, failure) from exc

@@ -114,3 +114,17 @@ def provider_settings(provider: str, options: dict[str, Any] | None = None) -> P
         max_batch_items=items,
         max_batch_tokens=tokens,
     )
+
+
+def workers_option(options: dict[str, Any] | None, default: int) -> int:
+    """`--workers` (concurrent requests): a whole number >= 1; 0 or less is refused, never silently replaced."""
+    value = (options or {}).get("workers")
+    if value is None:
+        return default
+    try:
+        workers = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"--workers {value!r} is not a whole number", f"use e.g. --workers {default}") from None
+    if workers < 1:
+        raise UsageError(f"--workers {workers} must be at least 1", f"use e.g. --workers {default}")
+    return workers

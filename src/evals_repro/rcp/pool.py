@@ -1,5 +1,6 @@
 """Rebuild the judged pools from `provenance-first-stage`: RRF of the three first stages, then
-the ground-truth injection rule, checked against the stored `rrf_fused` rankings and `top_ranked`.
+the ground-truth injection rule, checked against the stored `rrf_fused` rankings, `top_ranked` and
+the pages `provenance-pool` marks `gt_injected`.
 
 Fusion: unweighted RRF, k = 60, rankings in the order embed_v4, bm25, octen, top 150.
 Injection: each qrel-positive page the fused top 150 missed replaces the lowest-ranked page of
@@ -11,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..benchmarks.rcp_release import FIRST_STAGE_ORDER, Release, split_subset
+from ..benchmarks.rcp_tables import read_first_stage, read_injected, read_pools, read_qrels, read_query_ids
 from ..errors import DataError
 from ..progress import progress_bar
 from ..retrieval.fusion import DEFAULT_RRF_K, rrf_fuse
-from .release import FIRST_STAGE_ORDER, Release
-from .tables import read_first_stage, read_pools, read_qrels
 
 POOL_DEPTH = 150
 SCORE_TOLERANCE = 1e-12
@@ -32,10 +33,13 @@ class PoolCheck:
     pages_injected: int = 0
     pool_matches: int = 0  # rebuilt pool (fused + injection) equals top_ranked as a set
     pool_mismatch: list[str] = field(default_factory=list)
+    # our injected pages equal provenance-pool's gt_injected ones (None: the release has no provenance-pool)
+    injected_matches: int | None = None
+    injected_mismatch: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.fused_mismatch and not self.pool_mismatch
+        return not self.fused_mismatch and not self.pool_mismatch and not self.injected_mismatch
 
 
 def inject_ground_truth(fused: list[str], positives: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -65,16 +69,20 @@ def check_subset_pools(
     order: Iterable[str] = FIRST_STAGE_ORDER,
 ) -> PoolCheck:
     order = list(order)
-    stages = read_first_stage(release, subset)
+    domain, _ = split_subset(subset)
+    query_ids = set(read_query_ids(release, subset))
+    stages = read_first_stage(release, domain, query_ids)
     missing = [name for name in [*order, "rrf_fused"] if name not in stages]
     if missing:
         raise DataError(
-            f"{release.label}/provenance/first_stage/{subset}.parquet: no rows for retriever(s) {', '.join(missing)}",
+            f"{release.label} provenance-first-stage/{domain}: no rows of {subset}'s queries for retriever(s) "
+            f"{', '.join(missing)}",
             f"expected {', '.join([*order, 'rrf_fused'])}",
         )
     judged = read_qrels(release, subset)
     published = read_pools(release, subset)
-    check = PoolCheck(subset)
+    released_injected = read_injected(release, domain, query_ids)
+    check = PoolCheck(subset, injected_matches=None if released_injected is None else 0)
     for qid, stored in stages["rrf_fused"].items():
         check.queries += 1
         rankings = [[doc for doc, _ in stages[name].get(qid, [])] for name in order]
@@ -94,6 +102,11 @@ def check_subset_pools(
             check.pool_matches += 1
         else:
             check.pool_mismatch.append(qid)
+        if released_injected is not None and check.injected_matches is not None:
+            if set(injected) == released_injected.get(qid, set()):
+                check.injected_matches += 1
+            else:
+                check.injected_mismatch.append(qid)
     return check
 
 
@@ -114,13 +127,15 @@ def format_report(checks: list[PoolCheck], revision: str) -> str:
         f"Pools rebuilt from provenance-first-stage at revision {revision} "
         f"(RRF k={DEFAULT_RRF_K}, {', '.join(FIRST_STAGE_ORDER)}, top {POOL_DEPTH}).",
         "",
-        "| Subset | Queries | RRF reproduced | Max score diff | Queries injected | Pages injected | Pool = top_ranked |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| Subset | Queries | RRF reproduced | Max score diff | Queries injected | Pages injected | Pool = top_ranked "
+        "| Injected = gt_injected |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in checks:
+        injected = "–" if c.injected_matches is None else str(c.injected_matches)
         lines.append(
             f"| {c.subset} | {c.queries} | {c.fused_reproduced} | {c.max_score_diff:.1e} | "
-            f"{c.queries_injected} | {c.pages_injected} | {c.pool_matches} |"
+            f"{c.queries_injected} | {c.pages_injected} | {c.pool_matches} | {injected} |"
         )
     for c in checks:
         if c.fused_mismatch:
@@ -132,5 +147,10 @@ def format_report(checks: list[PoolCheck], revision: str) -> str:
             lines.append(
                 f"{c.subset}: rebuilt pool differs from top_ranked for {len(c.pool_mismatch)} queries, "
                 f"first {', '.join(c.pool_mismatch[:5])}"
+            )
+        if c.injected_mismatch:
+            lines.append(
+                f"{c.subset}: injected pages differ from provenance-pool's gt_injected for "
+                f"{len(c.injected_mismatch)} queries, first {', '.join(c.injected_mismatch[:5])}"
             )
     return "\n".join(lines) + "\n"

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
+from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
 from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
 from ..progress import progress_bar
-from .release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
-from .tables import read_pools, read_qrels, read_runs
 
 # Hub model id -> the paper's short name, in the card's row order.
 RERANKERS = {
@@ -58,13 +58,13 @@ class Replay:
         """One table cell (a fraction, not %); None when the model has no run on that domain."""
         languages = [NATIVE_LANGUAGE[domain]] if view == "native" else self.languages
         values = [self.means.get((model, domain, lang, tie_rule), {}).get(metric) for lang in languages]
-        if any(v is None for v in values):
-            return None
-        return sum(values) / len(values)
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if len(present) == len(values) else None
 
     def row_mean(self, view: str, model: str, tie_rule: str, metric: str) -> float | None:
         cells = [self.cell(view, model, d, tie_rule, metric) for d in self.domains]
-        return None if any(c is None for c in cells) else sum(cells) / len(cells)
+        present = [c for c in cells if c is not None]
+        return sum(present) / len(present) if len(present) == len(cells) else None
 
 
 def score_query(

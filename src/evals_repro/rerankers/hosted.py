@@ -53,14 +53,14 @@ class HostedReranker(ABC):
     max_tokens = 0  # aggregate tokens per request; 0 = no aggregate limit
 
     def __init__(self, name: str, model: str, ctx: MethodContext, client: Any = None) -> None:
-        from ..providers.settings import provider_settings
+        from ..providers.settings import provider_settings, workers_option
 
         self.name = name
         self.model = model
         self.ctx = ctx
         self.settings = provider_settings(self.provider, ctx.options)
         self.client = client if client is not None else self._make_client()
-        self.workers = int(ctx.options.get("workers") or 4)  # concurrent queries in RerankedRetriever
+        self.workers = workers_option(ctx.options, 4)  # concurrent queries in RerankedRetriever
 
     @abstractmethod
     def _make_client(self) -> Any:

@@ -42,7 +42,8 @@ class RerankedRetriever:
         self.reranker = reranker
         self.depth = None if depth is None else int(depth)  # None: every candidate the first stage returns
         self.name = name or f"{first.name}+{reranker.name}" + (f"@{self.depth}" if self.depth else "")
-        self.workers = max(1, int(workers or getattr(reranker, "workers", 4)))
+        chosen: int = workers or getattr(reranker, "workers", None) or 4
+        self.workers = max(1, int(chosen))
 
     @property
     def meaningful_depth(self) -> int | None:

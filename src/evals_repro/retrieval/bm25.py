@@ -3,6 +3,10 @@
 Pages are indexed in the renderer's `plain` style (title, blank line, text). Queries are analysed with the corpus
 language's stemmer whatever their own language, since only corpus stems can match. No stopwords.
 
+The corpus is streamed into the index a chunk at a time (a `PageStore` corpus is never loaded whole),
+the index is cached under its settings' digest (corpus fingerprint included) and served memory-mapped,
+also right after it was built, so an 8.8M-passage index costs its page cache, not its size in RAM.
+
 Rankings follow the trec_eval order (score descending, then page id descending). bm25s breaks ties
 arbitrarily, so each query fetches past k, and fetches further while the k-th score equals the
 last score fetched, before the deterministic sort and cut. Pages that match no query term (score 0)
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +32,8 @@ from ..progress import progress_bar
 from ..registry import METHODS
 from ..rendering import PageStyle, page_text
 from ..rendering import describe as describe_style
-from .bm25_index import INDEX_FORMAT, build_scores, load_index, save_index
-from .tokenize import TOKENIZER_VERSION, Analyzer, stemmer_name
+from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index, staging_dir
+from .tokenize import TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
 K1 = 1.5
 B = 0.75
@@ -47,31 +52,34 @@ def numba_available() -> bool:
     return os.environ.get("NUMBA_DISABLE_JIT") in (None, "", "0")
 
 
-def _cache_numba_kernel() -> None:
-    """Keep bm25s's retrieval kernel in numba's on-disk cache.
-
-    bm25s compiles it afresh in every process (10-60 s on a busy 2-core machine); cached, later
-    runs load it in a few seconds. Only the dispatcher bm25s will use (parallel when there are
-    several CPUs) is cached: its serial twin shares the cache file name. Best effort: without a
-    writable cache location numba simply compiles as before.
-    """
-    try:
-        from bm25s.numba import retrieve_utils
-
-        parallel = (os.cpu_count() or 1) > 1  # what n_threads=-1 selects
-        kernel = "parallel" if parallel else "serial"
-        getattr(retrieve_utils, f"_retrieve_internal_jitted_{kernel}").enable_caching()
-    except Exception:  # noqa: BLE001 - an optimisation only; retrieval works without it
-        pass
-
-
 def tie_safe_fetch(top_k: int, n_docs: int) -> int:
     """How many results to ask bm25s for first: k plus a margin, so exact ties at rank k can be sorted."""
     return min(n_docs, top_k + max(16, top_k // 2))
 
 
+def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
+    """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk
+    (its pages have no title, so their plain rendering is their text)."""
+    from ..pagestore import PageStore
+
+    if isinstance(subset.pages, PageStore):
+        yield from subset.pages.iter_texts(chunk)
+        return
+    pages = subset.pages
+    for start in range(0, len(pages), chunk):
+        yield [page_text(p, PAGE_STYLE) for p in pages[start : start + chunk]]
+
+
+def subset_page_ids(subset: Subset) -> PageIds:
+    from ..pagestore import PageStore
+
+    if isinstance(subset.pages, PageStore):
+        return PageIds(np.asarray(subset.pages.id_array()))
+    return PageIds.from_strings([p.id for p in subset.pages])
+
+
 class _LoadedIndex:
-    def __init__(self, retriever, page_ids: list[str], analyzer: Analyzer, cache_hit: bool, key: str):
+    def __init__(self, retriever, page_ids: PageIds, analyzer: Analyzer, cache_hit: bool, key: str):
         self.retriever = retriever
         self.page_ids = page_ids
         self.analyzer = analyzer
@@ -80,7 +88,7 @@ class _LoadedIndex:
 
 
 class BM25Retriever:
-    """One BM25 index per corpus (cached on disk), searched with bm25s's numba backend when available."""
+    """One BM25 index per corpus (cached on disk), searched with our numba kernel when numba is on."""
 
     def __init__(self, name: str, cache_dir: Path, k1: float = K1, b: float = B, backend: str | None = None):
         self.name = name
@@ -88,8 +96,6 @@ class BM25Retriever:
         self.k1 = k1
         self.b = b
         self.backend = backend or ("numba" if numba_available() else "numpy")
-        if self.backend == "numba":
-            _cache_numba_kernel()
         self._indexes: dict[str, _LoadedIndex] = {}
         self._last: dict[str, Any] = {}
 
@@ -123,26 +129,38 @@ class BM25Retriever:
             retriever, page_ids = loaded
             index = _LoadedIndex(retriever, page_ids, analyzer, cache_hit=True, key=key)
         else:
-            retriever, page_ids = self._build(subset, analyzer)
-            save_index(directory, retriever, page_ids, settings)
+            self._indexes = {}  # free the previous corpus's index before building the next
+            staging = staging_dir(directory)
+            retriever = self._build(subset, analyzer, staging)
+            save_index(directory, retriever, subset_page_ids(subset), settings, staging=staging)
+            del retriever  # serve from the saved, memory-mapped copy, like every later run
+            loaded = load_index(directory, settings, self.backend)
+            if loaded is None:
+                raise OSError(f"BM25 index {directory} could not be read back after writing")
+            retriever, page_ids = loaded
             index = _LoadedIndex(retriever, page_ids, analyzer, cache_hit=False, key=key)
         self._indexes = {key: index}  # keep one corpus in memory at a time
         return index
 
-    def _build(self, subset: Subset, analyzer: Analyzer):
+    def _build(self, subset: Subset, analyzer: Analyzer, spill_dir: Path):
+        """Stream the corpus through the tokenizer into the two-pass scores builder."""
         import bm25s
 
-        pages = subset.pages
-        with progress_bar(f"BM25 tokenising {subset.name}", len(pages)) as bar:
-            tokens = analyzer.tokenize_corpus([page_text(p, PAGE_STYLE) for p in pages], on_chunk=bar.advance)
+        tokenizer = CorpusTokenizer(analyzer)
+        builder = ScoresBuilder(self.k1, self.b, spill_dir=spill_dir)
+        with progress_bar(f"BM25 tokenising {subset.name}", len(subset.pages)) as bar:
+            for texts in page_text_chunks(subset):
+                builder.add(*tokenizer.add(texts))
+                bar.advance(len(texts))
         with progress_bar(f"BM25 indexing {subset.name}", 1) as bar:
+            vocab = tokenizer.vocab
             retriever = bm25s.BM25(k1=self.k1, b=self.b, method=METHOD, backend=self.backend)
-            retriever.scores = build_scores(tokens, self.k1, self.b)
-            retriever.vocab_dict = tokens.vocab
-            retriever.unique_token_ids_set = set(tokens.vocab.values())
+            retriever.scores = builder.finish(len(vocab))
+            retriever.vocab_dict = vocab
+            retriever.unique_token_ids_set = set(vocab.values())
             retriever.nonoccurrence_array = None
             bar.advance()
-        return retriever, [p.id for p in pages]
+        return retriever
 
     # -- retrieval -------------------------------------------------------------------------
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
@@ -189,14 +207,14 @@ class BM25Retriever:
         return results  # type: ignore[return-value]
 
     def _retrieve(self, index: _LoadedIndex, terms: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
-        selection = "numba" if self.backend == "numba" else "numpy"
+        """Top k per query, scores descending: our numba kernel (only the documents a query reaches,
+        see bm25_kernels), or bm25s's own NumPy retrieval where numba is off. Same scores either way."""
+        if self.backend == "numba":
+            from .bm25_kernels import top_k
+
+            return top_k(index.retriever.scores, terms, k)
         docs, scores = index.retriever.retrieve(
-            terms,
-            k=k,
-            show_progress=False,
-            n_threads=-1,
-            backend_selection=selection,
-            chunksize=None if selection == "numba" else 50,
+            terms, k=k, show_progress=False, n_threads=-1, backend_selection="numpy", chunksize=50
         )
         return docs, scores
 

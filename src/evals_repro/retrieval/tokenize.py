@@ -8,7 +8,8 @@ written without spaces (Chinese, Japanese, Thai) yield one token per unbroken ru
 
 Speed: a corpus repeats each word type many times, so word types are numbered with a C-level
 dictionary trick and each type is stemmed once; token ids are then mapped type -> stem with one
-NumPy gather instead of a Python call per token.
+NumPy gather instead of a Python call per token. `CorpusTokenizer` does this a chunk at a time
+(MS MARCO is streamed), numbering stems exactly as a single pass over the whole corpus would.
 """
 
 from __future__ import annotations
@@ -126,25 +127,21 @@ class Analyzer:
     def tokenize_corpus(
         self, texts: Sequence[str], on_chunk: Callable[[int], None] | None = None, chunk_size: int = 4096
     ) -> TokenizedCorpus:
-        """Number word types while splitting, stem each type once, then map tokens to stems in NumPy."""
-        word_ids = _numbering()
-        lookup = word_ids.__getitem__
-        lengths = np.empty(len(texts), dtype=np.int64)
-        chunks: list[np.ndarray] = []
+        """The whole corpus at once (small corpora, tests); `CorpusTokenizer` streams the same analysis."""
+        tokenizer = CorpusTokenizer(self)
+        term_chunks: list[np.ndarray] = []
+        length_chunks: list[np.ndarray] = []
         for start in range(0, len(texts), chunk_size):
-            flat: list[int] = []
-            for offset, text in enumerate(texts[start : start + chunk_size]):
-                words = self._split(text.lower())
-                lengths[start + offset] = len(words)
-                flat.extend(map(lookup, words))
-            chunks.append(np.array(flat, dtype=np.int32))
+            term_ids, lengths = tokenizer.add(texts[start : start + chunk_size])
+            term_chunks.append(term_ids)
+            length_chunks.append(lengths)
             if on_chunk is not None:
-                on_chunk(min(chunk_size, len(texts) - start))
-        stem_ids = _numbering()
-        stems = self._stem(list(word_ids))
-        type_to_stem = np.fromiter(map(stem_ids.__getitem__, stems), dtype=np.int32, count=len(stems))
-        words = np.concatenate(chunks) if chunks else np.empty(0, dtype=np.int32)
-        return TokenizedCorpus(type_to_stem[words], lengths, dict(stem_ids))
+                on_chunk(len(lengths))
+        return TokenizedCorpus(
+            np.concatenate(term_chunks) if term_chunks else np.empty(0, dtype=np.int32),
+            np.concatenate(length_chunks) if length_chunks else np.empty(0, dtype=np.int64),
+            tokenizer.vocab,
+        )
 
     def query_terms(self, texts: Iterable[str], vocab: dict[str, int]) -> list[list[int]]:
         """Each query's stem ids in the corpus vocabulary, in query order; unknown stems are dropped."""
@@ -156,3 +153,49 @@ class Analyzer:
             ids = (vocab.get(stem_of[word]) for word in words)
             result.append([term for term in ids if term is not None])
         return result
+
+
+class CorpusTokenizer:
+    """Tokenise a corpus chunk by chunk, numbering stems across chunks.
+
+    Stem ids follow the order in which word types first occur in the corpus (each new type is
+    stemmed once, when its chunk arrives), so a corpus gets the same vocabulary and term ids
+    whether it is tokenised whole or streamed in chunks of any size.
+    """
+
+    def __init__(self, analyzer: Analyzer):
+        self.analyzer = analyzer
+        self._stem_ids = _numbering()
+        self._word_stem: dict[str, int] = {}
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """stem -> id, ids 0..len-1 (grows with each chunk)."""
+        return dict(self._stem_ids)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self._stem_ids)
+
+    def add(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(stem ids of every token, int32; tokens per text, int64) for one chunk of texts."""
+        split = self.analyzer._split
+        local = _numbering()  # word types of this chunk, in first-occurrence order
+        lookup = local.__getitem__
+        lengths = np.empty(len(texts), dtype=np.int64)
+        flat: list[int] = []
+        for offset, text in enumerate(texts):
+            words = split(text.lower())
+            lengths[offset] = len(words)
+            flat.extend(map(lookup, words))
+        types = list(local)
+        known = self._word_stem.get
+        ids = [known(word) for word in types]
+        new = [word for word, sid in zip(types, ids) if sid is None]
+        if new:
+            new_ids = list(map(self._stem_ids.__getitem__, self.analyzer._stem(new)))
+            self._word_stem.update(zip(new, new_ids))
+            fresh = iter(new_ids)
+            ids = [sid if sid is not None else next(fresh) for sid in ids]
+        type_to_stem = np.asarray(ids, dtype=np.int32)
+        return type_to_stem[np.asarray(flat, dtype=np.int32)], lengths

@@ -6,6 +6,7 @@ digest of the uploaded bytes (so a changed page is re-uploaded) and the title wh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -146,16 +147,20 @@ def find_store(client: Any, call: Call, name: str) -> Any | None:
     return call(fetch, f"store lookup {name}")
 
 
-def list_store_files(client: Any, call: Call, store_id: str) -> dict[str, Any]:
-    """Every file in the store by page id (paginated; the last entry wins if an id repeats)."""
+def list_store_files(client: Any, call: Call, store_id: str, all_ids: set[str] | None = None) -> dict[str, Any]:
+    """Every file in the store by page id (paginated; the last entry wins if an id repeats).
+
+    `all_ids`, when given, receives the id of every store file listed (whatever its page)."""
     files: dict[str, Any] = {}
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
         kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
         if cursor:
             kwargs["after"] = cursor
-        page = call(lambda kw=kwargs: client.stores.files.list(store_id, **kw), "store file listing")
+        page = call(functools.partial(client.stores.files.list, store_id, **kwargs), "store file listing")
         for item in page.data:
+            if all_ids is not None:
+                all_ids.add(item.id)
             page_id = external_id_of(item)
             if page_id is not None:
                 files[page_id] = item

@@ -46,7 +46,7 @@ def best_chunk_per_page(chunks: list[Any], file_pages: dict[str, str]) -> dict[s
 
 class StoreRetriever:
     def __init__(self, name: str, ctx: MethodContext, content: str, rerank: bool, client: Any = None) -> None:
-        from ..providers.settings import provider_settings
+        from ..providers.settings import provider_settings, workers_option
 
         self.name = name
         self.ctx = ctx
@@ -60,7 +60,7 @@ class StoreRetriever:
 
             client = mixedbread_client(self.settings)
         self.client = client
-        self.workers = max(1, int(ctx.options.get("workers") or 4))
+        self.workers = workers_option(ctx.options, 4)
         self.call = retrying(self.settings, ctx.usage)
         self.stores: dict[str, str] = {}  # subset -> store name, for describe()
 

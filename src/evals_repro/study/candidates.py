@@ -1,8 +1,10 @@
 """Frozen first-stage candidates: `candidates/<benchmark>/<subset>.jsonl`, one line per query.
 
-Each line holds the ordered page ids and first-stage scores, the query, its qrels (so the report
-needs no dataset access), the digest of the request a reranker is sent (query and candidate
-texts: `request_digest`) and a digest of the candidate list itself. The texts, stored once per
+Each line holds the ordered page ids and first-stage scores, the query as the reranker reads it
+(text and instruction), its qrels (so the report needs no dataset access), the digest of the
+request a reranker is sent (query and candidate texts: `request_digest`) and a digest of the
+candidate list itself. `extra` carries what other measures need: nugget judgments
+(`subtopics`), an instruction pair's `pair`, `variant` and `changed_docs` (FollowIR). The texts, stored once per
 page, live beside it in `<subset>.pages.json`. Both are written atomically once the whole subset
 is retrieved.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ class Candidate:
     qrels: dict[str, int]
     request_digest: str
     candidate_digest: str
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def make(
@@ -45,6 +48,7 @@ class Candidate:
         scores: list[float],
         texts: dict[str, str],
         qrels: dict[str, int],
+        extra: dict[str, Any] | None = None,
     ) -> Candidate:
         return cls(
             benchmark,
@@ -56,6 +60,7 @@ class Candidate:
             qrels,
             request_digest=digest([query, [texts[i] for i in ids]]),
             candidate_digest=digest([ids, scores]),
+            extra=dict(extra or {}),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -67,6 +72,7 @@ class Candidate:
             "qrels": self.qrels,
             "request_digest": self.request_digest,
             "candidate_digest": self.candidate_digest,
+            **({"extra": self.extra} if self.extra else {}),
         }
 
 
@@ -102,6 +108,7 @@ def read_candidates(path: Path, benchmark: str, subset: str) -> list[Candidate]:
             r["qrels"],
             r["request_digest"],
             r["candidate_digest"],
+            r.get("extra") or {},
         )
         for r in read_jsonl(path)
     ]

@@ -5,10 +5,16 @@ resume. Each invocation warms every (model, subset) once (recorded in `warmup.js
 then runs the remaining (query, repeat, model) calls one at a time in a seed-shuffled order.
 `latency_ms` is the time inside successful SDK calls; `wall_ms` adds failed attempts, backoff
 and throttle waits. Calls that needed a retry are kept but flagged and left out of the statistics.
+
+Models served by local replicas (qwen3-8b, zerank-2) are timed only after every replica has been shown
+to have its prefix cache off (rerankers/vllm_metrics.py); the evidence is written into this session's
+entry of `manifest.json` before the first timed call, and a study whose earlier timings of such a
+model carry no evidence cannot be resumed.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,10 +26,12 @@ from ..io import JsonlAppender, atomic_write_json, read_jsonl
 from ..progress import progress_bar
 from .candidates import Candidate
 from .lock import study_writer
-from .manifest import recorded_session, require_same
-from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
-from .quality import STUDY_DEFAULT_OPTIONS, load_prepared
+from .manifest import MANIFEST, recorded_session, require_same, save_manifest
+from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, parse_models, preflight
+from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
+
+log = logging.getLogger(__name__)
 
 PLAN = "latency-plan.json"
 LATENCY = "latency.jsonl"
@@ -40,17 +48,39 @@ class LatencyRequest:
     host_location: str | None = None
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
+    # Benchmarks (or study groups) to time now; the plan always covers every prepared one.
+    benchmarks: list[str] = field(default_factory=lambda: ["all"])
 
 
-def make_plan(items: list[tuple[Candidate, dict]], samples: int, repeats: int, seed: int) -> dict[str, Any]:
+def make_plan(
+    items: list[tuple[Candidate, dict]], samples: int, repeats: int, seed: int, units: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The timed queries: `samples` per benchmark spread over its subsets, or `samples` per subset
+    for benchmarks whose `[study] latency_unit` is `subset` (each subset a dataset of its own)."""
+    units = units or {}
     by_benchmark: dict[str, dict[str, list[str]]] = {}
     for candidate, _ in items:
         by_benchmark.setdefault(candidate.benchmark, {}).setdefault(candidate.subset, []).append(candidate.query_id)
-    queries = {bench: sample_queries(subsets, samples, seed) for bench, subsets in sorted(by_benchmark.items())}
-    return {"samples": samples, "repeats": repeats, "seed": seed, "queries": queries}
+    queries = {}
+    for bench, subsets in sorted(by_benchmark.items()):
+        if units.get(bench) == "subset":
+            queries[bench] = {name: sample_queries({name: ids}, samples, seed)[name] for name, ids in subsets.items()}
+        else:
+            queries[bench] = sample_queries(subsets, samples, seed)
+    return {"samples": samples, "repeats": repeats, "seed": seed, "units": units, "queries": queries}
 
 
-def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[str, Any]:
+def latency_units(manifest: dict[str, Any]) -> dict[str, str]:
+    """benchmark -> its latency allocation unit, as recorded when it was prepared."""
+    return {
+        entry["benchmark"]: entry.get("study", {}).get("latency_unit", "benchmark")
+        for entry in manifest.get("datasets", {}).values()
+    }
+
+
+def load_or_make_plan(
+    study_dir: Path, items, request: LatencyRequest, units: dict[str, str] | None = None
+) -> dict[str, Any]:
     path = Path(study_dir) / PLAN
     settings = {"samples": request.samples, "repeats": request.repeats, "seed": request.seed}
     if path.exists():
@@ -61,7 +91,7 @@ def load_or_make_plan(study_dir: Path, items, request: LatencyRequest) -> dict[s
             study_dir, "the latency plan (--samples/--repeats/--seed)", {k: plan[k] for k in settings}, settings
         )
         return plan
-    plan = make_plan(items, request.samples, request.repeats, request.seed)
+    plan = make_plan(items, request.samples, request.repeats, request.seed, units)
     atomic_write_json(path, plan)
     return plan
 
@@ -105,7 +135,8 @@ def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts:
     return record
 
 
-def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     if request.samples < 1 or request.repeats < 1:
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
@@ -113,15 +144,51 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] = print) ->
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
-        plan = load_or_make_plan(study_dir, items, request)
+        plan = load_or_make_plan(study_dir, items, request, latency_units(manifest))
         host = manifest.setdefault("host", {})
         if request.host_location is not None:
             host["location"] = request.host_location
+        rerankers = build_all(models, Path(request.cache_dir), options)
+        checked = [m for m in models if hasattr(rerankers[m.name][0], "verify_prefix_cache_off")]
+        require_checked_sessions(study_dir, manifest, [m.name for m in checked])
+        preflight(rerankers)
         with recorded_session(study_dir, manifest, command) as outcome:
             invocation = len(manifest["sessions"])
-            counts = _run(study_dir, plan, models, items, request, options, invocation, host.get("location"), echo)
+            if checked:
+                session = manifest["sessions"][-1]
+                session["prefix_cache"] = {}
+                for model in checked:
+                    echo(f"latency: checking that every {model.name} replica has its prefix cache off")
+                    session["prefix_cache"][model.name] = rerankers[model.name][0].verify_prefix_cache_off()
+                save_manifest(study_dir, manifest)  # the evidence is on disk before the first timed call
+            timed = {(c.benchmark, c.subset) for c, _ in select_items(manifest, items, request.benchmarks, study_dir)}
+            counts = _run(study_dir, plan, models, items, rerankers, invocation, host.get("location"), echo, timed)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
+
+
+def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: list[str]) -> None:
+    """Timings of a cache-checked model may only join earlier ones that were checked too."""
+    if not names:
+        return
+    sessions = manifest.get("sessions", [])
+    for path in (study_dir / LATENCY, study_dir / WARMUP):
+        for record in read_jsonl(path):
+            name = record.get("model")
+            if name not in names:
+                continue
+            invocation = record.get("invocation")
+            session = (
+                sessions[invocation - 1] if isinstance(invocation, int) and 0 < invocation <= len(sessions) else {}
+            )
+            evidence = (session.get("prefix_cache") or {}).get(name)
+            if not evidence or not all(e.get("verified_off") for e in evidence):
+                raise UsageError(
+                    f"{Path(study_dir) / MANIFEST}: {name} was timed in session {invocation} "
+                    f"({session.get('command', 'unknown command')}) without a verified-off prefix cache",
+                    "pick a new --study-dir: timings that may have come from a prefix cache must not mix with "
+                    "verified ones",
+                )
 
 
 def _run(
@@ -129,11 +196,11 @@ def _run(
     plan,
     models,
     items,
-    request: LatencyRequest,
-    options,
+    rerankers: dict[str, tuple[Any, Any]],
     invocation: int,
     location: str | None,
     echo: Callable[[str], None],
+    timed: set[tuple[str, str]] | None = None,
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     # Warm up on a query outside the plan where the subset has one, so that no timed query has
@@ -149,9 +216,12 @@ def _run(
         for r in read_jsonl(study_dir / LATENCY)
         if r.get("status") == "ok"
     }
-    calls = [c for c in schedule(plan, models) if (c[4].name, c[0], c[1], c[2], c[3]) not in done]
+    calls = [
+        c
+        for c in schedule(plan, models)
+        if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
+    ]
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
-    rerankers = {m.name: build_reranker(m, Path(request.cache_dir), options) for m in models}
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
     with (

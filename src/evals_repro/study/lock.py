@@ -1,7 +1,10 @@
-"""One writer per study directory: a lock file naming its holder.
+"""One writer per study directory: an OS lock (`fcntl.flock`) on `study.lock`, which names its holder.
 
-A lock whose holder process is gone (same host, dead pid) is stale and taken over with a
-note; a live holder makes a second writer stop with a message naming it.
+The kernel drops the lock the moment its holder dies, however it dies (SIGKILL, a crash, a zombie
+not yet reaped), so a lock is never stale and nothing has to be cleaned up: the next command simply
+takes it. The file's content (pid, host, command, start time) is only a label for the message a
+second writer gets; an empty or garbled label (a holder killed between opening and writing it) blocks
+nobody. The file is never deleted, so every writer locks the same inode.
 """
 
 from __future__ import annotations
@@ -14,20 +17,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import UsageError
 
 LOCK_NAME = "study.lock"
 
 
-def _alive(pid: int) -> bool:
+def _label(handle) -> dict | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        handle.seek(0)
+        return json.loads(handle.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 class StudyLock:
@@ -35,51 +37,63 @@ class StudyLock:
         self.path = Path(study_dir) / LOCK_NAME
         self.command = command
         self.stale_note: str | None = None
-
-    def _holder(self) -> dict | None:
-        try:
-            return json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        self._handle: BinaryIO | None = None
 
     def acquire(self) -> StudyLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        import fcntl
+
+        from ..io import ensure_directory
+
+        ensure_directory(self.path.parent, "--study-dir")
+        # Opened without O_TRUNC: a refused writer must not erase the holder's label.
+        handle: BinaryIO = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _label(handle)
+            handle.close()
+            who = (
+                f"pid {holder.get('pid')} on {holder.get('host')} running `{holder.get('command')}` "
+                f"since {holder.get('started')}"
+                if isinstance(holder, dict)
+                else "another process that is just starting"
+            )
+            raise UsageError(
+                f"study directory {self.path.parent} is in use by {who}",
+                "wait for it to finish (the lock is released the moment that process ends)",
+            ) from None
+        previous = _label(handle)
+        if isinstance(previous, dict) and previous.get("pid") is not None:
+            self.stale_note = (
+                f"note: the previous writer (pid {previous.get('pid')}, `{previous.get('command')}`) "
+                "ended without finishing; resuming where it stopped"
+            )
         me = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "command": self.command,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder and holder.get("host") == me["host"] and not _alive(int(holder.get("pid", -1))):
-                    self.stale_note = f"took over a stale lock from pid {holder.get('pid')} ({holder.get('command')})"
-                    self.path.unlink(missing_ok=True)
-                    continue
-                who = (
-                    (
-                        f"pid {holder.get('pid')} on {holder.get('host')} running `{holder.get('command')}` "
-                        f"since {holder.get('started')}"
-                    )
-                    if holder
-                    else "an unreadable lock file"
-                )
-                raise UsageError(
-                    f"study directory {self.path.parent} is in use by {who}",
-                    f"wait for it to finish, or remove {self.path} if that process is gone",
-                ) from None
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(me, handle)
-            return self
-        raise UsageError(f"could not take {self.path}", "remove the lock file and retry")  # pragma: no cover
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(me).encode("utf-8"))
+        handle.flush()
+        self._handle = handle
+        return self
 
     def release(self) -> None:
-        holder = self._holder()
-        if holder and holder.get("pid") == os.getpid():
-            self.path.unlink(missing_ok=True)
+        if self._handle is None:
+            return
+        import fcntl
+
+        try:
+            self._handle.seek(0)
+            self._handle.truncate()  # an empty label: the last writer finished
+            self._handle.flush()
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+        finally:
+            self._handle.close()
+            self._handle = None
 
     def __enter__(self) -> StudyLock:
         return self.acquire()

@@ -72,6 +72,19 @@ def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
     return reranker, ctx.usage
 
 
+def build_all(models: list[StudyModel], cache_dir: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """One reranker (with its Usage) per model, by model name; nothing is sent yet."""
+    return {model.name: build_reranker(model, cache_dir, options) for model in models}
+
+
+def preflight(built: dict[str, Any]) -> None:
+    """Check, before anything is sent, every reranker that can be checked (local replicas: model, tokenizer)."""
+    for reranker, _ in built.values():
+        check = getattr(reranker, "preflight", None)
+        if check is not None:
+            check()
+
+
 def call_costs(before: dict[str, float], after: dict[str, float], provider: str) -> dict[str, float]:
     """Attempts, retries, 429s and waits of one call, from the worker's usage counters."""
 
@@ -79,6 +92,10 @@ def call_costs(before: dict[str, float], after: dict[str, float], provider: str)
         return after.get(f"{provider}_{key}", 0) - before.get(f"{provider}_{key}", 0)
 
     return {
+        # documents the reranker had to cut to fit its context (hosted: estimated; local: counted)
+        "truncated_documents": int(
+            after.get("rerank_documents_truncated", 0) - before.get("rerank_documents_truncated", 0)
+        ),
         "attempts": int(delta("attempts")),
         "retries": int(delta("retries")),
         "rate_limited": int(delta("rate_limited")),

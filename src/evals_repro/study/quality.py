@@ -7,6 +7,7 @@ a killed run resumes without repeating a completed request; adding a model reuse
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,9 @@ from ..progress import progress_bar
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
-from .models import DEFAULT_MODELS, StudyModel, build_reranker, call_costs, parse_models
+from .models import DEFAULT_MODELS, StudyModel, build_all, build_reranker, call_costs, parse_models, preflight
+
+log = logging.getLogger(__name__)
 
 QUALITY = "quality.jsonl"
 STUDY_DEFAULT_OPTIONS = {"voyage_tpm": 2_000_000, "voyage_interval": 3.0}
@@ -34,6 +37,47 @@ class QualityRequest:
     workers: int = 2
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
+    # The first stage whose candidates the models rerank, for benchmarks that allow several (ViDoRe:
+    # bm25 or mixedbread-markdown); checked against what `prepare` froze. None: what was frozen.
+    first_stage: str | None = None
+    # Benchmarks (or study groups) to score now; "all" = every prepared one.
+    benchmarks: list[str] = field(default_factory=lambda: ["all"])
+
+
+def select_items(manifest: dict, items: list, names: list[str], study_dir: Path) -> list:
+    """The prepared items of the named benchmarks or study groups ("all": every one)."""
+    if names in (["all"], []):
+        return items
+    groups = {e["benchmark"]: e.get("study", {}).get("group", e["benchmark"]) for e in manifest["datasets"].values()}
+    unknown = [n for n in names if n not in groups and n not in groups.values()]
+    if unknown:
+        raise UsageError(
+            f"--benchmark {unknown[0]} is not prepared in {study_dir}",
+            f"choose from all, {', '.join(sorted(set(groups) | set(groups.values())))}",
+        )
+    wanted = set(names)
+    return [(c, t) for c, t in items if c.benchmark in wanted or groups.get(c.benchmark) in wanted]
+
+
+def check_first_stage(study_dir: Path, manifest: dict, first_stage: str | None, echo: Callable[[str], None]) -> None:
+    """Say which first stage each multi-first-stage benchmark uses; refuse one that differs from the request."""
+    chosen: dict[str, set[str]] = {}
+    for entry in manifest["datasets"].values():
+        allowed = entry.get("study", {}).get("first_stages") or [entry["first_stage"]]
+        if len(allowed) > 1 or (first_stage is not None and first_stage in allowed):
+            chosen.setdefault(entry["benchmark"], set()).add(entry["first_stage"])
+    if first_stage is not None and not chosen:
+        raise UsageError(
+            f"--first-stage {first_stage}: no prepared benchmark in {study_dir} can use it",
+            "drop --first-stage, or prepare with it",
+        )
+    for bench, firsts in sorted(chosen.items()):
+        if first_stage is not None and firsts != {first_stage}:
+            raise UsageError(
+                f"{bench} candidates in {study_dir} were frozen with {', '.join(sorted(firsts))}, not {first_stage}",
+                f"run `evals-repro rerank-study prepare --first-stage {first_stage}` in a new --study-dir",
+            )
+        echo(f"quality: {bench} reranks its {', '.join(sorted(firsts))} candidates")
 
 
 def model_config(model: StudyModel, options: dict[str, Any]) -> dict[str, Any]:
@@ -56,7 +100,7 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
             f"{study_dir} holds no prepared study",
             f"run `evals-repro rerank-study prepare --study-dir {study_dir}` first",
         )
-    items = []
+    items: list[tuple[Candidate, dict[str, str]]] = []
     for entry in manifest["datasets"].values():
         path = candidates_path(study_dir, entry["benchmark"], entry["subset"])
         texts = read_texts(path)
@@ -64,7 +108,8 @@ def load_prepared(study_dir: Path) -> tuple[dict, list[tuple[Candidate, dict[str
     return manifest, items
 
 
-def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) -> dict[str, int]:
+def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     study_dir = Path(request.study_dir)
     if request.workers < 1:
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
@@ -72,6 +117,8 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
+        items = select_items(manifest, items, request.benchmarks, study_dir)
+        check_first_stage(study_dir, manifest, request.first_stage, echo)
         configs = manifest.setdefault("models", {})
         for model in models:
             require_same(
@@ -85,6 +132,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] = print) ->
             {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)},
         )
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
+        preflight(build_all(models, Path(request.cache_dir), options))  # an unusable local replica stops here, once
         with recorded_session(study_dir, manifest, command) as outcome:
             counts = _score_all(study_dir, models, items, request, options, echo)
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"

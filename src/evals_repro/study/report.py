@@ -1,16 +1,15 @@
 """`rerank-study report`: `report.md`, `quality.csv` and `latency-summary.json`.
 
-Quality: per benchmark, the first-stage baseline and each model on the frozen candidates; a
-subset mean only when every query was scored, a benchmark mean (subsets weigh equally) only when
-every subset is complete, the overall score (benchmark groups weigh equally) only when every
-benchmark is. Latency: bootstrap summaries per model and benchmark, the repeat/first check, and a
+Quality (`quality_table`): per benchmark, the first-stage baseline and each model on the frozen
+candidates, on the benchmark's declared measures; a subset score only when every query was
+scored, a group score (its datasets weigh equally, each on its headline measure) only when every
+dataset is complete, the overall score (the suite's groups weigh equally) only when every group is.
+Latency: bootstrap summaries per model and benchmark, the repeat/first check, and a
 pooled p50 only for a complete suite measured from one host location under one protocol.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -18,61 +17,10 @@ from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
 from .latency import LATENCY, PLAN
-from .quality import QUALITY, load_prepared
+from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
 
-STUDY_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "map_at_100")
-BASELINE = "first stage"
-
-
-def _mean(values: list[float | None]) -> float | None:
-    return None if not values or any(v is None for v in values) else sum(values) / len(values)  # type: ignore[arg-type]
-
-
-def quality_scores(study_dir: Path) -> dict[str, Any]:
-    """{benchmark: {subset: {"queries": n, "first_stage": name, "scores": {model: {measure: value|None}}}}}."""
-    from .. import metrics as M
-
-    manifest, items = load_prepared(study_dir)
-    by_subset: dict[tuple[str, str], list] = defaultdict(list)
-    for candidate, _ in items:
-        by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
-    answers: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
-    for record in read_jsonl(Path(study_dir) / QUALITY):
-        if record.get("status") == "ok":
-            answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
-                record["request_digest"]
-            ] = record["scores"]
-    models = sorted(manifest.get("models", {}))
-    table: dict[str, Any] = {}
-    for (bench, subset), candidates in sorted(by_subset.items()):
-        qrels = {c.query_id: c.qrels for c in candidates}
-        entry = manifest["datasets"][f"{bench}/{subset}"]
-        runs = {BASELINE: {c.query_id: dict(zip(c.ids, c.scores)) for c in candidates}}
-        for model in models:
-            got = answers[(bench, subset)].get(model, {})
-            if all(c.request_digest in got for c in candidates):
-                runs[model] = {c.query_id: dict(zip(c.ids, got[c.request_digest])) for c in candidates}
-        scores = {}
-        for name in [BASELINE, *models]:
-            if name in runs:
-                scores[name] = M.mean(M.evaluate(qrels, runs[name], STUDY_MEASURES))
-            else:
-                scores[name] = {m: None for m in STUDY_MEASURES}
-        table.setdefault(bench, {})[subset] = {
-            "queries": len(candidates),
-            "first_stage": entry["first_stage"],
-            "scores": scores,
-        }
-    return {"models": models, "benchmarks": table}
-
-
-def benchmark_means(quality: dict[str, Any], measure: str) -> dict[str, dict[str, float | None]]:
-    names = [BASELINE, *quality["models"]]
-    return {
-        bench: {n: _mean([s["scores"][n][measure] for s in subsets.values()]) for n in names}
-        for bench, subsets in quality["benchmarks"].items()
-    }
+__all__ = ["BASELINE", "latency_summary", "quality_scores", "render_markdown", "write_report"]
 
 
 def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
@@ -92,8 +40,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
-        all_clusters = []
-        locations = set()
+        all_clusters: list[Cluster] = []
+        locations: set[str | None] = set()
         complete = True
         for bench in sorted(plan["queries"]):
             calls = benches.get(bench, {})
@@ -124,10 +72,6 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
     return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
 
 
-def _pct(value: float | None) -> str:
-    return "" if value is None else f"{value * 100:.1f}"
-
-
 def _ms(stat: dict[str, float] | None) -> str:
     if not stat:
         return ""
@@ -136,61 +80,10 @@ def _ms(stat: dict[str, float] | None) -> str:
     return f"{stat['estimate']:.0f}"
 
 
-def quality_csv(quality: dict[str, Any]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    models = quality["models"]
-    writer.writerow(["dataset", "subset", "queries", "metric", "first_stage", "baseline", *models])
-    for bench, subsets in quality["benchmarks"].items():
-        for subset, row in subsets.items():
-            for measure in STUDY_MEASURES:
-                writer.writerow(
-                    [
-                        bench,
-                        subset,
-                        row["queries"],
-                        measure,
-                        row["first_stage"],
-                        _pct(row["scores"][BASELINE][measure]),
-                        *(_pct(row["scores"][m][measure]) for m in models),
-                    ]
-                )
-    return buffer.getvalue()
-
-
 def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
-    models = quality["models"]
-    names = [BASELINE, *models]
-    lines = ["# Reranking study", ""]
-    means = {m: benchmark_means(quality, m) for m in STUDY_MEASURES}
-    overall = {n: _mean([means["ndcg_at_10"][b][n] for b in quality["benchmarks"]]) for n in names}
-    lines += [
-        "## Overall quality (nDCG@10 x100; benchmark groups weigh equally)",
-        "",
-        "| model | " + " | ".join(quality["benchmarks"]) + " | overall |",
-        "|---|" + "---:|" * (len(quality["benchmarks"]) + 1),
-    ]
-    for n in names:
-        cells = [_pct(means["ndcg_at_10"][b][n]) for b in quality["benchmarks"]]
-        lines.append(f"| {n} | " + " | ".join(cells) + f" | {_pct(overall[n])} |")
-    for bench, subsets in quality["benchmarks"].items():
-        lines += ["", f"## {bench}", ""]
-        for measure in STUDY_MEASURES:
-            lines += [
-                f"### {measure} (x100)",
-                "",
-                "| model | " + " | ".join(subsets) + " | mean |",
-                "|---|" + "---:|" * (len(subsets) + 1),
-            ]
-            for n in names:
-                cells = [_pct(row["scores"][n][measure]) for row in subsets.values()]
-                lines.append(f"| {n} | " + " | ".join(cells) + f" | {_pct(means[measure][bench][n])} |")
-            lines.append("")
-        first_stages = sorted({row["first_stage"] for row in subsets.values()})
-        lines.append(
-            f"First stage: {', '.join(first_stages)}; queries: "
-            + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items())
-        )
+    lines = ["# Reranking study", "", *quality_markdown(quality)]
+    for bench in quality["benchmarks"]:
+        lines += ["", f"## {bench}", "", *benchmark_markdown(quality, bench)]
         if latency:
             lines += [
                 "",

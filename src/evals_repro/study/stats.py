@@ -52,7 +52,7 @@ def bootstrap_summary(
     rng = np.random.default_rng(seed)
     draws = {name: np.empty(resamples) for name in STATISTICS}
     for b in range(resamples):
-        parts = []
+        parts: list[np.ndarray] = []
         for stratum in strata:
             picks = rng.integers(0, len(stratum), size=len(stratum))
             parts.extend(np.asarray(stratum[i].latencies, dtype=float) for i in picks)

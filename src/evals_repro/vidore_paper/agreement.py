@@ -11,6 +11,7 @@ the mean of the domain means. Each question is counted once, in one language (na
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from ..io import atomic_write_json, atomic_write_text
 from ..progress import progress_bar
 from .annotations import PaperSubset, load_paper_subset
 from .zones import pairwise_agreement
+
+log = logging.getLogger(__name__)
 
 RESULT_NAME = "grounding-agreement"
 # What the paper states: mean bounding-box agreement over its 10 datasets (8 public, 2 private).
@@ -104,7 +107,8 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
     return block, scores, by_modality
 
 
-def run_agreement(request: AgreementRequest, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     from ..evaluation import package_versions
 
     decl = get_benchmark(request.benchmark)

@@ -12,6 +12,7 @@ verdicts.jsonl, result.json and table.md (the panel also labels.json).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -33,6 +34,8 @@ from .judge import judge_request, parse_verdict
 from .llm import GenerationSettings, ModelSpec, parse_model, require_keys
 from .prompts import load_prompt
 from .rundir import record_dataset, run_directory
+
+log = logging.getLogger(__name__)
 
 PANEL_DIR = "easy-hard"
 
@@ -94,8 +97,9 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     return generators, parse_model(request.judge, "--judge")
 
 
-def run_answer(request: AnswerRequest, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Generate, judge and score; returns the result (also written to result.json and table.md)."""
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     from ..evaluation import package_versions
 
     generators, judge = _validate(request)

@@ -14,6 +14,7 @@ resumed run (or a changed retriever cache) never changes what was asked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,7 +144,7 @@ def compute_contexts(
     return out
 
 
-def context_parts(items: list[list[Any]], pages: dict[str, Page]) -> list[Part]:
+def context_parts(items: list[list[Any]], pages: Mapping[str, Page]) -> list[Part]:
     parts: list[Part] = []
     for position, (page_id, kind, _stream, _rank) in enumerate(items, 1):
         parts.extend(page_parts(pages[page_id], kind, f"Page {position} ({kind})"))

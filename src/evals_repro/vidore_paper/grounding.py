@@ -15,6 +15,7 @@ model pages without a human box.
 from __future__ import annotations
 
 import io
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from .prompts import load_prompt
 from .render import page_parts
 from .rundir import record_dataset, run_directory
 from .zones import EMPTY, Box, overlap, zone_area
+
+log = logging.getLogger(__name__)
 
 # What the paper reports for visual grounding (bounding-box F1 against the human annotators).
 PUBLISHED: dict[str, Any] = {
@@ -94,7 +97,8 @@ def score_query(model: dict[str, list[Box]], human: dict[str, dict[str, list[Box
     return {"f1": best[0], "iou": best[1], "annotator": best[2], "annotators": len(annotators)}
 
 
-def run_grounding(request: GroundingRequest, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+    echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     from ..evaluation import package_versions
 
     if request.workers < 1:

@@ -1,4 +1,8 @@
-"""Readers for the release's tables, each returning plain dicts keyed by string ids."""
+"""Readers for the release's tables, each returning plain dicts keyed by string ids.
+
+Subset tables come from the subset's configs; provenance tables are split by domain and hold the
+queries of all six languages, so the readers take the query ids a caller wants.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from dataclasses import dataclass
 
 from ..data import Gains, Qrels
 from ..errors import DataError
-from .release import Release
+from .rcp_release import Release
 
 
 @dataclass
@@ -25,8 +29,8 @@ def _is_missing(value) -> bool:
 
 
 def read_qrels(release: Release, subset: str) -> JudgedQrels:
-    relpath = f"{subset}/qrels.parquet"
-    cols = release.table(relpath, ("query-id", "corpus-id", "score", "gain", "theta"))
+    relpath = f"{subset}-qrels"
+    cols = release.subset_table(subset, "qrels", ("query-id", "corpus-id", "score", "gain", "theta"))
     qrels: Qrels = {}
     gains: Gains = {}
     thetas: dict[str, dict[str, float]] = {}
@@ -49,13 +53,18 @@ def read_qrels(release: Release, subset: str) -> JudgedQrels:
 
 
 def read_pools(release: Release, subset: str) -> dict[str, list[str]]:
-    cols = release.table(f"{subset}/top_ranked.parquet", ("query-id", "corpus-ids"))
+    cols = release.subset_table(subset, "top_ranked", ("query-id", "corpus-ids"))
     return {str(q): [str(d) for d in ids] for q, ids in zip(cols["query-id"], cols["corpus-ids"])}
+
+
+def read_query_ids(release: Release, subset: str) -> list[str]:
+    return [str(q) for q in release.subset_table(subset, "queries", ("id",))["id"]]
 
 
 def read_runs(release: Release, domain: str) -> dict[str, dict[str, dict[str, float]]]:
     """model -> qid -> page -> score of the stored reranker runs; judge strategies and NaN scores dropped."""
-    cols = release.table(f"provenance/runs/{domain}.parquet", ("model", "query-id", "corpus-id", "score"))
+    cols = release.provenance("provenance-runs", domain, ("model", "query-id", "corpus-id", "score"))
+    assert cols is not None
     judge = cols.get("is_judge") or [False] * len(cols["model"])
     runs: dict[str, dict[str, dict[str, float]]] = {}
     for model, is_judge, qid, doc, score in zip(
@@ -67,15 +76,20 @@ def read_runs(release: Release, domain: str) -> dict[str, dict[str, dict[str, fl
     return runs
 
 
-def read_first_stage(release: Release, subset: str) -> dict[str, dict[str, list[tuple[str, float]]]]:
-    """retriever -> qid -> [(page, score)] in rank order (embed_v4, bm25, octen and rrf_fused)."""
-    relpath = f"provenance/first_stage/{subset}.parquet"
-    cols = release.table(relpath, ("query-id", "retriever", "corpus-id", "rank", "score"))
+def read_first_stage(
+    release: Release, domain: str, query_ids: set[str]
+) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """retriever -> qid -> [(page, score)] in rank order (embed_v4, bm25, octen and rrf_fused), for the
+    given queries of one domain's `provenance-first-stage`."""
+    where = f"{release.label} provenance-first-stage/{domain}"
+    cols = release.provenance("provenance-first-stage", domain, ("query-id", "retriever", "corpus-id", "rank", "score"))
+    assert cols is not None
     rows: dict[str, dict[str, list[tuple[int, str, float]]]] = {}
     for qid, retriever, doc, rank, score in zip(
         cols["query-id"], cols["retriever"], cols["corpus-id"], cols["rank"], cols["score"]
     ):
-        rows.setdefault(str(retriever), {}).setdefault(str(qid), []).append((int(rank), str(doc), float(score)))
+        if str(qid) in query_ids:
+            rows.setdefault(str(retriever), {}).setdefault(str(qid), []).append((int(rank), str(doc), float(score)))
     out: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for retriever, by_query in rows.items():
         out[retriever] = {}
@@ -84,8 +98,36 @@ def read_first_stage(release: Release, subset: str) -> dict[str, dict[str, list[
             ranks = [r for r, _, _ in items]
             if ranks != list(range(1, len(items) + 1)):
                 raise DataError(
-                    f"{release.label}/{relpath}: ranks of {retriever} for query {qid} are not 1..n",
+                    f"{where}: ranks of {retriever} for query {qid} are not 1..n",
                     "pick another revision of the release",
                 )
             out[retriever][qid] = [(doc, score) for _, doc, score in items]
     return out
+
+
+def read_injected(release: Release, domain: str, query_ids: set[str]) -> dict[str, set[str]] | None:
+    """qid -> the pages the ground-truth rule injected into its judged pool (`provenance-pool`'s
+    `gt_injected`), for the given queries; None when the release has no provenance-pool.
+
+    `gt_injected` is a flag per pool row (`query-id`, `corpus-id`, `gt_injected`), or per query the
+    list of injected page ids."""
+    cols = release.provenance("provenance-pool", domain, ("query-id", "gt_injected"), optional=True)
+    if cols is None:
+        return None
+    injected: dict[str, set[str]] = {}
+    docs = cols.get("corpus-id")
+    for row, (qid, flag) in enumerate(zip(cols["query-id"], cols["gt_injected"])):
+        qid = str(qid)
+        if qid not in query_ids:
+            continue
+        pages = injected.setdefault(qid, set())
+        if isinstance(flag, list):
+            pages.update(str(d) for d in flag)
+        elif docs is None:
+            raise DataError(
+                f"{release.label} provenance-pool/{domain}: gt_injected is a flag but there is no corpus-id column",
+                "pick another revision of the release",
+            )
+        elif flag:
+            pages.add(str(docs[row]))
+    return injected

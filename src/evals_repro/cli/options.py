@@ -1,0 +1,97 @@
+"""What every command's options share: the fixed choices (shown in `--help`), list parsing, exit codes.
+
+The choices mirror the library's own tuples (`evaluation.SETTINGS`, `metrics.protocol.TIE_RULES`,
+`breakdown.FIELDS`, ...); tests/test_cli_surface.py keeps them equal. They are spelled out here, not
+imported, so that `--help` imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum, StrEnum
+
+
+class Setting(StrEnum):
+    """Which query languages a run scores."""
+
+    monolingual = "monolingual"
+    crosslingual = "crosslingual"
+
+
+class Content(StrEnum):
+    """What a page is for the method: its Markdown/OCR text or its page image."""
+
+    markdown = "markdown"
+    images = "images"
+
+
+class TieRule(StrEnum):
+    """Tied scores in RCP-nDCG (float gains)."""
+
+    group_mean = "group-mean"
+    doc_id = "doc-id"
+    input_order = "input-order"
+
+
+class ScorePrecision(StrEnum):
+    """How scores are compared: trec_eval 9.x / pytrec_eval (float32) or trec_eval 10.x (float64)."""
+
+    float32 = "float32"
+    float64 = "float64"
+
+
+class BreakdownField(StrEnum):
+    """Query metadata that `report --by` groups scores by."""
+
+    query_type = "query_type"
+    query_format = "query_format"
+    content_type = "content_type"
+    relevant_pages = "relevant_pages"
+
+
+class AnswerContext(StrEnum):
+    """How `answer` shows context pages to the generator."""
+
+    text = "text"
+    images = "images"
+    hybrid = "hybrid"
+
+
+class Parsing(StrEnum):
+    """Mixedbread's parsing strategy for uploaded pages."""
+
+    fast = "fast"
+    high_quality = "high_quality"
+
+
+def value_of(choice: Enum | str) -> str:
+    """The library's string for a choice (typer hands commands the Enum member)."""
+    return str(choice.value) if isinstance(choice, Enum) else str(choice)
+
+
+def split_list(values: Iterable[str] | None) -> list[str] | None:
+    """A list option given repeated and/or comma-separated (`-s a -s b`, `-s a,b`): the names in order,
+    duplicates dropped; None when nothing was given (the command's default applies)."""
+    if not values:
+        return None
+    names: list[str] = []
+    for value in values:
+        for name in value.split(","):
+            name = name.strip()
+            if name and name not in names:
+                names.append(name)
+    return names or None
+
+
+LIST_HELP = "repeat the option or separate with commas"
+
+EXIT_CODES = {
+    0: "success",
+    1: "unexpected error (a bug: rerun with --verbose and report the traceback)",
+    2: "usage, data or configuration error (bad option, unknown name, missing or garbled file, missing key, "
+    "no Hub access)",
+    3: "provider error (a hosted API refused the request or failed after retries)",
+    4: "some subsets of a run failed (the others' results are written; each failure is listed)",
+    130: "interrupted (finished subsets and records are kept; rerun with --resume)",
+}
+EPILOG = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + "."

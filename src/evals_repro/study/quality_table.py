@@ -1,0 +1,201 @@
+"""The study's quality numbers: per dataset, per group, overall; `quality.csv` and the report's tables.
+
+Each dataset (a benchmark subset) is scored on its declared measures (`[study] measures`, recorded
+in the manifest when it was prepared). A subset's score exists only when every one of its queries
+was scored; a group's score is the mean over its datasets of each one's headline measure
+(`[study] measure`: alpha-nDCG@10 for FreshStack, nDCG@10 elsewhere), only when all are complete;
+the overall score weighs every group of the suite equally, only when every group is complete.
+Blank cells mark what is missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..io import read_jsonl
+from .quality import QUALITY, load_prepared
+from .scoring import score
+
+BASELINE = "first stage"
+LEGACY_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "map_at_100")  # manifests before [study]
+TOP_K = 100
+
+
+def _mean(values: list[float | None]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    return sum(values) / len(values)  # type: ignore[arg-type]
+
+
+def study_of(entry: dict[str, Any]) -> dict[str, Any]:
+    study = dict(entry.get("study") or {})
+    study.setdefault("group", entry["benchmark"])
+    study.setdefault("measure", "ndcg_at_10")
+    study.setdefault("measures", list(LEGACY_MEASURES))
+    return study
+
+
+def quality_scores(study_dir: Path) -> dict[str, Any]:
+    """{"models", "groups", "benchmarks": {bench: {subset: {"queries", "first_stage", "group", "measure",
+    "measures", "scores": {model: {measure: value | None}}}}}}."""
+    manifest, items = load_prepared(study_dir)
+    by_subset: dict[tuple[str, str], list] = defaultdict(list)
+    for candidate, _ in items:
+        by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
+    answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
+    cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
+    for record in read_jsonl(Path(study_dir) / QUALITY):
+        if record.get("status") == "ok":
+            answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
+                record["request_digest"]
+            ] = record["scores"]
+            cut[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[record["request_digest"]] = (
+                record.get("truncated_documents") or 0
+            )
+    models = sorted(manifest.get("models", {}))
+    table: dict[str, Any] = {}
+    groups: list[str] = list(manifest.get("suite", []))
+    for (bench, subset), candidates in sorted(by_subset.items()):
+        entry = manifest["datasets"][f"{bench}/{subset}"]
+        study = study_of(entry)
+        measures = list(study["measures"])
+        runs = {BASELINE: {c.query_id: dict(zip(c.ids, c.scores)) for c in candidates}}
+        for model in models:
+            got = answers[(bench, subset)].get(model, {})
+            if all(c.request_digest in got for c in candidates):
+                runs[model] = {c.query_id: dict(zip(c.ids, got[c.request_digest])) for c in candidates}
+        scores: dict[str, dict[str, float | None]] = {}
+        for name in [BASELINE, *models]:
+            if name in runs:
+                values = score(candidates, runs[name], measures, TOP_K)
+                scores[name] = {m: (None if math.isnan(v) else v) for m, v in values.items()}
+            else:
+                scores[name] = dict.fromkeys(measures)
+        if study["group"] not in groups:
+            groups.append(study["group"])
+        table.setdefault(bench, {})[subset] = {
+            "queries": len(candidates),
+            "first_stage": entry["first_stage"],
+            "group": study["group"],
+            "measure": study["measure"],
+            "measures": measures,
+            "scores": scores,
+            # documents each model had to cut to fit its context, over the subset's answered requests
+            "truncated_documents": {m: sum(cut[(bench, subset)].get(m, {}).values()) for m in models},
+        }
+    return {"models": models, "groups": groups, "benchmarks": table}
+
+
+def benchmark_means(quality: dict[str, Any], bench: str, measure: str) -> dict[str, float | None]:
+    """Model -> mean of `measure` over the benchmark's subsets (subsets weigh equally)."""
+    subsets = quality["benchmarks"][bench].values()
+    return {n: _mean([row["scores"][n].get(measure) for row in subsets]) for n in [BASELINE, *quality["models"]]}
+
+
+def group_scores(quality: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Group -> model -> mean over the group's datasets of each one's headline measure."""
+    names = [BASELINE, *quality["models"]]
+    rows: dict[str, list[dict[str, Any]]] = {g: [] for g in quality["groups"]}
+    for subsets in quality["benchmarks"].values():
+        for row in subsets.values():
+            rows.setdefault(row["group"], []).append(row)
+    return {
+        group: {n: _mean([r["scores"][n].get(r["measure"]) for r in members]) for n in names}
+        for group, members in rows.items()
+    }
+
+
+def overall_scores(quality: dict[str, Any], groups: dict[str, dict[str, float | None]]) -> dict[str, float | None]:
+    names = [BASELINE, *quality["models"]]
+    return {n: _mean([groups[g][n] for g in quality["groups"]]) for n in names}
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None else f"{value * 100:.1f}"
+
+
+def headline_note(quality: dict[str, Any]) -> str:
+    measures: dict[str, set[str]] = defaultdict(set)
+    for subsets in quality["benchmarks"].values():
+        for row in subsets.values():
+            measures[row["group"]].add(row["measure"])
+    parts = [f"{g}: {', '.join(sorted(measures[g])) or 'not prepared'}" for g in quality["groups"]]
+    return "Headline measure per group: " + "; ".join(parts) + "."
+
+
+def quality_markdown(quality: dict[str, Any]) -> list[str]:
+    """The overall table, then per benchmark one table per declared measure."""
+    names = [BASELINE, *quality["models"]]
+    groups = group_scores(quality)
+    overall = overall_scores(quality, groups)
+    order = quality["groups"]
+    lines = [
+        "## Overall quality (x100; each group weighs the same; blank = incomplete)",
+        "",
+        "| model | " + " | ".join(order) + " | overall |",
+        "|---|" + "---:|" * (len(order) + 1),
+    ]
+    for n in names:
+        cells = [pct(groups[g][n]) for g in order]
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(overall[n])} |")
+    lines += ["", headline_note(quality)]
+    return lines
+
+
+def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
+    names = [BASELINE, *quality["models"]]
+    subsets = quality["benchmarks"][bench]
+    measures = list(dict.fromkeys(m for row in subsets.values() for m in row["measures"]))
+    lines: list[str] = []
+    for measure in measures:
+        means = benchmark_means(quality, bench, measure)
+        lines += [
+            f"### {measure} (x100)",
+            "",
+            "| model | " + " | ".join(subsets) + " | mean |",
+            "|---|" + "---:|" * (len(subsets) + 1),
+        ]
+        for n in names:
+            cells = [pct(row["scores"][n].get(measure)) for row in subsets.values()]
+            lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(means[n])} |")
+        lines.append("")
+    first_stages = sorted({row["first_stage"] for row in subsets.values()})
+    lines.append(
+        f"First stage: {', '.join(first_stages)}; queries: "
+        + ", ".join(f"{s} {row['queries']}" for s, row in subsets.items())
+    )
+    truncated = [
+        f"{m} {s} {n}" for s, row in subsets.items() for m, n in row.get("truncated_documents", {}).items() if n
+    ]
+    if truncated:
+        lines.append("Documents truncated to fit a model's context: " + ", ".join(truncated))
+    return lines
+
+
+def quality_csv(quality: dict[str, Any]) -> str:
+    """One row per dataset/subset and declared measure: baseline and every model (x100)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    models = quality["models"]
+    writer.writerow(["dataset", "subset", "group", "queries", "metric", "first_stage", "baseline", *models])
+    for bench, subsets in quality["benchmarks"].items():
+        for subset, row in subsets.items():
+            for measure in row["measures"]:
+                writer.writerow(
+                    [
+                        bench,
+                        subset,
+                        row["group"],
+                        row["queries"],
+                        measure,
+                        row["first_stage"],
+                        pct(row["scores"][BASELINE][measure]),
+                        *(pct(row["scores"][m][measure]) for m in models),
+                    ]
+                )
+    return buffer.getvalue()

@@ -1,0 +1,371 @@
+"""Crash trials: SIGKILL a CLI command at seeded random points, resume it, and check what a kill must not do.
+
+A scenario is one CLI command against fake providers. The driver first runs it uninterrupted (the
+baseline), then runs chains: a fresh directory and fresh fakes, the command killed with SIGKILL up to
+`CHAIN` times at random points (resuming each time), then run to completion. After every kill, every
+file the command writes is checked (no partial or corrupt file is visible: JSON parses, `.emb` files
+decode, JSONL lines parse except a torn last line, which the next run repairs; atomic-write temp files
+are hidden dot files). After each chain:
+
+- no completed request was sent twice: the fakes count billable requests by content (an embedding
+  item, a rerank call, an uploaded file...), and a request counts as completed once its answer was
+  written `GRACE` seconds before the kill (the time for the answer to reach the client and its disk);
+  over the whole chain, no content is completed more often than in the baseline;
+- the end result equals the baseline's (results, records, store contents; timings aside).
+
+Kill points are drawn among "the nth billable request arrives, plus a few ms", "the nth billable
+answer was written, plus just over GRACE" and "t seconds after start". Children fork from a forkserver with the SDKs preloaded, so a trial costs its work, not an
+interpreter start. `EVALS_REPRO_CRASH_KILLS` (default 10) sets the kills per command,
+`EVALS_REPRO_CRASH_SEED` the seed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import multiprocessing
+import os
+import random
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GRACE = 0.15  # seconds between an answer leaving the fake and the client having persisted it
+CHAIN = 3  # kills in a row before a chain is run to completion
+KILLS = int(os.environ.get("EVALS_REPRO_CRASH_KILLS", "10"))
+SEED = int(os.environ.get("EVALS_REPRO_CRASH_SEED", "15"))
+PRELOAD = [
+    "crash_trials",
+    "crash_warmup",
+    "evals_repro.cli",
+    "evals_repro.cli.commands",
+    "evals_repro.evaluation",
+    "evals_repro.methods",
+    "evals_repro.retrieval.dense",
+    "evals_repro.embedders.voyage",
+    "evals_repro.study.quality",
+    "evals_repro.study.latency",
+    "evals_repro.stores.upload",
+    "evals_repro.rerankers.hosted",
+    "numpy",
+    "voyageai",
+    "cohere",
+    "mixedbread",
+    "pytest",  # each child re-runs the parent's main script (pytest's) before its target
+    "fakes.mixedbread_store",
+    "fakes.rerankers",
+]
+
+_context: Any = None
+
+
+def _forkserver():
+    global _context
+    if _context is None:
+        from multiprocessing import forkserver
+
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(PRELOAD)
+        # The server must find tests/ (crash_trials, crash_warmup, fakes); Python 3.12.1's forkserver
+        # ignores the sys.path it is handed, so give it PYTHONPATH while it starts.
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), before]))
+        try:
+            forkserver.ensure_running()
+        finally:
+            if before is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = before
+    return _context
+
+
+def _child(args: list[str], env: dict[str, str], cwd: str, log: str) -> None:
+    """The command, in a child forked from the preloaded server: output to `log`, exit with its code."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.environ.update(env)
+    os.chdir(cwd)
+    started = time.monotonic()
+    preloaded = [name for name in PRELOAD if name not in sys.modules]
+    from evals_repro.cli import main
+
+    code = main(args)
+    print(f"[exit {code} after {time.monotonic() - started:.2f} s; not preloaded: {preloaded}]")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# -- fakes that keep a ledger and pull the trigger ----------------------------------------------------
+
+
+class Trigger:
+    """Kill the running child `delay` seconds after the nth billable request arrives (`on="request"`)
+    or after the nth billable answer was written (`on="answer"`), once."""
+
+    def __init__(self, on: str, nth: int, delay: float, kill: Callable[[], None]):
+        self.on, self.nth, self.delay, self.kill = on, nth, delay, kill
+        self.counts: Counter = Counter()
+        self.lock = threading.Lock()
+
+    def event(self, kind: str) -> None:
+        with self.lock:
+            self.counts[kind] += 1
+            fire = kind == self.on and self.counts[kind] == self.nth
+        if fire:
+            threading.Timer(self.delay, self.kill).start()
+
+
+class Ledger:
+    """Mixin for a fake: `keys(request)` names the billable contents of a request ([] = free); every
+    answered billable request is recorded with the time its answer was written. Every other billable
+    answer is held back `slow/2..slow` seconds, so the requests of one call finish far apart and a kill
+    can land between them (where a client that persists only at the end of a call pays twice)."""
+
+    def __init__(self, *args, slow: float = 0.0, seed: int = SEED, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.answered: list[tuple[int, float, list[str]]] = []  # (trial, time written, keys)
+        self.trial = 0
+        self.trigger: Trigger | None = None
+        self.slow = slow
+        self.billable = 0
+        self.rng = random.Random(seed)
+
+    def keys(self, request) -> list[str]:
+        raise NotImplementedError
+
+    def __enter__(self):
+        super().__enter__()
+        self._server.handle_error = lambda request, address: None  # a killed client resets its connections
+        return self
+
+    def dispatch(self, request):
+        billable = bool(self.keys(request))
+        if billable and self.trigger is not None:
+            self.trigger.event("request")
+        reply = super().dispatch(request)
+        if billable and self.slow and reply.status == 200:
+            with self._lock:
+                self.billable += 1
+                if self.billable % 2 == 0:
+                    reply.sleep = max(reply.sleep, self.rng.uniform(self.slow / 2, self.slow))
+        return reply
+
+    def after(self, request, reply) -> None:
+        if reply.status == 200:
+            keys = self.keys(request)
+            if keys:
+                with self._lock:
+                    self.answered.append((self.trial, time.monotonic(), keys))
+                if self.trigger is not None:
+                    self.trigger.event("answer")
+        super().after(request, reply)
+
+
+# -- scenarios --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    name: str
+    fakes: Callable[[], dict[str, Any]]  # fresh fakes (not yet started), by name
+    env: Callable[[dict[str, Any]], dict[str, str]]  # environment for the child, given the started fakes
+    args: Callable[[Path], list[str]]  # the command line, given the chain directory
+    outcome: Callable[[Path, dict[str, Any]], Any]  # what must equal the baseline's, after completion
+    setup: Callable[[Path], None] = lambda directory: None
+    counted: Callable[[Path, str], bool] = lambda directory, key: True  # keys under the no-repeat rule
+    end_checks: Callable[[Path, dict[str, Any]], None] = lambda directory, fakes: None
+
+
+@dataclass
+class Report:
+    kills: int = 0
+    chains: int = 0
+    children: int = 0
+    kill_kinds: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+    baseline_seconds: float = 0.0
+
+
+def check_files(root: Path, final: bool) -> None:
+    """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
+    from evals_repro.embedders.cache import decode, decode_partial
+
+    for path in sorted(root.rglob("*")):
+        if path.is_dir():
+            continue
+        name = path.name
+        if name.startswith(".") and name.endswith(".tmp"):
+            continue  # an atomic write cut short: a hidden temp file no reader opens
+        data = path.read_bytes()
+        if name == "study.lock":
+            assert data == b"" or isinstance(json.loads(data), dict), f"{path}: garbled lock label"
+        elif name.endswith(".jsonl"):
+            lines = data.split(b"\n")
+            tail = lines.pop()  # b"" when the file ends with a newline
+            assert not (final and tail), f"{path}: torn last line left after a complete run"
+            for number, line in enumerate(lines, 1):
+                if line.strip():
+                    json.loads(line), f"{path}:{number}"
+        elif name.endswith(".json"):
+            try:
+                json.loads(data)
+            except ValueError as exc:
+                raise AssertionError(f"{path}: partial or corrupt JSON ({exc})") from None
+        elif name.endswith(".emb"):
+            if "partial" in path.parts:
+                decode_partial(data)
+            else:
+                header = json.loads(data.split(b"\n", 2)[1])
+                decode(data, int(header["rows"]))
+        elif name.endswith(".gz"):
+            try:
+                gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise AssertionError(f"{path}: partial or corrupt gzip ({exc})") from None
+        else:
+            assert data, f"{path}: an empty file"
+
+
+def _completed(fakes: dict[str, Any], kill_times: dict[int, float]) -> Counter:
+    """Billable contents whose answer was written GRACE seconds before their trial's kill (or not killed)."""
+    counts: Counter = Counter()
+    for fake in fakes.values():
+        for trial, written, keys in fake.answered:
+            killed_at = kill_times.get(trial)
+            if killed_at is None or written < killed_at - GRACE:
+                counts.update(keys)
+    return counts
+
+
+class Driver:
+    def __init__(self, scenario: Scenario, workdir: Path, kills: int = KILLS, seed: int = SEED):
+        self.scenario = scenario
+        self.workdir = Path(workdir)
+        self.kills = kills
+        self.rng = random.Random(f"{seed}-{scenario.name}")
+        self.report = Report()
+
+    def _start_fakes(self) -> dict[str, Any]:
+        fakes = self.scenario.fakes()
+        for fake in fakes.values():
+            fake.__enter__()
+        return fakes
+
+    def _run(self, directory: Path, fakes: dict[str, Any], trial: int, point: tuple | None) -> tuple[bool, float]:
+        """One child; returns (killed, seconds). `point` = (request|answer, nth, delay) or ("time", seconds)."""
+        ctx = _forkserver()
+        log = directory.parent / f"{directory.name}.log"
+        with open(log, "a") as handle:
+            handle.write(f"\n--- trial {trial}, kill point {point}\n")
+        proc = ctx.Process(
+            target=_child,
+            args=(self.scenario.args(directory), self.scenario.env(fakes), str(directory), str(log)),
+        )
+        killed_at: list[float] = []
+
+        def kill() -> None:
+            if proc.exitcode is None and not killed_at:
+                killed_at.append(time.monotonic())
+                proc.kill()
+
+        trigger = Trigger(point[0], point[1], point[2], kill) if point and point[0] != "time" else None
+        for fake in fakes.values():
+            fake.trial, fake.trigger = trial, trigger
+        started = time.monotonic()
+        proc.start()
+        timer = threading.Timer(point[1], kill) if point and point[0] == "time" else None
+        if timer is not None:
+            timer.start()
+        proc.join(120)
+        if timer is not None:
+            timer.cancel()
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+            raise AssertionError(f"{self.scenario.name}: child hung; see {log}")
+        self.report.children += 1
+        for fake in fakes.values():
+            fake.trigger = None
+        if killed_at:
+            self.kill_times[trial] = killed_at[0]
+            return True, time.monotonic() - started
+        assert proc.exitcode == 0, f"{self.scenario.name}: exit {proc.exitcode}:\n{log.read_text()[-3000:]}"
+        return False, time.monotonic() - started
+
+    def _point(self, requests: int, seconds: float) -> tuple:
+        """A third of kill points fall while a request is in flight, a third just after an answer was
+        written (past GRACE: it must be on disk by then), a third at a random time."""
+        kind = self.rng.choice(("request", "answer", "time"))
+        nth = self.rng.randint(1, max(1, requests // 2))
+        if kind == "request":
+            return ("request", nth, self.rng.uniform(0.0, 0.03))
+        if kind == "answer":
+            return ("answer", nth, self.rng.uniform(GRACE, GRACE + 0.1))
+        return ("time", self.rng.uniform(0.02, max(0.05, seconds * 0.8)))
+
+    def _chain(self, name: str, kill: bool) -> tuple[Any, Counter, float, int]:
+        directory = self.workdir / name
+        directory.mkdir(parents=True)
+        self.scenario.setup(directory)
+        fakes = self._start_fakes()
+        self.kill_times: dict[int, float] = {}
+        try:
+            trial, seconds = 0, 0.0
+            if kill:
+                for trial in range(1, CHAIN + 1):
+                    done = len({k for f in fakes.values() for _, _, keys in f.answered for k in keys})
+                    left = max(0.1, 1 - done / max(1, self.base_keys))  # share of the work still to do
+                    point = self._point(max(1, round(self.base_requests * left)), self.base_seconds * left)
+                    killed, _ = self._run(directory, fakes, trial, point)
+                    check_files(directory, final=not killed)
+                    if not killed:
+                        break
+                    self.report.kills += 1
+                    self.report.kill_kinds[point[0]] += 1
+                else:
+                    trial += 1
+                    killed, _ = self._run(directory, fakes, trial, None)
+                    assert not killed
+            else:
+                _, seconds = self._run(directory, fakes, trial, None)
+            check_files(directory, final=True)
+            outcome = self.scenario.outcome(directory, fakes)
+            self.scenario.end_checks(directory, fakes)
+            completed = _completed(fakes, self.kill_times)
+            arrivals = sum(len(f.answered) for f in fakes.values())
+            return (
+                outcome,
+                Counter({k: v for k, v in completed.items() if self.scenario.counted(directory, k)}),
+                seconds,
+                arrivals,
+            )
+        finally:
+            for fake in fakes.values():
+                fake.__exit__(None, None, None)
+
+    def run(self) -> Report:
+        started = time.monotonic()
+        self.base_requests, self.base_seconds, self.base_keys = 1, 1.0, 1
+        baseline, base_counts, self.base_seconds, self.base_requests = self._chain("baseline", kill=False)
+        self.base_keys = len(base_counts)
+        self.report.baseline_seconds = self.base_seconds
+        assert base_counts, f"{self.scenario.name}: the baseline sent no billable request"
+        while self.report.kills < self.kills:
+            self.report.chains += 1
+            assert self.report.chains <= 4 * self.kills, f"{self.scenario.name}: kill points keep missing"
+            outcome, counts, _, _ = self._chain(f"chain-{self.report.chains}", kill=True)
+            repeated = {k: (v, base_counts.get(k, 0)) for k, v in counts.items() if v > base_counts.get(k, 0)}
+            assert not repeated, f"{self.scenario.name} chain {self.report.chains}: completed requests sent again: " + (
+                ", ".join(f"{k[:80]} x{v} (baseline {b})" for k, (v, b) in list(repeated.items())[:5])
+            )
+            assert outcome == baseline, f"{self.scenario.name} chain {self.report.chains}: result differs from baseline"
+        self.report.seconds = time.monotonic() - started
+        return self.report

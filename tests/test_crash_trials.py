@@ -1,0 +1,286 @@
+"""Crash trials (tests/crash_trials.py) for `run` with an API embedder, `rerank-study quality`,
+`rerank-study latency` and `mixedbread-upload`: SIGKILL at seeded random points, resume, compare."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from crash_trials import KILLS, Driver, Ledger, Scenario
+from evals_repro.io import read_jsonl
+from fakes.mixedbread_store import FakeMixedbreadStores, _parse_multipart
+from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank
+from fakes.voyage import FakeVoyage
+
+KEYS = {"VOYAGE_API_KEY": "crash-voyage-key", "CO_API_KEY": "crash-cohere-key", "MXBAI_API_KEY": "crash-mxbai-key"}
+
+
+def short(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# -- fakes that count billable requests by content ---------------------------------------------------
+
+
+class LedgerVoyage(Ledger, FakeVoyage):
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or "embeddings" not in request.path:
+            return []
+        body = request.json
+        if "inputs" in body:  # multimodal: one key per item, from its text segments
+            texts = [" ".join(s.get("text", "") for s in item["content"]) for item in body["inputs"]]
+        else:
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return [f"embed|{body.get('input_type')}|{text}" for text in texts]
+
+
+def rerank_key(provider: str, model: str, query: str, documents: list) -> str:
+    return f"rerank|{provider}:{model}|{query}\x1f{short(json.dumps(documents))}"
+
+
+class LedgerCohere(Ledger, FakeCohereRerank):
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or not request.path.startswith("/v2/rerank"):
+            return []
+        body = request.json
+        return [rerank_key("cohere", body["model"], body["query"], body["documents"])]
+
+
+class LedgerVoyageRerank(Ledger, FakeVoyageRerank):
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or not request.path.startswith("/v1/rerank"):
+            return []
+        body = request.json
+        return [rerank_key("voyage", body["model"], body["query"], body["documents"])]
+
+
+class LedgerStores(Ledger, FakeMixedbreadStores):
+    def keys(self, request) -> list[str]:
+        path = request.path.split("?", 1)[0]
+        if request.method != "POST":
+            return []
+        if path == "/v1/files":
+            filename, _, data = _parse_multipart(request)
+            return [f"file|{filename}|{hashlib.sha256(data).hexdigest()}"]
+        if path.startswith("/v1/stores/") and path.endswith("/files"):
+            body = request.json
+            return [f"attach|{body.get('external_id')}|{(body.get('metadata') or {}).get('sha256')}"]
+        return []
+
+
+# -- scenarios --------------------------------------------------------------------------------------
+
+
+def run_outcome(directory: Path, fakes) -> dict:
+    from evals_repro.results import load_record
+
+    found = {}
+    for path in sorted((directory / "results").rglob("*.json")):
+        record = load_record(path).model_dump(mode="json")  # complete and valid, or it raises
+        found[str(path.relative_to(directory))] = {
+            k: v for k, v in record.items() if k not in ("timings", "usage", "created")
+        }
+    assert len(found) == 2
+    return found
+
+
+RUN = Scenario(
+    name="run voyage-multimodal-3.5",
+    fakes=lambda: {"voyage": LedgerVoyage(slow=0.6)},
+    env=lambda fakes: {"VOYAGE_BASE_URL": fakes["voyage"].url + "/v1", **KEYS},
+    args=lambda d: [
+        "run",
+        "voyage-multimodal-3.5",  # 32 items per request: several requests per embedding call
+        "--benchmark",
+        "sample",
+        "--subsets",
+        "heat-pumps",
+        "--subsets",
+        "railway-maintenance",
+        "--results-dir",
+        "results",
+        "--cache-dir",
+        "cache",
+        "--resume",
+        "--workers",
+        "2",
+    ],
+    outcome=run_outcome,
+)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    from evals_repro.study.prepare import PrepareRequest, prepare
+
+    root = tmp_path_factory.mktemp("crash-prepared")
+    prepare(
+        PrepareRequest(
+            benchmarks=["sample"],
+            subsets=["heat-pumps"],
+            study_dir=root / "study",
+            cache_dir=root / "cache",
+        ),
+        echo=lambda line: None,
+    )
+    return root / "study"
+
+
+def study_env(fakes) -> dict[str, str]:
+    return {"CO_API_URL": fakes["cohere"].url, "VOYAGE_BASE_URL": fakes["voyage"].url + "/v1", **KEYS}
+
+
+def study_fakes() -> dict:
+    return {"cohere": LedgerCohere(slow=0.05), "voyage": LedgerVoyageRerank(slow=0.05)}
+
+
+def quality_outcome(directory: Path, fakes) -> list:
+    records = [r for r in read_jsonl(directory / "study" / "quality.jsonl") if r["status"] == "ok"]
+    keys = [(r["model"], r["request_digest"]) for r in records]
+    assert len(keys) == len(set(keys)), "a request was recorded twice"
+    return sorted((r["model"], r["benchmark"], r["subset"], r["query_id"], tuple(r["scores"])) for r in records)
+
+
+def latency_outcome(directory: Path, fakes) -> list:
+    records = [r for r in read_jsonl(directory / "study" / "latency.jsonl") if r["status"] == "ok"]
+    keys = [(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"]) for r in records]
+    assert len(keys) == len(set(keys)), "a timed call was recorded twice"
+    return sorted(keys)
+
+
+def planned_queries(directory: Path) -> set[str]:
+    """Texts of the latency plan's queries: warm-up calls (other queries) are repeated by design."""
+    plan = json.loads((directory / "study" / "latency-plan.json").read_text())
+    texts = set()
+    for benchmark, subsets in plan["queries"].items():
+        for subset, ids in subsets.items():
+            for record in read_jsonl(directory / "study" / "candidates" / benchmark / f"{subset}.jsonl"):
+                if record["query_id"] in ids:
+                    texts.add(record["query"])
+    return texts
+
+
+_planned: dict[Path, set[str]] = {}
+
+
+def planned_only(directory: Path, key: str) -> bool:
+    if directory not in _planned:
+        _planned[directory] = planned_queries(directory)
+    return key.split("|", 2)[2].split("\x1f")[0] in _planned[directory]
+
+
+def quality(prepared: Path) -> Scenario:
+    return Scenario(
+        name="rerank-study quality",
+        fakes=study_fakes,
+        env=study_env,
+        args=lambda d: [
+            "rerank-study",
+            "quality",
+            "--models",
+            "cohere-pro",
+            "voyage",
+            "--study-dir",
+            "study",
+            "--cache-dir",
+            "cache",
+            "--voyage-interval",
+            "0",
+        ],
+        outcome=quality_outcome,
+        setup=lambda d: shutil.copytree(prepared, d / "study"),
+    )
+
+
+def latency(prepared: Path) -> Scenario:
+    return Scenario(
+        name="rerank-study latency",
+        fakes=study_fakes,
+        env=study_env,
+        args=lambda d: [
+            "rerank-study",
+            "latency",
+            "--models",
+            "cohere-fast",
+            "voyage",
+            "--samples",
+            "4",
+            "--repeats",
+            "2",
+            "--study-dir",
+            "study",
+            "--cache-dir",
+            "cache",
+            "--voyage-interval",
+            "0",
+        ],
+        outcome=latency_outcome,
+        setup=lambda d: shutil.copytree(prepared, d / "study"),
+        counted=planned_only,
+    )
+
+
+def store_outcome(directory: Path, fakes) -> dict:
+    fake = fakes["mixedbread"]
+    stores = {}
+    for store in fake.stores.values():
+        entries = sorted((f["external_id"], f["metadata"].get("sha256"), f["status"]) for f in store["files"].values())
+        assert len({e[0] for e in entries}) == len(entries), f"store {store['name']} holds a page twice"
+        stores[store["name"]] = entries
+    return stores
+
+
+def no_orphans(directory: Path, fakes) -> None:
+    fake = fakes["mixedbread"]
+    assert fake.unattached() == [], "uploads left unattached in the Files API"
+    assert not list((directory / "cache" / "mixedbread-uploads").glob("*.jsonl")), "journal left behind"
+
+
+UPLOAD = Scenario(
+    name="mixedbread-upload",
+    fakes=lambda: {"mixedbread": LedgerStores(polls_to_complete=1, slow=0.05)},
+    env=lambda fakes: {"MIXEDBREAD_BASE_URL": fakes["mixedbread"].url, **KEYS},
+    args=lambda d: [
+        "mixedbread-upload",
+        "markdown",
+        "--benchmark",
+        "sample",
+        "--subsets",
+        "heat-pumps",
+        "--cache-dir",
+        "cache",
+        "--workers",
+        "4",
+    ],
+    outcome=store_outcome,
+    end_checks=no_orphans,
+)
+
+
+def report(driver: Driver) -> None:
+    r = driver.run()
+    print(
+        f"\n{driver.scenario.name}: {r.kills} kills ({dict(r.kill_kinds)}) in {r.chains} chains, "
+        f"{r.children} runs, {r.seconds:.1f} s (uninterrupted run {r.baseline_seconds:.1f} s)"
+    )
+    assert r.kills >= KILLS
+
+
+def test_crash_trials_run_with_an_api_embedder(tmp_path):
+    report(Driver(RUN, tmp_path))
+
+
+def test_crash_trials_rerank_study_quality(tmp_path, prepared):
+    report(Driver(quality(prepared), tmp_path))
+
+
+def test_crash_trials_rerank_study_latency(tmp_path, prepared):
+    report(Driver(latency(prepared), tmp_path))
+
+
+def test_crash_trials_mixedbread_upload(tmp_path):
+    report(Driver(UPLOAD, tmp_path))
