@@ -72,21 +72,21 @@ class _Pipeline:
         try:
             for number in range(self.blocks):
                 with self.cond:
-                    if not self._wait(lambda n=number: n - self._released() < self.slots):
+                    if not self._wait(lambda: number - self._released() < self.slots):  # noqa: B023 (waited on here)
                         return
                 loaded = load(number)
                 with self.cond:
                     self.loaded[number] = loaded
                     self.published = number + 1
                     self.cond.notify_all()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:  # handed to the caller's thread
             self._fail(exc)
 
     def _search_all(self, group: int, search: Callable[[int, int, Any], None]) -> None:
         try:
             for number in range(self.blocks):
                 with self.cond:
-                    if not self._wait(lambda n=number: self.published > n):
+                    if not self._wait(lambda: self.published > number):  # noqa: B023 (waited on here)
                         return
                     loaded = self.loaded[number]
                 search(group, number, loaded)
@@ -95,7 +95,7 @@ class _Pipeline:
                     if self._released() > number:
                         self.loaded.pop(number, None)
                     self.cond.notify_all()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:  # handed to the caller's thread
             self._fail(exc)
 
     def run(
@@ -115,7 +115,7 @@ class _Pipeline:
         try:
             for number in range(self.blocks):
                 with self.cond:
-                    if not self._wait(lambda n=number: self._released() > n):
+                    if not self._wait(lambda: self._released() > number):  # noqa: B023 (waited on here)
                         break
                 done(number)
         except BaseException as exc:
