@@ -121,7 +121,8 @@ class Quiet:
 
 def check_files(root: Path, final: bool) -> None:
     """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
-    from evals_repro.embedders.cache import decode, decode_partial
+    from evals_repro.embedders.cache import decode
+    from evals_repro.embedders.partial_rows import decode_partial
 
     for path in sorted(root.rglob("*")):
         if path.is_dir():

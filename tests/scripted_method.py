@@ -58,3 +58,25 @@ class ScriptedReranker:
 
 def build_reranker(name, model, ctx):
     return ScriptedReranker()
+
+
+class OverlapReranker:
+    """A fast offline reranker for protocol tests: the number of words a document shares with the query."""
+
+    name = "overlap"
+    model = "word-overlap"
+    workers = 1
+
+    def __init__(self, ctx=None):
+        self.ctx = ctx
+
+    def rerank(self, query, documents):
+        words = set(query.lower().split())
+        return [float(len(words & set(doc.lower().split()))) for doc in documents]
+
+    def describe(self):
+        return {"model": self.model, "kind": "word overlap (tests only)"}
+
+
+def build_overlap(name, model, ctx):
+    return OverlapReranker(ctx)

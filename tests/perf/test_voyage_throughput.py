@@ -3,11 +3,14 @@
 The fake answers 429 (no Retry-After, as a plain budget overrun) when a request would push the tokens it
 accepted in the last second over the budget. The harness's throttle is given the same budget per 1 s
 window. Side by side, a peer run with no client throttle (retries only) shows what the throttle buys.
+Goal (issue 15): steady throughput >= 0.95 of the budget with <= 1% of requests answered 429;
+the test fails otherwise. EVALS_REPRO_PERF_VOYAGE_ITEMS (default 3000) lengthens the run.
 Run: `uv run pytest -m perf -s tests/perf/test_voyage_throughput.py`.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
@@ -23,7 +26,9 @@ pytestmark = pytest.mark.perf
 
 BUDGET = 20_000  # tokens per second (the scaled-down tokens per minute)
 WINDOW = 1.0
-ITEMS = 3_000
+ITEMS = int(os.environ.get("EVALS_REPRO_PERF_VOYAGE_ITEMS", "3000"))
+THROUGHPUT_GOAL = 0.95
+RATE_429_GOAL = 0.01
 BATCH = 16
 
 
@@ -65,5 +70,9 @@ def test_voyage_throughput_under_budget(monkeypatch):
             f"steady throughput {figures['steady_fraction']:.1%} of budget, overall {figures['overall_fraction']:.1%}"
         )
     print(f"429 rate ratio (throttled / peer): {throttled['rate_429'] / max(peer['rate_429'], 1e-9):.3f}")
-    assert throttled["steady_fraction"] >= 0.90
-    assert throttled["rate_429"] <= 0.01
+    print(
+        f"throttled: steady throughput {throttled['steady_fraction']:.3f} of budget (goal >= {THROUGHPUT_GOAL}), "
+        f"429s {throttled['rate_429']:.2%} (goal <= {RATE_429_GOAL:.0%})"
+    )
+    assert throttled["steady_fraction"] >= THROUGHPUT_GOAL
+    assert throttled["rate_429"] <= RATE_429_GOAL

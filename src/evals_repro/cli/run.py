@@ -71,12 +71,20 @@ def run_command(
     mixedbread_interval: Optional[float] = typer.Option(
         None, "--mixedbread-interval", help="Seconds between Mixedbread calls."
     ),
+    index_ram: Optional[str] = typer.Option(
+        None,
+        "--index-ram",
+        help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
+    ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
     from ..io import ensure_directories
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
+    from ..retrieval.dense import parse_size
+
+    parse_size(index_ram)  # a bad size fails now, naming the option
 
     ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
@@ -98,6 +106,7 @@ def run_command(
             mixedbread_tpm=mixedbread_tpm,
             mixedbread_rpm=mixedbread_rpm,
             mixedbread_interval=mixedbread_interval,
+            index_ram=index_ram,
         ),
     }
     request = RunRequest(

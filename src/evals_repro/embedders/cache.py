@@ -14,6 +14,14 @@ Chunk boundaries are content-defined (a chunk closes after an item whose digest 
 fixed pattern, or at `max_chunk` items), so editing, inserting or deleting a page changes
 only the chunk around it: the rest of the corpus is still found by key.
 
+- `<list key>.npy`: for a large list (a matrix of PACK_MIN_BYTES or more, or past the
+  `ram_limit` of `embed_matrix`), its whole matrix as one matrix file (`evals_repro.matrix_file`:
+  the .npy layout, one checksummed segment per chunk). The next load is one sequential read
+  instead of a file per chunk; past the RAM limit the file is not loaded at all but searched from
+  disk block by block (`StreamedExactIndex`), and it is written from the chunks without ever
+  holding the matrix in memory. It is derived data (it doubles the disk used by that list):
+  deleting it costs one rebuild from the chunks.
+
 - `partial/<settings digest>/<rows key>.emb`: the rows of one completed provider request whose
   chunks are not written yet. An embedder that reports rows per request (`ApiEmbedder.embed(...,
   on_rows=...)`) has each request's rows written here the moment it completes, so a kill in the
@@ -21,38 +29,44 @@ only the chunk around it: the rest of the corpus is still found by key.
   takes those rows from here, sends only the rest, writes the chunks and deletes the partial files
   they cover. Partial files name their items by digest, so they are found whatever the chunking.
 
-A `.emb` file is one JSON header line (rows, dimension, dtype, blake2b checksum of the data)
-followed by the raw float32 rows (partial files add `items`, the item digests, to the header). A
-file that is truncated, has the wrong shape or checksum, or holds non-finite values is reported
-with a warning line and embedded again; a damaged manifest is rebuilt from the chunks. Counts go
-to `usage`: cache_hits and cache_misses (items; rows taken from partial files count as hits and
-as cache_resumed) and embedded_items.
+A `.emb` file is one JSON header line (rows, dimension, dtype, checksum of the data: xxh3-128,
+or blake2b in files written before it) followed by the raw float32 rows, which are read straight
+into the output matrix (partial files add `items`, the item digests, to the header). A file that
+is truncated, has the wrong shape or checksum, or holds non-finite values is reported with a
+warning line and embedded again (a damaged matrix file is rebuilt from the chunks); a damaged
+manifest is rebuilt from the chunks. Counts go to `usage`: cache_hits and cache_misses (items;
+rows taken from partial files count as hits and as cache_resumed) and embedded_items.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
+from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
+from .chunk_file import _MAGIC as _MAGIC
+from .chunk_file import FORMAT as FORMAT
+from .chunk_file import decode as decode
+from .chunk_file import encode as encode
+from .chunk_file import read_chunk
+from .partial_rows import PartialRows, reports_rows
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
-_MAGIC = b"evals-repro-embeddings\n"
-_PARTIAL_MAGIC = b"evals-repro-partial-embeddings\n"
+# A list whose matrix takes this much is also saved as one matrix file: loading ~30k small chunk
+# files per GiB costs several times one sequential read.
+PACK_MIN_BYTES = 256 << 20
 PARTIAL_DIR = "partial"
 
 
@@ -61,13 +75,16 @@ def _safe(name: str) -> str:
 
 
 def item_digest(item: EmbedItem) -> bytes:
-    """Digest of everything an embedding is computed from."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (item.text, item.title):
-        digest.update(b"\0" if part is None else b"\1" + part.encode("utf-8"))
-        digest.update(b"\xff")
-    digest.update(b"\0" if item.image is None else b"\1" + hashlib.blake2b(item.image, digest_size=16).digest())
-    return digest.digest()
+    """Digest of everything an embedding is computed from: blake2b-128 of, for text and title,
+    0x00 (absent) or 0x01 + UTF-8, each closed by 0xff; then 0x00, or 0x01 + the image's blake2b-128.
+    (One call over the joined bytes: a million items are digested on every cached run.)"""
+    text, title, image = item.text, item.title, item.image
+    data = (
+        (b"\0\xff" if text is None else b"\1" + text.encode("utf-8") + b"\xff")
+        + (b"\0\xff" if title is None else b"\1" + title.encode("utf-8") + b"\xff")
+        + (b"\0" if image is None else b"\1" + hashlib.blake2b(image, digest_size=16).digest())
+    )
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def settings_digest(embedder: Embedder, input_type: InputType) -> bytes:
@@ -87,139 +104,14 @@ def chunk_bounds(digests: list[bytes], average: int, max_chunk: int) -> Iterator
         yield start, len(digests)
 
 
-def encode(matrix: np.ndarray) -> bytes:
-    data = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
-    header = {
-        "format": FORMAT,
-        "rows": int(matrix.shape[0]),
-        "dimension": int(matrix.shape[1]),
-        "dtype": "float32",
-        "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(),
-    }
-    return _MAGIC + json.dumps(header).encode() + b"\n" + data
+class Lookup(NamedTuple):
+    """One item list's place in the cache."""
 
-
-def decode(blob: bytes, rows: int) -> np.ndarray:
-    """Parse an `.emb` file; ValueError says what is wrong with it."""
-    if not blob.startswith(_MAGIC):
-        raise ValueError("not an embeddings file")
-    end = blob.find(b"\n", len(_MAGIC))
-    if end < 0:
-        raise ValueError("truncated header")
-    try:
-        header = json.loads(blob[len(_MAGIC) : end])
-        shape = (int(header["rows"]), int(header["dimension"]))
-        checksum = header["checksum"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"bad header ({exc})") from None
-    if shape[0] != rows:
-        raise ValueError(f"{shape[0]} rows, expected {rows}")
-    data = memoryview(blob)[end + 1 :]
-    if len(data) != shape[0] * shape[1] * 4:
-        raise ValueError(f"{len(data)} data bytes, expected {shape[0] * shape[1] * 4} (truncated?)")
-    if hashlib.blake2b(data, digest_size=16).hexdigest() != checksum:
-        raise ValueError("checksum mismatch")
-    matrix = np.frombuffer(data, dtype=np.float32).reshape(shape)
-    if not np.isfinite(matrix).all():
-        raise ValueError("non-finite values")
-    return matrix
-
-
-def encode_partial(digests: list[bytes], matrix: np.ndarray) -> bytes:
-    """A partial file: the rows of one completed request, with the digests of the items they embed."""
-    data = np.ascontiguousarray(matrix, dtype=np.float32).tobytes()
-    header = {
-        "format": FORMAT,
-        "rows": int(matrix.shape[0]),
-        "dimension": int(matrix.shape[1]),
-        "dtype": "float32",
-        "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(),
-        "items": [digest.hex() for digest in digests],
-    }
-    return _PARTIAL_MAGIC + json.dumps(header).encode() + b"\n" + data
-
-
-def decode_partial(blob: bytes) -> tuple[list[bytes], np.ndarray]:
-    """Parse a partial file into (item digests, rows); ValueError says what is wrong with it."""
-    if not blob.startswith(_PARTIAL_MAGIC):
-        raise ValueError("not a partial embeddings file")
-    end = blob.find(b"\n", len(_PARTIAL_MAGIC))
-    if end < 0:
-        raise ValueError("truncated header")
-    try:
-        header = json.loads(blob[len(_PARTIAL_MAGIC) : end])
-        digests = [bytes.fromhex(d) for d in header["items"]]
-        rows, dimension = int(header["rows"]), int(header["dimension"])
-        checksum = header["checksum"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"bad header ({exc})") from None
-    if len(digests) != rows:
-        raise ValueError(f"{len(digests)} item digests for {rows} rows")
-    data = memoryview(blob)[end + 1 :]
-    if len(data) != rows * dimension * 4:
-        raise ValueError(f"{len(data)} data bytes, expected {rows * dimension * 4} (truncated?)")
-    if hashlib.blake2b(data, digest_size=16).hexdigest() != checksum:
-        raise ValueError("checksum mismatch")
-    matrix = np.frombuffer(data, dtype=np.float32).reshape(rows, dimension)
-    if not np.isfinite(matrix).all():
-        raise ValueError("non-finite values")
-    return digests, matrix
-
-
-def _reports_rows(embedder: Embedder) -> bool:
-    """Whether `embedder.embed` takes `on_rows` (API embedders report each request as it completes)."""
-    try:
-        return "on_rows" in inspect.signature(embedder.embed).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-class _PartialRows:
-    """Rows of completed requests under one settings digest: written as they arrive, read on resume."""
-
-    def __init__(self, folder: Path, warn: Callable[[Path, str], None]):
-        self.folder = folder
-        self.warn = warn
-        self._known: dict[bytes, np.ndarray] | None = None
-        self._files: dict[Path, list[bytes]] = {}
-        self._lock = threading.Lock()
-
-    def known(self) -> dict[bytes, np.ndarray]:
-        """item digest -> unit row, from every readable partial file (read once)."""
-        if self._known is None:
-            self._known = {}
-            for path in sorted(self.folder.glob("*.emb")) if self.folder.is_dir() else []:
-                try:
-                    digests, matrix = decode_partial(path.read_bytes())
-                except (OSError, ValueError) as exc:
-                    self.warn(path, str(exc))
-                    path.unlink(missing_ok=True)
-                    continue
-                self._files[path] = digests
-                for digest, row in zip(digests, matrix):
-                    self._known[digest] = row
-        return self._known
-
-    def writer(self, digests: list[bytes]) -> Callable[[list[int], np.ndarray], None]:
-        """An `on_rows` callback for a call embedding items with these digests, in order."""
-
-        def write(positions: list[int], rows: np.ndarray) -> None:
-            chosen = [digests[p] for p in positions]
-            key = hashlib.blake2b(b"".join(chosen), digest_size=20).hexdigest()
-            path = self.folder / f"{key}.emb"
-            atomic_write_bytes(path, encode_partial(chosen, rows))
-            with self._lock:
-                self._files[path] = chosen
-
-        return write
-
-    def forget(self, covered: set[bytes]) -> None:
-        """Delete the partial files whose every row now sits in a written chunk."""
-        with self._lock:
-            done = [path for path, digests in self._files.items() if set(digests) <= covered]
-            for path in done:
-                path.unlink(missing_ok=True)
-                del self._files[path]
+    settings: bytes
+    digests: list[bytes]
+    manifest: Path
+    bounds: list[tuple[int, int]]
+    keys: list[str]
 
 
 class EmbeddingCache:
@@ -237,6 +129,7 @@ class EmbeddingCache:
         call_size: int = 256,
         average_chunk: int = 32,
         max_chunk: int = 128,
+        pack_min_bytes: int = PACK_MIN_BYTES,
     ):
         self.root = Path(root)
         self.embedder = embedder
@@ -244,6 +137,7 @@ class EmbeddingCache:
         self.call_size = max(1, call_size)
         self.average_chunk = average_chunk
         self.max_chunk = max_chunk
+        self.pack_min_bytes = pack_min_bytes
 
     @classmethod
     def for_method(
@@ -252,8 +146,8 @@ class EmbeddingCache:
         root = Path(cache_dir) / "embeddings" / _safe(benchmark) / _safe(method)
         return cls(root, embedder, usage, **kwargs)
 
-    def _warn(self, path: Path, problem: str) -> None:
-        log.warning(f"embedding cache file {path} is damaged ({problem}); embedding it again")
+    def _warn(self, path: Path, problem: str, action: str = "embedding it again") -> None:
+        log.warning(f"embedding cache file {path} is damaged ({problem}); {action}")
         self.usage.add("cache_damaged")
 
     def _chunk_path(self, key: str) -> Path:
@@ -263,30 +157,36 @@ class EmbeddingCache:
         self, items: list[EmbedItem], input_type: InputType, on_progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """One unit row per item, in order: from the cache where possible, else embedded and cached."""
-        settings = settings_digest(self.embedder, input_type)
-        digests = [item_digest(item) for item in items]
-        list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
-        manifest_path = self.root / f"{input_type}-{list_key}.json"
-        bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
-        keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
-        self._check_manifest(manifest_path, len(items), keys)
-        rows = _Rows(len(items), self.embedder.name)
-        partial = _PartialRows(self.root / PARTIAL_DIR / settings.hex(), self._warn)
-        pending: list[tuple[int, int, str]] = []
-        for (start, stop), key in zip(bounds, keys):
-            cached = self._load(key, stop - start)
-            if cached is not None:
-                rows.place(start, cached)
-                if on_progress is not None:
-                    on_progress(stop - start)
-                continue
-            pending.append((start, stop, key))
-            if sum(b - a for a, b, _ in pending) >= self.call_size:
-                self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
-                pending = []
-        if pending:
-            self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
-        matrix = rows.matrix
+        matrix = self.embed_matrix(items, input_type, on_progress)
+        assert isinstance(matrix, np.ndarray)
+        return matrix
+
+    def embed_matrix(
+        self,
+        items: list[EmbedItem],
+        input_type: InputType,
+        on_progress: Callable[[int], None] | None = None,
+        ram_limit: int | None = None,
+        lookup: Lookup | None = None,
+    ) -> np.ndarray | MatrixFile:
+        """Like `embed`; but a list whose float32 matrix takes more than `ram_limit` bytes comes
+        back as its matrix file, written from the chunks (and new embeddings) without ever
+        holding the matrix in memory, or found already written and structurally sound (its rows
+        are verified as they are read). `lookup`: this list's keys, when already computed."""
+        looked_up = lookup if lookup is not None else self.lookup(items, input_type)
+        manifest_path, bounds, keys = looked_up.manifest, looked_up.bounds, looked_up.keys
+        manifest_sound = self._check_manifest(manifest_path, len(items), keys)
+        matrix_path = manifest_path.with_suffix(".npy")
+        matrix = self._from_matrix_file(matrix_path, len(items), ram_limit)
+        if matrix is not None:
+            if on_progress is not None:
+                on_progress(len(items))
+        else:
+            matrix = self._from_chunks(items, input_type, looked_up, matrix_path, ram_limit, on_progress)
+            if isinstance(matrix, np.ndarray) and matrix.nbytes >= self.pack_min_bytes:
+                self._write_matrix_file(matrix_path, matrix, bounds)
+        if manifest_sound:  # a cached run rewrites (and fsyncs) nothing
+            return matrix
         atomic_write_json(
             manifest_path,
             {
@@ -300,34 +200,126 @@ class EmbeddingCache:
         )
         return matrix
 
-    def _check_manifest(self, path: Path, count: int, keys: list[str]) -> None:
-        """A manifest that disagrees with the item list it is named after is reported (and rewritten)."""
+    def _from_chunks(self, items, input_type, looked_up: Lookup, matrix_path, ram_limit, on_progress):
+        """The list's rows from its chunk files, embedding (and caching) the missing chunks."""
+        digests, bounds, keys = looked_up.digests, looked_up.bounds, looked_up.keys
+        rows = _Rows(len(items), self.embedder.name, matrix_path, ram_limit)
+        partial = PartialRows(self.root / PARTIAL_DIR / looked_up.settings.hex(), self._warn)
+        try:
+            pending: list[tuple[int, int, str]] = []
+            for (start, stop), key in zip(bounds, keys):
+                if self._load(key, start, stop - start, rows):
+                    if on_progress is not None:
+                        on_progress(stop - start)
+                    continue
+                pending.append((start, stop, key))
+                if sum(b - a for a, b, _ in pending) >= self.call_size:
+                    self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
+                    pending = []
+            if pending:
+                self._embed_chunks(items, digests, partial, pending, input_type, rows, on_progress)
+            return rows.finish()
+        except BaseException:
+            rows.abort()
+            raise
+
+    def _from_matrix_file(self, path: Path, count: int, ram_limit: int | None) -> np.ndarray | MatrixFile | None:
+        """The list's matrix file itself past `ram_limit`, else its rows loaded (each chunk's
+        checksum verified): one sequential read instead of a file per chunk. None when there is
+        no sound file (a damaged one is reported and deleted)."""
+        packed = self._open_matrix(path, count)
+        if packed is None:
+            return None
+        if ram_limit is None or packed.nbytes <= ram_limit:
+            try:
+                loaded = packed.load()
+            except MatrixDamaged as exc:
+                self.discard(path, exc.problem)
+                return None
+            self.usage.add("cache_hits", count)
+            return loaded
+        self.usage.add("cache_hits", count)
+        return packed
+
+    def _write_matrix_file(self, path: Path, matrix: np.ndarray, bounds: list[tuple[int, int]]) -> None:
+        """Save a large list's matrix as one file (a segment per chunk) for fast loads next time.
+        A failure (disk full) only costs the speed-up: it is reported and the run goes on."""
+        try:
+            with MatrixWriter(path, matrix.shape[0], matrix.shape[1]) as writer:
+                if path.exists():  # another process wrote it while we waited for its lock
+                    writer.abort()
+                    return
+                for start, stop in bounds:
+                    writer.place(start, matrix[start:stop])
+                writer.finish()
+        except OSError as exc:
+            log.warning(
+                f"could not write the embedding cache's matrix file {path} ({exc}); the next run loads the chunks"
+            )
+
+    def lookup(self, items: list[EmbedItem], input_type: InputType) -> Lookup:
+        """Where the list's vectors live: its manifest path, chunk bounds and chunk keys (from
+        the digest of every item: ~1 us per item, the whole cost of a cache hit besides reading)."""
+        settings = settings_digest(self.embedder, input_type)
+        digests = [item_digest(item) for item in items]
+        list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
+        bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
+        keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
+        return Lookup(settings, digests, self.root / f"{input_type}-{list_key}.json", bounds, keys)
+
+    def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
+        """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""
         if not path.exists():
-            return
+            return None
+        try:
+            packed = MatrixFile.open(path)
+            if packed.rows != count:
+                raise MatrixDamaged(path, f"{packed.rows} rows, expected {count}")
+            if packed.segments is None:
+                raise MatrixDamaged(path, "no chunk checksums")
+        except MatrixDamaged as exc:
+            self.discard(path, exc.problem)
+            return None
+        return packed
+
+    def discard(self, path: Path, problem: str) -> None:
+        """Report a damaged matrix file and delete it: the next `embed_matrix` rebuilds it from the chunks."""
+        self._warn(path, problem, "rebuilding it from the chunks")
+        Path(path).unlink(missing_ok=True)
+
+    def _check_manifest(self, path: Path, count: int, keys: list[str]) -> bool:
+        """Is the manifest there and in agreement with the item list it is named after? One that
+        disagrees is reported (and rewritten)."""
+        if not path.exists():
+            return False
         try:
             manifest = json.loads(path.read_text("utf-8"))
             if manifest["items"] != count or manifest["chunks"] != keys:
                 raise ValueError("item count or chunks differ from its key")
         except (ValueError, KeyError, TypeError) as exc:
             self._warn(path, str(exc))
+            return False
+        return True
 
-    def _load(self, key: str, count: int) -> np.ndarray | None:
+    def _load(self, key: str, start: int, count: int, rows: _Rows) -> bool:
+        """Read a cached chunk into rows[start : start + count]; False when it is absent or damaged."""
         path = self._chunk_path(key)
-        if not path.exists():
-            return None
         try:
-            vectors = decode(path.read_bytes(), count)
+            vectors = read_chunk(path, count, lambda dimension: rows.slot(start, count, dimension))
+        except FileNotFoundError:
+            return False
         except ValueError as exc:
             self._warn(path, str(exc))
-            return None
+            return False
+        rows.place(start, vectors)
         self.usage.add("cache_hits", count)
-        return vectors
+        return True
 
     def _embed_chunks(
         self,
         items: list[EmbedItem],
         digests: list[bytes],
-        partial: _PartialRows,
+        partial: PartialRows,
         chunks: list[tuple[int, int, str]],
         input_type: InputType,
         rows: _Rows,
@@ -343,7 +335,7 @@ class EmbeddingCache:
             self.usage.add("cache_resumed", len(vectors))
         if send:
             batch = [items[p] for p in send]
-            if _reports_rows(self.embedder):
+            if reports_rows(self.embedder):
                 # Each request's rows go to a partial file the moment it completes: a kill later in
                 # this call keeps them.
                 writer = partial.writer([digests[p] for p in send])
@@ -372,24 +364,53 @@ class EmbeddingCache:
 
 
 class _Rows:
-    """The output matrix, allocated once the first chunk tells the dimension."""
+    """Where the rows of one item list go, decided when the first chunk tells the dimension: a
+    matrix in memory or, past `ram_limit` bytes, the list's matrix file (`spill`)."""
 
-    def __init__(self, count: int, embedder: str):
+    def __init__(self, count: int, embedder: str, spill: Path | None = None, ram_limit: int | None = None):
         self.count = count
         self.embedder = embedder
+        self.spill = spill
+        self.ram_limit = ram_limit
+        self.dimension: int | None = None
         self._matrix: np.ndarray | None = None
+        self._writer: MatrixWriter | None = None
 
-    def place(self, start: int, vectors: np.ndarray) -> None:
-        if self._matrix is None:
-            self._matrix = np.empty((self.count, vectors.shape[1]), dtype=np.float32)
-        elif vectors.shape[1] != self._matrix.shape[1]:
+    def _open(self, dimension: int) -> None:
+        if self.dimension is None:
+            self.dimension = dimension
+            if self.ram_limit is not None and self.spill is not None and self.count * dimension * 4 > self.ram_limit:
+                self._writer = MatrixWriter(self.spill, self.count, dimension)
+            else:
+                self._matrix = np.empty((self.count, dimension), dtype=np.float32)
+        elif dimension != self.dimension:
             raise ProviderError(
-                f"embedder {self.embedder} returned dimension {vectors.shape[1]}, "
-                f"earlier vectors have {self._matrix.shape[1]}",
+                f"embedder {self.embedder} returned dimension {dimension}, earlier vectors have {self.dimension}",
                 "clear this method's embedding cache if the model settings changed",
             )
-        self._matrix[start : start + len(vectors)] = vectors
 
-    @property
-    def matrix(self) -> np.ndarray:
+    def slot(self, start: int, count: int, dimension: int) -> np.ndarray:
+        """A writable (count, dimension) array to read rows start... into: their place in the
+        matrix, or a scratch array for the matrix file (then `place` them)."""
+        self._open(dimension)
+        if self._matrix is not None:
+            return self._matrix[start : start + count]
+        return np.empty((count, dimension), dtype=np.float32)
+
+    def place(self, start: int, vectors: np.ndarray) -> None:
+        self._open(vectors.shape[1])
+        if self._writer is not None:
+            self._writer.place(start, vectors)
+        elif self._matrix is not None:
+            target = self._matrix[start : start + len(vectors)]
+            if not np.may_share_memory(target, vectors):  # rows read in place are there already
+                target[:] = vectors
+
+    def finish(self) -> np.ndarray | MatrixFile:
+        if self._writer is not None:
+            return self._writer.finish()
         return self._matrix if self._matrix is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()

@@ -8,17 +8,27 @@ What is embedded per page:
 - `--content images`: the page image with its title (`EmbedItem(image=..., title=...)`); only
   embedders with `supports_images` take it, and every page must have an image.
 Queries are embedded with input type "query", pages with "document", both through the cache.
+
+A corpus whose float32 matrix would take more than the index RAM limit (option `index_ram`,
+`--index-ram`: bytes such as 8G, or "auto" = half the memory available to the process) is never
+held in memory: the cache writes it to one matrix file and StreamedExactIndex searches every
+query in one read of that file, with the same results as the in-memory ExactIndex.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
+
+import numpy as np
 
 from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..embedders.base import Embedder
 from ..embedders.cache import EmbeddingCache
 from ..errors import UsageError
+from ..matrix_file import MatrixDamaged, MatrixFile
 from ..progress import progress_bar
 from ..registry import EMBEDDERS
 from ..rendering import ModelInput, PageStyle, query_text, render_page
@@ -28,6 +38,62 @@ from .exact import ExactIndex
 # Items per embedder call when the embedder does not say (API embedders split further themselves).
 DEFAULT_CALL_SIZE = 1024
 SEARCH_BLOCK = 256  # queries per ExactIndex call, so the search bar moves
+
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: Any, option: str = "--index-ram") -> int | None:
+    """Bytes from 123, "512M", "8G", "8GiB" or "1.5T"; None for "auto" (or None)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value).lower())
+    if not match:
+        raise UsageError(f"{option} '{value}' is not a size", "pass bytes such as 8G, 512M or 2000000000, or auto")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as handle:
+            text = handle.read().strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
+
+
+def available_memory() -> int:
+    """Bytes this process can still use: the least of the system's MemAvailable, the room left
+    under an address-space limit (RLIMIT_AS), and a memory cgroup's limit minus its usage."""
+    import resource
+
+    candidates = []
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    candidates.append(int(line.split()[1]) * 1024)
+    except OSError:
+        candidates.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        mapped = 0
+        try:
+            with open("/proc/self/status") as handle:
+                mapped = next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmSize:")), 0)
+        except OSError:
+            pass
+        candidates.append(max(0, soft - mapped))
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < 1 << 60:
+            candidates.append(max(0, limit - usage))
+    return min(candidates)
 
 
 def page_style(embedder: Embedder, content: str) -> PageStyle:
@@ -55,6 +121,7 @@ class DenseRetriever:
         self.cache = EmbeddingCache.for_method(
             ctx.cache_dir, ctx.benchmark, name, embedder, ctx.usage, call_size=call_size
         )
+        self.index_ram = parse_size(ctx.options.get("index_ram"))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -65,11 +132,16 @@ class DenseRetriever:
             "embedder": self.embedder.describe(),
         }
 
-    def embed_pages(self, subset: Subset):
+    def ram_limit(self) -> int:
+        """The largest corpus matrix searched in memory (bytes); larger ones are searched from disk."""
+        return self.index_ram if self.index_ram is not None else available_memory() // 2
+
+    def embed_pages(self, subset: Subset, ram_limit: int | None = None) -> np.ndarray | MatrixFile:
+        """The pages' matrix; past `ram_limit` bytes, the cache's matrix file of it instead."""
         style = page_style(self.embedder, self.ctx.content)
         items = [render_page(page, style) for page in subset.pages]
         with progress_bar(f"{self.name}: embedding {subset.name} pages", len(items)) as bar:
-            return self.cache.embed(items, "document", bar.advance)
+            return self.cache.embed_matrix(items, "document", bar.advance, ram_limit=ram_limit)
 
     def embed_queries(self, queries: list[Query]):
         items = [ModelInput(text=query_text(query)) for query in queries]
@@ -79,7 +151,9 @@ class DenseRetriever:
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         if not queries:
             return {}
-        pages = self.embed_pages(subset)
+        pages = self.embed_pages(subset, self.ram_limit())
+        if isinstance(pages, MatrixFile):
+            return self._run_from_disk(subset, queries, pages, top_k)
         index = ExactIndex(pages, [page.id for page in subset.pages])
         vectors = self.embed_queries(queries)
         run: Run = {}
@@ -90,6 +164,32 @@ class DenseRetriever:
                     run[query.id] = dict(hits)
                 bar.advance(len(block))
         return run
+
+    def _run_from_disk(self, subset: Subset, queries: list[Query], pages: MatrixFile, top_k: int) -> Run:
+        """Every query in one read of the pages' matrix file. A damaged file is reported, rebuilt
+        from the cache's chunks and searched again (once)."""
+        from .exact_stream import StreamedExactIndex
+
+        ids = [page.id for page in subset.pages]
+        vectors = self.embed_queries(queries)
+        for attempt in (1, 2):
+            index = StreamedExactIndex(pages, ids)
+            total = pages.rows * index.passes(len(queries), top_k)
+            try:
+                with progress_bar(f"{self.name}: searching {subset.name} from disk (rows)", total) as bar:
+                    indices, scores = index.search(vectors, top_k, on_rows=bar.advance)
+                break
+            except MatrixDamaged as exc:
+                if attempt == 2:
+                    raise
+                self.cache.discard(exc.path, exc.problem)
+                rebuilt = self.embed_pages(subset, ram_limit=0)
+                assert isinstance(rebuilt, MatrixFile)
+                pages = rebuilt
+        return {
+            query.id: {ids[i]: s for i, s in zip(row_i, row_s)}
+            for query, row_i, row_s in zip(queries, indices.tolist(), scores.tolist())
+        }
 
 
 def build(name: str, ctx: MethodContext) -> DenseRetriever:

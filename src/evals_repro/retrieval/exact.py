@@ -49,6 +49,19 @@ def _band_capacity(k: int) -> int:
     return max(64, k)
 
 
+def id_ranks(ids: Sequence[str]) -> np.ndarray:
+    """id_rank[i] = position of ids[i] in ascending string order: the tie-breaker."""
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[order] = np.arange(len(ids), dtype=np.int64)
+    return ranks
+
+
+def error_scale(dimension: int) -> float:
+    """|float32 BLAS score - exact score| <= this * |q| * max|c| (gamma_d, doubled for safety)."""
+    return 2.0 * dimension * 2.0**-24
+
+
 # BLAS runs far slower on narrow tiles (1.5 s vs 2.8 s at 1000 x 4096 vs 1000 x 1700, d=1024).
 _MIN_CORPUS_BLOCK = 4096
 _MIN_BUDGET = 8 << 20
@@ -84,10 +97,7 @@ class ExactIndex:
                 pool.submit(exact_kernels.max_square_norm, self.embeddings, start, stop)
                 for start, stop in _spans(len(self), _THREADS)
             ]
-            # id_rank[i] = position of ids[i] in ascending string order: the tie-breaker.
-            order = sorted(range(len(self.ids)), key=self.ids.__getitem__)
-            self.id_rank = np.empty(len(self.ids), dtype=np.int64)
-            self.id_rank[order] = np.arange(len(self.ids), dtype=np.int64)
+            self.id_rank = id_ranks(self.ids)
             self.max_norm = float(np.sqrt(max(norm.result() for norm in norms))) * 1.0001
 
     @property
@@ -161,8 +171,7 @@ class ExactIndex:
         for q0 in range(0, len(queries), query_block):
             block = queries[q0 : q0 + query_block]
             qb = block.shape[0]
-            # |float32 BLAS score - exact score| <= gamma_d * |q| * max|c| (doubled for safety).
-            error = 2.0 * self.dimension * 2.0**-24 * np.linalg.norm(block, axis=1).astype(np.float64) * self.max_norm
+            error = error_scale(self.dimension) * np.linalg.norm(block, axis=1).astype(np.float64) * self.max_norm
             for c0 in range(0, len(self), corpus_block):
                 c1 = min(len(self), c0 + corpus_block)
                 scored = tile[: qb * (c1 - c0)].reshape(qb, c1 - c0)

@@ -100,27 +100,6 @@ def _admit(value, col, rank, values, ranks, cols, size, k):
     return size, value, col
 
 
-@numba.njit(cache=True, nogil=True)
-def _scan_exact(scores, start, c0, query, corpus, id_rank, error, values, ranks, cols, size, k):
-    """Exact mode: rescore every score within `error` of the root (an exact score) and push it."""
-    cut = _float32_floor(values[0] - error) if size == k else np.float32(-np.inf)
-    width = scores.shape[0]
-    for chunk in range(start, width, _CHUNK):
-        stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
-            continue
-        for j in range(max(chunk, start), stop):
-            if scores[j] >= cut:
-                col = c0 + j
-                size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
-                if size == k:
-                    cut = max(cut, _float32_floor(values[0] - error))
-    return size
-
-
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _chunk_max(scores, start, stop):
     largest = scores[start]
@@ -140,6 +119,37 @@ def _kth_chunk_max(scores, values, ranks, cols, k):
         largest = np.float64(_chunk_max(scores, start, min(width, start + _CHUNK)))
         size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
     return values[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, ranks, cols, size, k):
+    """Exact mode: rescore every score within `error` of the root (an exact score) and push it.
+    Document row `col` is corpus[col - base] (base 0: the whole corpus; else a block of it).
+
+    An empty heap starts from the k-th largest chunk maximum t instead of admitting everything:
+    k documents score at least t - error exactly, so the k-th best does too, and a score below
+    t - 2 error (exact value below t - error) cannot make the top k."""
+    width = scores.shape[0]
+    if size == k:
+        cut = _float32_floor(values[0] - error)
+    elif size == 0 and start == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - 2.0 * error)
+    else:
+        cut = np.float32(-np.inf)
+    for chunk in range(start, width, _CHUNK):
+        stop = min(width, chunk + _CHUNK)
+        hit = False
+        for j in range(chunk, stop):
+            hit |= scores[j] >= cut
+        if not hit:
+            continue
+        for j in range(max(chunk, start), stop):
+            if scores[j] >= cut:
+                col = c0 + j
+                size, _, _ = _admit(dot64(query, corpus[col - base]), col, id_rank[col], values, ranks, cols, size, k)
+                if size == k:
+                    cut = max(cut, _float32_floor(values[0] - error))
+    return size
 
 
 @numba.njit(cache=True, nogil=True)
@@ -251,8 +261,37 @@ def scan_tile(tile, c0, block, corpus, id_rank, error, state, r0, r1):
                 )
                 band_size, exact = 0, 1
         if exact:
-            size = _scan_exact(tile[r], start, c0, block[r], corpus, id_rank, error[r], values, ranks, cols, size, k)
+            size = _scan_exact(tile[r], start, c0, block[r], corpus, 0, id_rank, error[r], values, ranks, cols, size, k)
         sizes[r, 0], sizes[r, 1], sizes[r, 2] = size, band_size, exact
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_block(tile, c0, block, rows, id_rank, error, values_all, ranks_all, cols_all, sizes, q0):
+    """Streamed search: fold tile[r, j], the float32 score of query block[r] against rows[j]
+    (document row c0 + j, a block of the corpus read from disk), into the exact heap of query
+    q0 + r. Exact mode from the start: a score within error[r] of the heap's worst is rescored
+    in float64 now, while its row is in memory (earlier blocks are gone by the end). A query
+    sees ~k(1 + ln(n / k)) such rescorings over n rows, small beside the tile's matmul."""
+    k = values_all.shape[1]
+    for r in range(tile.shape[0]):
+        q = q0 + r
+        sizes[q] = _scan_exact(
+            tile[r], 0, c0, block[r], rows, c0, id_rank, error[r], values_all[q], ranks_all[q], cols_all[q], sizes[q], k
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def drain(values_all, ranks_all, cols_all, sizes, out_cols, out_values):
+    """Empty each exact heap into out[q] best first (score descending, then id descending)."""
+    for q in range(values_all.shape[0]):
+        values, ranks, cols = values_all[q], ranks_all[q], cols_all[q]
+        size = sizes[q]
+        while size > 0:
+            size -= 1
+            out_cols[q, size], out_values[q, size] = cols[0], values[0]
+            values[0], ranks[0], cols[0] = values[size], ranks[size], cols[size]
+            _sift_down(values, ranks, cols, size, 0)
+        sizes[q] = 0
 
 
 @numba.njit(cache=True, nogil=True)
