@@ -146,6 +146,7 @@ class Ledger:
         super().__init__(*args, **kwargs)
         self.answered: list[tuple[int, float, list[str]]] = []  # (trial, time delivered, keys)
         self.watchers: list[threading.Thread] = []
+        self.written: list[tuple[int, list[str]]] = []  # (trial, keys) of every billable answer written in full
         self.trial = 0
         self.trigger: Trigger | None = None
         self.slow = slow
@@ -186,6 +187,7 @@ class Ledger:
             watcher = on_delivery(request.connection, delivered)
             with self._lock:
                 self.watchers.append(watcher)
+                self.written.append((trial, keys))
         super().after(request, reply)
 
     def settle(self) -> None:
@@ -372,6 +374,12 @@ class Driver:
             self.scenario.end_checks(directory, fakes)
             for fake in fakes.values():
                 fake.settle()
+                written = Counter(k for t, keys in fake.written if t == trial for k in keys)
+                seen = Counter(k for t, _, keys in fake.answered if t == trial for k in keys)
+                assert seen == written, (  # the run ended normally: its client read every answer
+                    f"{self.scenario.name}: {sum((written - seen).values())} answers of an uninterrupted run were "
+                    "never seen delivered (crash_watch.on_delivery is broken)"
+                )
             completed = _completed(fakes, self.cutoffs)
             for fake in fakes.values():
                 for t, moment, keys in fake.answered:

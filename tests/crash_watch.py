@@ -3,39 +3,48 @@ had acted on what it had), and whether the files it left after a kill are whole.
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import json
 import os
 import socket
 import struct
-import termios
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-_TCP_ESTABLISHED, _TCP_CLOSE_WAIT = 1, 8
+_TCP_CLOSE = 7
+
+
+def _tcp_counts(connection: socket.socket) -> tuple[int, int, int]:
+    """(state, bytes the peer acknowledged, bytes written) of a TCP connection, from one TCP_INFO snapshot
+    (Linux >= 4.19: tcpi_bytes_acked, and tcpi_bytes_sent - tcpi_bytes_retrans + tcpi_notsent_bytes)."""
+    info = connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 216)
+    if len(info) < 216:
+        raise RuntimeError("the crash trials need Linux >= 4.19 (tcpi_bytes_sent in TCP_INFO)")
+    (acked,) = struct.unpack_from("Q", info, 120)
+    (notsent,) = struct.unpack_from("I", info, 144)
+    sent, retransmitted = struct.unpack_from("QQ", info, 200)
+    return info[0], acked, sent - retransmitted + notsent
 
 
 def on_delivery(connection: socket.socket, then: Callable[[float], None]) -> threading.Thread:
-    """Call `then(moment)` once the client's kernel has acknowledged every byte written on `connection`:
-    the answer sits in its socket and the thread reading it was woken. Not called when the connection
-    was reset first (a killed client) or nothing was acknowledged for a minute."""
+    """Call `then(moment)` once the client's kernel has acknowledged every byte written on `connection` so
+    far: the answer sits in its socket and the thread reading it was woken. Not called when the connection
+    was reset first (a killed client: the count stops short) or nothing was acknowledged for a minute. An
+    orderly close after the answer still counts it (the acknowledgement counter survives the close)."""
+    _, _, written = _tcp_counts(connection)
     watched = connection.dup()  # stays open when the handler closes its own
 
     def watch() -> None:
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                unacked = struct.unpack("i", fcntl.ioctl(watched.fileno(), termios.TIOCOUTQ, bytes(4)))[0]
-                state = watched.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[
-                    0
-                ]  # read after: a reset empties the queue
-                if state not in (_TCP_ESTABLISHED, _TCP_CLOSE_WAIT):
-                    return
-                if unacked == 0:
+                state, acked, _ = _tcp_counts(watched)
+                if acked >= written:
                     then(time.monotonic())
+                    return
+                if state == _TCP_CLOSE:
                     return
                 time.sleep(0.001)
         except OSError:
