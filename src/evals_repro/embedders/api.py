@@ -9,7 +9,6 @@ batch and how to read the vectors back.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -25,7 +24,7 @@ from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
-from ..providers.throttle import get_throttle
+from ..providers.throttle import batch_token_cap
 from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
@@ -91,25 +90,15 @@ class ApiEmbedder(ABC):
     def _budget_limits(self, items: list[EmbedItem], costs: list[int], plan_costs: list[int]) -> tuple[int, int]:
         """Batch limits, shrunk so that a request always fits the per-minute budget with room to spare.
 
-        A request larger than the provider's whole budget is refused with a 429 however long we wait, so
-        batches are capped at half the token budget (in estimated tokens times the learned ratio of
-        reported to estimated tokens) and half the item budget. An item too large on its own is refused
-        here, naming the option to raise."""
+        Batches are capped at half the item budget and, through `batch_token_cap`, at half the token
+        budget; an item too large on its own for the whole budget is refused there."""
         max_items, max_plan = self.batch_limits(items)
         settings = self.batch_settings(items)
         if settings.items_per_minute:
             max_items = max(1, min(max_items, settings.items_per_minute // 2))
-        if settings.tokens_per_minute:
-            scale = get_throttle(settings).scale
-            largest = max(range(len(costs)), key=costs.__getitem__)
-            if costs[largest] * scale > settings.tokens_per_minute:
-                raise UsageError(
-                    f"{self.name}: item {largest} needs about {math.ceil(costs[largest] * scale):,} tokens, more than "
-                    f"the whole budget of {settings.tokens_per_minute:,} tokens per minute",
-                    f"raise --{self.provider}-tpm (0 = no budget)",
-                )
-            if plan_costs == costs:  # planned by tokens (not, e.g., by image bytes)
-                max_plan = max(1, min(max_plan, int(settings.tokens_per_minute / (2 * scale))))
+        cap = batch_token_cap(settings, costs, self.name)
+        if cap is not None and plan_costs == costs:  # planned by tokens (not, e.g., by image bytes)
+            max_plan = max(1, min(max_plan, cap))
         return max_items, max_plan
 
     def check_items(self, items: list[EmbedItem]) -> None:

@@ -155,3 +155,25 @@ def reset_throttles() -> None:
     """Forget every process-wide throttle (tests start each case with fresh budgets)."""
     with _registry_lock:
         _throttles.clear()
+
+
+def batch_token_cap(settings: ProviderSettings, costs: list[int], what: str, share: float = 0.5) -> int | None:
+    """The most estimated tokens one request may carry under this per-minute budget (None: no budget).
+
+    A request larger than the provider's whole budget is refused with a 429 however long we wait, so
+    requests are capped at `share` of the budget (embedding batches take half, leaving room to
+    overlap), in estimated tokens times the learned ratio of reported to estimated tokens. One item
+    too large on its own is refused here, naming the option to raise."""
+    from ..errors import UsageError
+
+    if not settings.tokens_per_minute or not costs:
+        return None
+    scale = get_throttle(settings).scale
+    largest = max(range(len(costs)), key=costs.__getitem__)
+    if costs[largest] * scale > settings.tokens_per_minute:
+        raise UsageError(
+            f"{what}: item {largest} needs about {math.ceil(costs[largest] * scale):,} tokens, more than "
+            f"the whole budget of {settings.tokens_per_minute:,} tokens per minute",
+            f"raise --{settings.provider}-tpm (0 = no budget)",
+        )
+    return max(1, int(settings.tokens_per_minute * share / scale))

@@ -3,7 +3,8 @@
 Every call goes through the shared provider plumbing (SDK retries off, one throttle per provider,
 `call_with_retries` for 429/5xx/timeouts). The full page text is sent; what the provider will
 truncate (documents over its per-document context, by estimated tokens) is counted in usage
-as `rerank_documents_truncated`, next to `rerank_documents` and `rerank_requests_split`.
+as `rerank_documents_truncated`, next to `rerank_documents` and `rerank_requests_split`. A request
+is split when it exceeds the provider's aggregate limit or the whole per-minute token budget.
 
 Per-document limits (provider documentation, tokens): Cohere rerank-v4.0 32,768 via
 `max_tokens_per_doc`; Voyage rerank-2.5 / -lite 32,000 for query + document, with an aggregate of
@@ -76,6 +77,7 @@ class HostedReranker(ABC):
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         from ..providers.batching import estimate_tokens, plan_batches
+        from ..providers.throttle import batch_token_cap
 
         if not documents:
             return []
@@ -83,7 +85,12 @@ class HostedReranker(ABC):
         doc_tokens = [estimate_tokens(doc) for doc in documents]
         over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
         costs = [self._document_tokens(query_tokens, tokens) for tokens in doc_tokens]
-        batches = plan_batches(costs, self.max_items, self.max_tokens or sum(costs) + 1)
+        max_tokens = self.max_tokens or sum(costs) + 1
+        # A request over the whole per-minute budget could never be admitted: split it like the aggregate limit.
+        cap = batch_token_cap(self.settings, costs, f"rerank {self.model}", share=1.0)
+        if cap is not None:
+            max_tokens = min(max_tokens, cap)
+        batches = plan_batches(costs, self.max_items, max_tokens)
         # Usage is diffed per subset by the runner, so these land in each result file's usage block.
         self.ctx.usage.add("rerank_documents", len(documents))
         if over:
