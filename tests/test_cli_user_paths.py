@@ -65,3 +65,44 @@ def test_ctrl_c_mid_run_says_so_keeps_finished_subsets_and_resume_skips_them(tmp
     err = capsys.readouterr().err
     assert f"{loaded[0]}: complete result kept" in err
     assert f"{loaded[1]}: 1 queries" in err
+
+
+def sample_results(tmp_path: Path) -> str:
+    """BM25 results for one subset of the bundled sample benchmark."""
+    assert main(run_args(tmp_path, "sample", "--subsets", "heat-pumps")) == 0
+    return str(tmp_path / "results")
+
+
+def test_report_output_that_is_a_directory_is_one_usage_line_and_keeps_the_directory(tmp_path, capsys):
+    results = sample_results(tmp_path)
+    folder = tmp_path / "tables.md"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("keep me\n")
+    capsys.readouterr()
+    code = main(["report", "-b", "sample", "--results-dir", results, "-o", str(folder)])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert f"--output {folder} is a directory" in lines[0]
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    assert (folder / "notes.txt").read_text() == "keep me\n"
+
+
+def test_report_output_under_a_file_names_that_file(tmp_path, capsys):
+    results = sample_results(tmp_path)
+    blocker = tmp_path / "paper"
+    blocker.write_text("draft\n")
+    capsys.readouterr()
+    code = main(["report", "-b", "sample", "--results-dir", results, "-o", str(blocker / "tables.csv")])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert "--output" in lines[0] and f"{blocker} is a file" in lines[0]
+    assert blocker.read_text() == "draft\n"
+
+
+def test_answer_report_output_that_is_a_directory_is_refused_first(tmp_path, capsys):
+    folder = tmp_path / "answers.md"
+    folder.mkdir()
+    code = main(["answer-report", "--out-dir", str(tmp_path / "none"), "-o", str(folder)])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and f"--output {folder} is a directory" in lines[0]
+

@@ -169,7 +169,7 @@ def report_command(
     Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
     language-mean views per domain."""
     from ..benchmarks import get_benchmark
-    from ..io import atomic_write_text
+    from ..io import check_output_file, write_output_text
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
@@ -180,6 +180,8 @@ def report_command(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
             f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
         )
+    if output is not None:
+        check_output_file(output, "--output")
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
@@ -190,13 +192,14 @@ def report_command(
         typer.echo(text)
         if output is not None:
             fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
-            atomic_write_text(
+            write_output_text(
                 output,
                 text
                 if fmt == "markdown"
                 else breakdown_report(
                     results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule, fmt="csv"
                 ),
+                "--output",
             )
         return
     tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
@@ -205,4 +208,4 @@ def report_command(
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)
+        write_output_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text, "--output")
