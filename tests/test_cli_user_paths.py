@@ -106,3 +106,10 @@ def test_answer_report_output_that_is_a_directory_is_refused_first(tmp_path, cap
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and f"--output {folder} is a directory" in lines[0]
 
+
+def test_report_negative_decimals_is_a_usage_error(tmp_path, capsys):
+    results = sample_results(tmp_path)
+    capsys.readouterr()
+    code = main(["report", "-b", "sample", "--results-dir", results, "--decimals", "-1"])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and "'--decimals'" in lines[0]

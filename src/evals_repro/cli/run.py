@@ -158,7 +158,7 @@ def report_command(
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
-    decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
+    decimals: int = typer.Option(1, min=0, help="Decimals of the x100 scores (0 or more)."),
     by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
