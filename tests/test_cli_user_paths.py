@@ -113,3 +113,29 @@ def test_report_negative_decimals_is_a_usage_error(tmp_path, capsys):
     code = main(["report", "-b", "sample", "--results-dir", results, "--decimals", "-1"])
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and "'--decimals'" in lines[0]
+
+
+def test_report_takes_several_measures_like_every_list_option(tmp_path, capsys):
+    """`-m map -m p_at_5` (and `-m map,p_at_5`) tables both; the last one alone used to win silently."""
+    bench = two_subsets(tmp_path)
+    assert main(run_args(tmp_path, bench)) == 0
+    results = str(tmp_path / "results")
+    for given in (["-m", "map", "-m", "p_at_5"], ["-m", "map,p_at_5"]):
+        out = tmp_path / "tables.csv"
+        capsys.readouterr()
+        assert main(["report", "-b", bench, "--results-dir", results, *given, "-o", str(out)]) == 0
+        rows = [line.split(",") for line in out.read_text().splitlines()]
+        # each query's one judged page is ranked first: AP = 1; P@5 = 1/5
+        assert rows[0] == ["table", "method", "alpha", "beta", "avg"]
+        assert [r[0].split(" — ")[-1] for r in rows[1:]] == ["map (x100)", "p_at_5 (x100)"]
+        assert [r[2:] for r in rows[1:]] == [["100.0", "100.0", "100.0"], ["20.0", "20.0", "20.0"]]
+
+
+def test_report_by_with_several_measures_is_refused_in_one_line(tmp_path, capsys):
+    bench = two_subsets(tmp_path)
+    assert main(run_args(tmp_path, bench)) == 0
+    capsys.readouterr()
+    args = ["report", "-b", bench, "--results-dir", str(tmp_path / "results"), "--by", "query_type"]
+    code = main([*args, "-m", "map", "-m", "p_at_5"])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and "--by breaks down one measure" in lines[0]

@@ -152,8 +152,11 @@ def report_command(
     benchmark: str = typer.Option(
         "vidore-v3", "--benchmark", "-b", help="The benchmark whose results to tabulate (a name or a BEIR folder)."
     ),
-    measure: str = typer.Option(
-        "ndcg_at_10", "--measure", "-m", help="The one measure the tables show (e.g. ndcg_at_10, recall_at_100)."
+    measure: Optional[list[str]] = typer.Option(
+        None,
+        "--measure",
+        "-m",
+        help=f"Measures the tables show, in order (default ndcg_at_10; e.g. recall_at_100); {LIST_HELP}.",
     ),
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
@@ -185,10 +188,18 @@ def report_command(
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
+    measures = split_list(measure) or ["ndcg_at_10"]
     if by is not None:
         from ..breakdown import breakdown_report
 
-        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
+        if len(measures) > 1:
+            from ..errors import UsageError
+
+            raise UsageError(
+                f"--by breaks down one measure, not {len(measures)} ({', '.join(measures)})",
+                "give one --measure with --by, or run report --by once per measure",
+            )
+        text = breakdown_report(results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
             fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
@@ -197,12 +208,17 @@ def report_command(
                 text
                 if fmt == "markdown"
                 else breakdown_report(
-                    results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule, fmt="csv"
+                    results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, fmt="csv"
                 ),
                 "--output",
             )
         return
-    tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
+    tables: list = []
+    notes: list[str] = []
+    for m in measures:
+        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule)
+        tables += measure_tables
+        notes += [note for note in measure_notes if note not in notes]
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)
