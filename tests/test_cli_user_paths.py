@@ -139,3 +139,17 @@ def test_report_by_with_several_measures_is_refused_in_one_line(tmp_path, capsys
     code = main([*args, "-m", "map", "-m", "p_at_5"])
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and "--by breaks down one measure" in lines[0]
+
+
+def test_beir_file_that_is_a_directory_names_it_without_errno_noise(tmp_path, capsys):
+    bench = two_subsets(tmp_path)
+    corpus = Path(bench) / "beta" / "corpus.jsonl"
+    corpus.unlink()
+    corpus.mkdir()
+    code = main(run_args(tmp_path, bench))
+    lines = error_lines(capsys)
+    assert code == 4 and len(lines) == 1
+    assert f"{corpus}: cannot read the file (it is a directory)" in lines[0]
+    assert "Errno" not in lines[0] and "IsADirectoryError" not in lines[0]
+    assert (tmp_path / "results" / "bench" / "bm25" / "alpha.json").is_file()  # the other subset is written
+

@@ -41,6 +41,9 @@ def _lines(path: Path) -> Iterator[str]:
                 yield line.rstrip("\r\n")
     except UnicodeDecodeError:
         pass
+    except OSError as exc:  # a directory in the file's place, no read permission, an I/O error
+        why = "it is a directory" if path.is_dir() else (exc.strerror or type(exc).__name__).lower()
+        raise DataError(f"{path}: cannot read the file ({why})", "a BEIR folder needs readable files there") from None
     else:
         return
     # Decoding runs ahead in chunks, so find the offending line from the raw bytes.
