@@ -153,3 +153,11 @@ def test_beir_file_that_is_a_directory_names_it_without_errno_noise(tmp_path, ca
     assert "Errno" not in lines[0] and "IsADirectoryError" not in lines[0]
     assert (tmp_path / "results" / "bench" / "bm25" / "alpha.json").is_file()  # the other subset is written
 
+
+def test_revision_on_a_local_benchmark_is_refused_not_ignored(tmp_path, capsys):
+    """`--revision` picks a Hub commit; on files on disk it used to be accepted and silently ignored."""
+    code = main(run_args(tmp_path, "sample", "--subsets", "heat-pumps", "--revision", "abc123"))
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert "--revision abc123 does not apply" in lines[0] and "drop --revision" in lines[0]
+    assert not (tmp_path / "results" / "sample" / "bm25" / "heat-pumps.json").exists()
