@@ -161,3 +161,19 @@ def test_revision_on_a_local_benchmark_is_refused_not_ignored(tmp_path, capsys):
     assert code == 2 and len(lines) == 1
     assert "--revision abc123 does not apply" in lines[0] and "drop --revision" in lines[0]
     assert not (tmp_path / "results" / "sample" / "bm25" / "heat-pumps.json").exists()
+
+
+def test_spent_summary_shows_seconds_to_a_tenth(tmp_path, capsys):
+    """A local reranker's call seconds used to print with Python's full float repr (242.10103580799998)."""
+    bench = two_subsets(tmp_path)
+    results, cache = str(tmp_path / "results"), str(tmp_path / "cache")
+    code = main(["run", "bm25+minilm@2", "-b", bench, "--results-dir", results, "--cache-dir", cache])
+    err = capsys.readouterr().err
+    assert code == 0
+    spent = next(line for line in err.splitlines() if "; spent: " in line).split("; spent: ")[1]
+    items = dict(item.rsplit(" ", 1) for item in spent.split(", "))
+    assert "minilm call seconds" in items
+    for name, shown in items.items():
+        whole, _, tenths = shown.replace(",", "").partition(".")
+        assert whole.isdigit() and (tenths == "" or (len(tenths) == 1 and tenths.isdigit())), (name, shown)
+        assert ("seconds" in name) == (tenths != ""), (name, shown)
