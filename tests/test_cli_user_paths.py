@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from beir_folder import write_beir_folder
 from evals_repro.cli import main
+from fakes.voyage import FakeVoyage
 
 
 def error_lines(capsys) -> list[str]:
@@ -177,3 +180,19 @@ def test_spent_summary_shows_seconds_to_a_tenth(tmp_path, capsys):
         whole, _, tenths = shown.replace(",", "").partition(".")
         assert whole.isdigit() and (tenths == "" or (len(tenths) == 1 and tenths.isdigit())), (name, shown)
         assert ("seconds" in name) == (tenths != ""), (name, shown)
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [(["--voyage-tpm", "-5"], "--voyage-tpm -5 is below 0"), (["--timeout", "0"], "--timeout 0.0 is below 0.001")],
+)
+def test_bad_provider_number_names_the_option_the_user_typed(tmp_path, capsys, monkeypatch, given, named):
+    """It used to read `option voyage_tpm=-5 is below 0`: a name the user never typed."""
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        results, cache = str(tmp_path / "r"), str(tmp_path / "c")
+        code = main(["run", "voyage-4-lite", "-b", "sample", "--results-dir", results, "--cache-dir", cache, *given])
+        assert fake.requests == []
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and named in lines[0]

@@ -86,12 +86,13 @@ def _number(options: dict[str, Any], key: str, default, kind=int, minimum=0):
     value = options.get(key)
     if value is None:
         return default
+    flag = "--" + key.replace("_", "-")  # the run option that sets it: voyage_tpm is --voyage-tpm
     try:
         number = kind(value)
     except (TypeError, ValueError):
-        raise UsageError(f"option {key}={value!r} is not a number", f"give a number >= {minimum}") from None
+        raise UsageError(f"{flag} {value!r} is not a number", f"give a number >= {minimum}") from None
     if number < minimum:
-        raise UsageError(f"option {key}={value!r} is below {minimum}", f"give a number >= {minimum}")
+        raise UsageError(f"{flag} {value} is below {minimum}", f"give a number >= {minimum}")
     return number
 
 
