@@ -196,3 +196,14 @@ def test_bad_provider_number_names_the_option_the_user_typed(tmp_path, capsys, m
         assert fake.requests == []
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and named in lines[0]
+
+
+def test_evaluate_result_given_another_file_never_advises_deleting_it(tmp_path, capsys):
+    """A qrels file passed to --result by mistake used to be called a damaged result: `delete it and rerun`."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    code = main(["evaluate", "--result", str(qrels)])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert str(qrels) in lines[0] and "delete" not in lines[0] and "written by `evals-repro run`" in lines[0]
+    assert qrels.read_text() == "q1 0 d1 1\n"
