@@ -207,3 +207,38 @@ def test_evaluate_result_given_another_file_never_advises_deleting_it(tmp_path, 
     assert code == 2 and len(lines) == 1
     assert str(qrels) in lines[0] and "delete" not in lines[0] and "written by `evals-repro run`" in lines[0]
     assert qrels.read_text() == "q1 0 d1 1\n"
+
+
+def test_report_csv_puts_every_value_under_its_own_column_when_tables_differ(tmp_path, capsys):
+    """vidore-v3-rcp tables per domain (8 domains + mean) come before tables per subset (48 + avg); the CSV had
+    one header, the first table's, so the subset rows' 49 values sat under 9 domain names and beyond."""
+    import csv
+
+    from evals_repro.benchmarks import get_benchmark
+    from records import write_record
+
+    decl = get_benchmark("vidore-v3-rcp")
+    domains, languages = list(decl.extra["native"]), list(decl.query_languages)
+    for d, domain in enumerate(domains):
+        for i, lang in enumerate(languages):
+            write_record(
+                tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json",
+                benchmark="vidore-v3-rcp",
+                subset=f"{domain}__{lang}",
+                method="m",
+                native_language=lang,
+                languages={lang: {"ndcg_at_10": d / 10 + i / 100}},
+            )
+    out = tmp_path / "tables.csv"
+    assert main(["report", "-b", "vidore-v3-rcp", "--results-dir", str(tmp_path), "-o", str(out)]) == 0
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert all(None not in row for row in rows)  # no value without a column name
+    subset_rows = [row for row in rows if " — monolingual — " in row["table"]]
+    assert len(subset_rows) == 1
+    for d, domain in enumerate(domains):
+        for i, lang in enumerate(languages):
+            assert subset_rows[0][f"{domain}__{lang}"] == f"{(d / 10 + i / 100) * 100:.1f}"
+    native = next(row for row in rows if "native-language view" in row["table"])
+    for d, domain in enumerate(domains):
+        i = languages.index(decl.extra["native"][domain])
+        assert native[domain] == f"{(d / 10 + i / 100) * 100:.1f}"
