@@ -242,3 +242,19 @@ def test_report_csv_puts_every_value_under_its_own_column_when_tables_differ(tmp
     for d, domain in enumerate(domains):
         i = languages.index(decl.extra["native"][domain])
         assert native[domain] == f"{(d / 10 + i / 100) * 100:.1f}"
+
+
+@pytest.mark.parametrize(
+    ("method", "named", "fix"),
+    [
+        ("bm25", "--rerank-depth 30 is the depth of --rerank, and no --rerank is given", "add --rerank NAME"),
+        ("bm25+minilm@20", "--rerank-depth 30 conflicts with method 'bm25+minilm@20'", "(bm25+minilm@30)"),
+    ],
+)
+def test_rerank_depth_that_would_be_ignored_is_refused(tmp_path, capsys, method, named, fix):
+    """`run bm25+minilm@20 --rerank-depth 30` used to rerank 20 and `run bm25 --rerank-depth 30` none, silently."""
+    args = ["run", method, "-b", "sample", "-s", "heat-pumps", "--rerank-depth", "30"]
+    code = main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and named in lines[0] and fix in lines[0]
+    assert not (tmp_path / "r").exists()

@@ -11,6 +11,7 @@ from . import app, given_options
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
 REPORT_SUFFIXES = (".md", ".csv")
+DEFAULT_RERANK_DEPTH = 50  # pipeline.DEFAULT_RERANK_DEPTH (not imported: --help stays light)
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -49,7 +50,9 @@ def run_command(
         help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
-    rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
+    rerank_depth: Optional[int] = typer.Option(
+        None, "--rerank-depth", help="Candidates reranked per query by --rerank (default 50)."
+    ),
     rerank_top_k: Optional[int] = typer.Option(
         None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
     ),
@@ -85,6 +88,8 @@ def run_command(
     from ..retrieval.dense import parse_size
 
     parse_size(index_ram)  # a bad size fails now, naming the option
+    if rerank_depth is not None and rerank is None:
+        _refuse_unused_depth(method, value_of(content), rerank_depth)
 
     ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
@@ -125,7 +130,7 @@ def run_command(
         tie_rule=check_tie_rule(value_of(tie_rule)),
         score_precision=value_of(score_precision),
         rerank=rerank,
-        rerank_depth=rerank_depth,
+        rerank_depth=DEFAULT_RERANK_DEPTH if rerank_depth is None else rerank_depth,
         options=options,
     )
     from ..providers.keys import redact
@@ -145,6 +150,26 @@ def run_command(
         from ..errors import SubsetsFailed
 
         raise SubsetsFailed(summary.failures)
+
+
+def _refuse_unused_depth(method: str, content: str, depth: int) -> None:
+    """`--rerank-depth` sets the depth of `--rerank`; alone it would be ignored without a word."""
+    from dataclasses import replace
+
+    from ..errors import UsageError
+    from ..pipeline import PipelineSpec
+
+    spec = PipelineSpec.parse(method, content)
+    if spec.rerank is not None:
+        wanted = replace(spec, rerank=replace(spec.rerank, depth=depth)).method_name
+        raise UsageError(
+            f"--rerank-depth {depth} conflicts with method '{method}', which sets its own depth",
+            f"write the depth in the name ({wanted}) and drop --rerank-depth",
+        )
+    raise UsageError(
+        f"--rerank-depth {depth} is the depth of --rerank, and no --rerank is given (method '{method}')",
+        "add --rerank NAME (see `evals-repro methods`), or drop --rerank-depth",
+    )
 
 
 @app.command("report")
