@@ -258,3 +258,36 @@ def test_rerank_depth_that_would_be_ignored_is_refused(tmp_path, capsys, method,
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and named in lines[0] and fix in lines[0]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.fixture
+def latency_study(tmp_path, monkeypatch):
+    """`rerank-study prepare/latency/report -b sample` through the CLI against a fake Cohere: 3 timed
+    queries (one per subset), 2 calls each, no --host-location."""
+    import json
+
+    from fakes.rerankers import FakeCohereRerank
+
+    study, cache = str(tmp_path / "study"), str(tmp_path / "cache")
+    with FakeCohereRerank() as cohere:
+        monkeypatch.setenv("CO_API_URL", cohere.url)
+        monkeypatch.setenv("COHERE_API_KEY", "k")
+        assert main(["rerank-study", "prepare", "-b", "sample", "--study-dir", study, "--cache-dir", cache]) == 0
+        latency = ["rerank-study", "latency", "--study-dir", study, "--models", "cohere-pro", "--cache-dir", cache]
+        assert main([*latency, "--samples", "3", "--repeats", "2"]) == 0
+    plan = json.loads((tmp_path / "study" / "latency-plan.json").read_text())
+    assert sorted(len(ids) for ids in plan["queries"]["sample"].values()) == [1, 1, 1]
+    assert main(["rerank-study", "report", "--study-dir", study]) == 0
+    return tmp_path / "study"
+
+
+def test_latency_with_one_query_per_subset_shows_no_interval(latency_study):
+    """Stratified by subset, one query per subset resamples to the data itself: the report used to print
+    `6.3 [6.3, 6.3]`, an interval of zero width that the data cannot give."""
+    import json
+
+    summary = json.loads((latency_study / "latency-summary.json").read_text())
+    mean = summary["models"]["cohere-pro"]["benchmarks"]["sample"]["summary"]["mean"]
+    assert mean["low"] is None and mean["high"] is None
+    row = next(line for line in (latency_study / "report.md").read_text().splitlines() if line.startswith("| cohere"))
+    assert "[n/a: 1 query per subset]" in row

@@ -75,6 +75,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
 def _ms(stat: dict[str, float] | None) -> str:
     if not stat:
         return ""
+    if "low" in stat and stat["low"] is None:  # one query per subset: nothing to resample
+        return f"{stat['estimate']:.1f} [n/a: 1 query per subset]"
     if "low" in stat:
         return f"{stat['estimate']:.1f} [{stat['low']:.1f}, {stat['high']:.1f}]"
     return f"{stat['estimate']:.0f}"
