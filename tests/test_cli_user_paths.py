@@ -291,3 +291,11 @@ def test_latency_with_one_query_per_subset_shows_no_interval(latency_study):
     assert mean["low"] is None and mean["high"] is None
     row = next(line for line in (latency_study / "report.md").read_text().splitlines() if line.startswith("| cohere"))
     assert "[n/a: 1 query per subset]" in row
+
+
+def test_latency_summary_never_records_the_string_none_as_a_host(latency_study):
+    """Without --host-location the summary listed a host called "None"."""
+    import json
+
+    summary = json.loads((latency_study / "latency-summary.json").read_text())
+    assert summary["models"]["cohere-pro"]["host_locations"] == ["(not given)"]

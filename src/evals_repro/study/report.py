@@ -67,7 +67,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
             if suite
             else "no pooled figure: the suite is incomplete or lacks one declared host location (--host-location)"
         )
-        entry["host_locations"] = sorted(str(x) for x in locations)
+        given = sorted(x for x in locations if x is not None)
+        entry["host_locations"] = given + (["(not given)"] if None in locations else [])
         per_model[model] = entry
     return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
 
