@@ -299,3 +299,12 @@ def test_latency_summary_never_records_the_string_none_as_a_host(latency_study):
 
     summary = json.loads((latency_study / "latency-summary.json").read_text())
     assert summary["models"]["cohere-pro"]["host_locations"] == ["(not given)"]
+
+
+def test_language_on_a_declared_benchmark_is_refused_not_ignored(tmp_path, capsys):
+    """`--language` sets a BEIR folder's native language; on `sample` it was accepted and ignored."""
+    code = main(run_args(tmp_path, "sample", "--subsets", "heat-pumps", "--language", "french"))
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert "--language french applies to a BEIR folder" in lines[0] and "drop --language" in lines[0]
+    assert not (tmp_path / "results" / "sample").exists()

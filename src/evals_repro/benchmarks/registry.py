@@ -71,6 +71,12 @@ def get_benchmark(name_or_path: str, language: str | None = None) -> BenchmarkDe
     """A declared benchmark by name, or a user folder in BEIR layout by path."""
     declared = {decl.name: decl for decl in list_benchmarks()}
     if name_or_path in declared:
+        if language is not None:  # it would be ignored: the declaration names every subset's language
+            raise UsageError(
+                f"--language {language} applies to a BEIR folder given as --benchmark PATH; benchmark "
+                f"{name_or_path} declares its own languages",
+                "drop --language",
+            )
         return declared[name_or_path]
     path = Path(name_or_path)
     if path.is_dir():
