@@ -308,3 +308,15 @@ def test_language_on_a_declared_benchmark_is_refused_not_ignored(tmp_path, capsy
     assert code == 2 and len(lines) == 1
     assert "--language french applies to a BEIR folder" in lines[0] and "drop --language" in lines[0]
     assert not (tmp_path / "results" / "sample").exists()
+
+
+def test_benchmark_path_that_is_missing_or_a_file_says_which(tmp_path, capsys):
+    """A mistyped folder used to read `unknown benchmark 'runs/mine'`, as if it were a benchmark name."""
+    missing = tmp_path / "mine"
+    afile = tmp_path / "corpus.jsonl"
+    afile.write_text('{"_id": "d1", "text": "x"}\n')
+    for given, why in ((missing, "does not exist"), (afile, "is a file, not a folder")):
+        code = main(run_args(tmp_path, str(given)))
+        lines = error_lines(capsys)
+        assert code == 2 and len(lines) == 1 and f"--benchmark {given} {why}" in lines[0]
+    assert afile.read_text() == '{"_id": "d1", "text": "x"}\n'

@@ -81,6 +81,13 @@ def get_benchmark(name_or_path: str, language: str | None = None) -> BenchmarkDe
     path = Path(name_or_path)
     if path.is_dir():
         return _user_folder(path, language)
+    if path.exists() or os.sep in name_or_path or name_or_path.startswith("."):  # meant as a folder
+        why = "is a file, not a folder" if path.exists() else "does not exist"
+        raise UsageError(
+            f"--benchmark {name_or_path} {why}",
+            "give a folder in BEIR layout (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a declared benchmark: "
+            + choices(sorted(declared)),
+        )
     raise UsageError(
         f"unknown benchmark '{name_or_path}'",
         f"choose from {choices(sorted(declared))} or give a folder in BEIR layout",
