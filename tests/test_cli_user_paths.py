@@ -320,3 +320,13 @@ def test_benchmark_path_that_is_missing_or_a_file_says_which(tmp_path, capsys):
         lines = error_lines(capsys)
         assert code == 2 and len(lines) == 1 and f"--benchmark {given} {why}" in lines[0]
     assert afile.read_text() == '{"_id": "d1", "text": "x"}\n'
+
+
+def test_benchmarks_are_listed_by_name_with_the_default_marked(capsys):
+    """File order listed vidore-v3 (the default) last, after vidore-v3-rcp-retrieval, and unmarked."""
+    assert main(["benchmarks"]) == 0
+    heads = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert heads == sorted(heads)
+    assert heads.index("vidore-v3") < heads.index("vidore-v3-mteb") < heads.index("vidore-v3-rcp")
+    assert main(["benchmarks"]) == 0
+    assert "vidore-v3  (default)  [" in capsys.readouterr().out
