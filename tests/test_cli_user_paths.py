@@ -330,3 +330,55 @@ def test_benchmarks_are_listed_by_name_with_the_default_marked(capsys):
     assert heads.index("vidore-v3") < heads.index("vidore-v3-mteb") < heads.index("vidore-v3-rcp")
     assert main(["benchmarks"]) == 0
     assert "vidore-v3  (default)  [" in capsys.readouterr().out
+
+
+def test_a_query_embedded_once_is_never_paid_again_across_settings(tmp_path, monkeypatch):
+    """A crosslingual run embedded all languages as one list, so a monolingual run of the same subset (or a
+    crosslingual one after it) paid again for the native queries: the cache found no list of theirs."""
+    import json
+
+    from evals_repro.benchmarks.registry import benchmarks_dir
+
+    lines = (benchmarks_dir() / "sample" / "heat-pumps" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line) for line in lines if line.strip()]
+    native = sorted(q["text"] for q in queries if q["language"] == "english")
+    others = sorted(q["text"] for q in queries if q["language"] != "english")
+    assert native and others
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+
+        def run(cache: str, setting: str) -> list[str]:
+            before = len(fake.requests)
+            args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--setting", setting]
+            assert main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / cache)]) == 0
+            return sorted(t for r in fake.requests[before:] for t in sent_query_texts_of(r))
+
+        def sent_query_texts_of(request) -> list[str]:
+            body = request.json
+            return body["input"] if body.get("input_type") == "query" else []
+
+        assert run("c1", "crosslingual") == sorted(native + others)
+        assert run("c1", "monolingual") == []  # every native query was embedded by the crosslingual run
+        assert run("c2", "monolingual") == native
+        assert run("c2", "crosslingual") == others  # only the languages not embedded yet
+
+
+def test_a_crosslingual_query_list_cached_whole_is_still_used(tmp_path, monkeypatch):
+    """Caches written before queries were embedded per language hold one list of every language: a
+    crosslingual run must still find it rather than pay for the queries again."""
+    from evals_repro.benchmarks import get_benchmark, load_subset
+    from evals_repro.context import MethodContext
+    from evals_repro.rendering import ModelInput, query_text
+    from evals_repro.retrieval.dense import build
+
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        subset = load_subset(get_benchmark("sample"), "heat-pumps")
+        retriever = build("voyage-4-lite", MethodContext(benchmark="sample", cache_dir=tmp_path / "c"))
+        retriever.cache.embed([ModelInput(text=query_text(q)) for q in subset.queries], "query")  # the old way
+        before = len(fake.requests)
+        args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--setting", "crosslingual"]
+        assert main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]) == 0
+        assert [r.json.get("input_type") for r in fake.requests[before:]] == ["document"]
