@@ -382,3 +382,31 @@ def test_a_crosslingual_query_list_cached_whole_is_still_used(tmp_path, monkeypa
         args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--setting", "crosslingual"]
         assert main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]) == 0
         assert [r.json.get("input_type") for r in fake.requests[before:]] == ["document"]
+
+
+def test_rerank_study_quality_and_latency_say_what_they_spent(tmp_path, capsys, monkeypatch):
+    """`rerank-study quality` ended with `78 sent, 0 failed, 0 reused`: no tokens, attempts or waits, though
+    every call record holds them. The spent line's requests and tokens must match what the provider billed."""
+    from fakes.base import count_tokens
+    from fakes.rerankers import FakeVoyageRerank
+
+    study, cache = str(tmp_path / "study"), str(tmp_path / "cache")
+    with FakeVoyageRerank() as voyage:
+        monkeypatch.setenv("VOYAGE_BASE_URL", f"{voyage.url}/v1")
+        monkeypatch.setenv("VOYAGE_API_KEY", "k")
+        assert main(["rerank-study", "prepare", "-b", "sample", "--study-dir", study, "--cache-dir", cache]) == 0
+        common = ["--study-dir", study, "--models", "voyage", "--cache-dir", cache, "--voyage-interval", "0"]
+        for phase, extra in (("quality", []), ("latency", ["--samples", "3", "--repeats", "2"])):
+            before = len(voyage.requests)
+            capsys.readouterr()
+            assert main(["rerank-study", phase, *common, *extra]) == 0
+            bodies = [r.json for r in voyage.requests[before:] if r.path.endswith("/rerank")]
+            billed = sum(
+                count_tokens(b["query"]) * len(b["documents"]) + sum(map(count_tokens, b["documents"])) for b in bodies
+            )
+            line = next(
+                x for x in capsys.readouterr().err.splitlines() if x.startswith(f"{phase}: ") and "spent: " in x
+            )
+            spent = dict(item.rsplit(" ", 1) for item in line.split("spent: ")[1].split(", "))
+            assert int(spent["requests"].replace(",", "")) == len(bodies) > 0, line
+            assert int(spent["tokens"].replace(",", "")) == billed, line
