@@ -73,7 +73,7 @@ BASES: dict[str, Base] = {
         Base("Rprec_mult", "double", RPREC_MULTS),
         Base("utility", "text"),
         Base("11pt_avg", "text", backend="iprec"),
-        Base("binG", "pairs"),
+        Base("binG"),  # no parameters in trec_eval (it ignores any given)
         Base("G", "pairs"),
         Base("ndcg", "pairs", ours="ndcg"),
         Base("ndcg_rel", "pairs"),
