@@ -1,4 +1,4 @@
-"""Write the synthetic inputs of this folder (qrels.synth, qrels.covered, run.synth): hard cases for trec_eval parity.
+"""Write the synthetic inputs of this folder (qrels.synth, qrels.covered, qrels.gains, run.synth): hard cases for trec_eval parity.
 
 Deterministic (fixed seed; the files are committed, this script says how they were made):
 exact score ties broken by docno, near-ties that float32 merges but doubles keep apart
@@ -88,6 +88,10 @@ def main() -> None:
     # trec_eval 10 without -c exits (status 4) on a judged query without results: the same qrels without 105.
     covered = [row for row in qrels if row[0] != "105"]
     (HERE / "qrels.covered").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in covered))
+    # trec_eval 10's ideal_dcg for a query judged with negative grades only (108) reads the previous
+    # query's level counts (stale memory): the dcg fixtures use the same qrels without 108.
+    gains = [row for row in qrels if row[0] != "108"]
+    (HERE / "qrels.gains").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in gains))
     lines = [f"{q} Q0 {d} {i} {s} synth\n" for i, (q, d, s) in enumerate(run, start=1)]
     (HERE / "run.synth").write_text("".join(lines))
 
