@@ -5,7 +5,8 @@ exact score ties broken by docno, near-ties that float32 merges but doubles keep
 (0.3 vs 0.30000001, 1000000.01 vs 1000000.02), graded qrels 0..3 with -1 ("in pool, unjudged"),
 queries judged with grade 0 only or -1 only, queries in the qrels but not in the run and the
 other way round, docnos whose string order differs from their numeric order, a long ranking.
-Run from the repository root: `python tests/data/trec_eval10/make_inputs.py`.
+Run from the repository root: `python tests/data/trec_eval10/make_inputs.py`; with
+`--cranfield <cranfield folder> <out folder>` it writes the Cranfield inputs (see cranfield_inputs).
 """
 
 from __future__ import annotations
@@ -96,5 +97,35 @@ def main() -> None:
     (HERE / "run.synth").write_text("".join(lines))
 
 
+def cranfield_inputs(cranfield: Path, out: Path) -> tuple[Path, Path]:
+    """Cranfield as trec_eval reads it, written to `out` at test time (never committed):
+    qrels from `cranqrel` with grades 1..4 (1 most relevant) mapped to 3, 2, 1, 0 and -1 kept (trec_eval
+    reads a negative grade as in the pool but unjudged); a synthetic run over the 1,400 documents:
+    per query, its judged documents and 60 others, scores with two decimals (many exact ties) and
+    one float32 near-tie per query."""
+    mapping = {1: 3, 2: 2, 3: 1, 4: 0, -1: -1}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (cranfield / "cranqrel").read_text().splitlines():
+        if line.strip():
+            qid, doc, grade = line.split()
+            qrels.setdefault(qid, {})[doc] = mapping[int(grade)]
+    rnd = random.Random(1400)
+    lines = []
+    for qid in sorted(qrels, key=int):
+        docs = sorted(set(qrels[qid]) | {str(rnd.randint(1, 1400)) for _ in range(60)}, key=int)
+        scores = {doc: f"{rnd.randint(0, 99) / 100:.2f}" for doc in docs}
+        scores[docs[0]], scores[docs[-1]] = "0.5", "0.50000001"
+        lines += [f"{qid} Q0 {doc} 0 {score} cran\n" for doc, score in scores.items()]
+    qrels_path, run_path = out / "qrels.cranfield", out / "run.cranfield"
+    qrels_path.write_text("".join(f"{q} 0 {d} {g}\n" for q in sorted(qrels) for d, g in sorted(qrels[q].items())))
+    run_path.write_text("".join(lines))
+    return qrels_path, run_path
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:2] == ["--cranfield"]:  # make_inputs.py --cranfield <shared>/data/cranfield <folder>
+        cranfield_inputs(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        main()
