@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -30,15 +31,19 @@ BUDGET = 300  # tokens per 1 s window
 TEXTS = [f"page {i} " + " ".join(f"word{j}" for j in range(i % 7, i % 7 + 30)) for i in range(20)]
 
 
-class StrictVoyage(FakeVoyage):
+class BudgetWindow:
+    """Admits a request only when its tokens fit BUDGET over the last second; records every size asked."""
+
     def __init__(self) -> None:
         super().__init__()
         self.accepted: deque[tuple[float, int]] = deque()
         self.sizes: list[tuple[int, bool]] = []
         self.budget_lock = threading.Lock()
 
+    request_tokens: Callable[[dict], int]  # each fake counts its own request the service's way
+
     def before(self, request: Request) -> Reply | None:
-        tokens = sum(count_tokens(t) for t in request.json["input"])
+        tokens = self.request_tokens(request.json)
         with self.budget_lock:
             now = time.monotonic()
             while self.accepted and now - self.accepted[0][0] >= 1.0:
@@ -48,7 +53,12 @@ class StrictVoyage(FakeVoyage):
             if ok:
                 self.accepted.append((now, tokens))
                 return None
-        return self.error_reply(429, "rate limit exceeded: tokens per minute")
+        return self.error_reply(429, "rate limit exceeded: tokens per minute")  # type: ignore[attr-defined]
+
+
+class StrictVoyage(BudgetWindow, FakeVoyage):
+    def request_tokens(self, body: dict) -> int:
+        return sum(count_tokens(t) for t in body["input"])
 
 
 @pytest.fixture
@@ -93,27 +103,11 @@ QUERY = "cat on mat"
 DOCUMENTS = [f"doc {i} " + ("cat " if i % 3 == 0 else "dog ") * 40 for i in range(12)]
 
 
-class StrictVoyageRerank(FakeVoyageRerank):
-    """Voyage's rerank route with the same 1 s token budget, counted as the service counts a rerank."""
+class StrictVoyageRerank(BudgetWindow, FakeVoyageRerank):
+    """Voyage's rerank route with the same budget, counted as the service counts a rerank."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.accepted: deque[tuple[float, int]] = deque()
-        self.sizes: list[tuple[int, bool]] = []
-        self.budget_lock = threading.Lock()
-
-    def before(self, request: Request) -> Reply | None:
-        tokens = self.aggregate_tokens(request.json["query"], request.json["documents"])
-        with self.budget_lock:
-            now = time.monotonic()
-            while self.accepted and now - self.accepted[0][0] >= 1.0:
-                self.accepted.popleft()
-            ok = sum(t for _, t in self.accepted) + tokens <= BUDGET
-            self.sizes.append((tokens, ok))
-            if ok:
-                self.accepted.append((now, tokens))
-                return None
-        return self.error_reply(429, "rate limit exceeded: tokens per minute")
+    def request_tokens(self, body: dict) -> int:
+        return self.aggregate_tokens(body["query"], body["documents"])
 
 
 @pytest.fixture

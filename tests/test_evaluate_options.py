@@ -81,11 +81,15 @@ def test_relevance_level(capsys, tmp_path):
     assert [level1[n, "all"] for n in ("P_1", "num_rel", "num_rel_ret", "map", "recip_rank")] == [
         "1.0000", "2", "2", "1.0000", "1.0000",
     ]  # fmt: skip
-    _, level2, _ = call(capsys, tmp_path, qrels, run, "-m", names, "-l", "2")
+    _, level2, _ = call(capsys, tmp_path, qrels, run, "-m", names, "-l", "2", "-C")
     # Only b (grade 2) is relevant now, at rank 2: AP = (1/2) / 1.
     assert [level2[n, "all"] for n in ("P_1", "num_rel", "num_rel_ret", "map", "recip_rank")] == [
         "0.0000", "1", "1", "0.5000", "0.5000",
     ]  # fmt: skip
+    # With -c (our default) trec_eval 9 and 10 both print as `all` num_rel every judgment with a grade > 0,
+    # whatever -l says (a and b: 2), though the query's own line says 1.
+    _, complete, _ = call(capsys, tmp_path, qrels, run, "-m", names, "-l", "2", "-q")
+    assert (complete["num_rel", "q"], complete["num_rel", "all"], complete["map", "all"]) == ("1", "2", "0.5000")
 
 
 def test_judged_only_drops_unjudged_documents_first(capsys, tmp_path):

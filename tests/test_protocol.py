@@ -45,8 +45,9 @@ def test_defaults_and_round_trip():
     [
         ({"tie_rule": "random"}, "unknown tie rule 'random'"),
         ({"score_precision": "float16"}, "unknown score precision 'float16'"),
-        ({"relevance_level": -1}, "relevance level (-l) -1 must be an integer >= 0"),
+        ({"relevance_level": -1}, "relevance level (-l) -1 must be an integer >= 1"),
         ({"relevance_level": True}, "relevance level (-l) True must be an integer"),
+        ({"relevance_level": 0}, "relevance level (-l) 0 is not supported: pytrec_eval"),
         ({"max_results": 0}, "max results per query (-M) 0 must be an integer >= 1"),
         ({"judged_only": "yes"}, "judged_only 'yes' must be true or false"),
         ({"measures": ("ndcg@ten",)}, "unknown measure 'ndcg@ten'"),

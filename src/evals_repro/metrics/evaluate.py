@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import DataError, EvalsError
 from .base import EvalData, Measure, PerQuery, expand_measure
+from .complete import clean
 from .protocol import ScoringProtocol
 from .ranking import check_scores
 
@@ -146,6 +147,7 @@ def evaluate(
                 partial[qid].update(row)
     if partial is None:
         return {qid: {} for qid in qids}
+    clean(partial, resolved.values(), data)
     if list(partial[qids[0]]) == names:
         return partial
     # Keep the requested measure order in every row.

@@ -106,6 +106,14 @@ def evaluate_files(
     use_trec_names = spelled if trec_names is None else trec_names
     # Asked the trec_eval way, printed the trec_eval way: its measure order, no num_q unless asked.
     shown = trec_order(protocol.measures) if spelled else list(protocol.measures)
+    summary_values = {}
+    if protocol.complete:  # trec_eval's -c `all` num_rel: grades > 0 over every judged query, -l ignored
+        from .base import get_measure
+        from .complete import num_rel_total
+
+        for name in shown:
+            if getattr(get_measure(name), "trec_name", "") == "num_rel":
+                summary_values[name] = float(num_rel_total(judgments, per_query_scores))
     lines = trec_eval_lines(
         per_query_scores,
         shown,
@@ -115,5 +123,6 @@ def evaluate_files(
         summary=summary,
         run_id=run_id,
         texts=relstrings(judgments, ranking, protocol) if per_query else None,
+        summary_values=summary_values,
     )
     return Outcome(lines=lines, warnings=warnings, protocol=protocol)

@@ -4,7 +4,8 @@ Interpolated precision at recall r is the highest precision at any rank at or be
 where recall reaches r. A recall point becomes a number of relevant documents, and here the two
 references differ: trec_eval 9.x (and pytrec_eval) take (long)(r * num_rel + 0.9), trec_eval
 10.x rounds to nearest (lround). The protocol's score precision picks the reference: float32 ->
-trec_eval 9, float64 -> trec_eval 10. A query without results scores 0 (pytrec_eval gives NaN).
+trec_eval 9, float64 -> trec_eval 10. An empty ranking (-J dropped every document) gives NaN at
+every point reached, as both trec_eval versions do (0/0, printed `-nan`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def interpolated(rels: list[int], num_rel: int, points: list[float], level: int,
     current = len(points) - 1
     while current >= 0 and cutoffs[current] > num_rel_ret:
         current -= 1
-    best = num_rel_ret / num_ret if num_ret else 0.0
+    best = num_rel_ret / num_ret if num_ret else math.nan  # 0/0, as trec_eval (printed -nan)
     rel_so_far = num_rel_ret
     i = num_ret
     while i > 0 and rel_so_far > 0:

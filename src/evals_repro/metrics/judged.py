@@ -4,7 +4,7 @@
   Judged@k (0 for a query without results). "Judged" means listed in the qrels with a grade
   >= 0 (trec_eval reads negative grades as in the pool but unjudged).
 - `unj_k` (trec_eval `unj.k`): unjudged documents in the top k / k (missing ranks count as judged
-  non-relevant); 0 for a query without results.
+  non-relevant); 0 for a query without results (trec_eval 10's -c, complete.py).
 Both follow the protocol's ranking (-M, -J included).
 """
 
@@ -24,7 +24,7 @@ def compute_unj(measures: list[Measure], data: EvalData) -> PerQuery:
         row = {}
         for m in measures:
             assert isinstance(m, TrecMeasure) and m.cutoff is not None
-            row[m.name] = sum(1 for r in rels[: m.cutoff] if r < 0) / m.cutoff if data.run[qid] else 0.0
+            row[m.name] = sum(1 for r in rels[: m.cutoff] if r < 0) / m.cutoff  # 0 when absent: complete.clean
         results[qid] = row
     return results
 

@@ -11,7 +11,8 @@ that lack a field get its default). Two scores are comparable only under equal p
 - `tie_rule`: ties for float-gain measures only (`ndcg_float_at_k`), which always compare
   scores exactly as given: `group-mean` (rcp-ndcg's default: a tie group is credited its mean
   gain), `doc-id` (doc id descending) or `input-order` (the order the run lists them).
-- `relevance_level` (trec_eval -l): the minimum grade counted relevant by binary measures.
+- `relevance_level` (trec_eval -l): the minimum grade counted relevant by binary measures (>= 1:
+  pytrec_eval refuses 0).
 - `max_results` (-M): only the first N results of each query count (None: all).
 - `judged_only` (-J): unjudged documents are removed from rankings before scoring.
 - `complete` (-c): every judged query is scored, an absent one as an empty ranking; when
@@ -106,7 +107,13 @@ class ScoringProtocol:
         object.__setattr__(self, "measures", tuple(parse_measures(list(self.measures))))
         object.__setattr__(self, "tie_rule", check_tie_rule(self.tie_rule))
         check_score_precision(self.score_precision)
-        _int_option(self.relevance_level, "relevance level (-l)", 0, "-l 1")
+        if self.relevance_level == 0 and not isinstance(self.relevance_level, bool):
+            raise UsageError(
+                "relevance level (-l) 0 is not supported: pytrec_eval, which computes most trec_eval measures "
+                "here, needs a level >= 1",
+                "use -l 1 (the default) or higher",
+            )
+        _int_option(self.relevance_level, "relevance level (-l)", 1, "-l 1")
         if self.max_results is not None:
             _int_option(self.max_results, "max results per query (-M)", 1, "-M 1000")
         for name in ("judged_only", "complete"):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from operator import itemgetter
 
 from .base import EvalData, Measure, PerQuery
+from .complete import scores
 from .ranking import rank_scores, ranked_docs, truncate
 from .trec_measures import BASES, TrecMeasure
 
@@ -26,10 +27,13 @@ def prepared_run(data: EvalData) -> Mapping[str, Mapping[str, float]]:
     protocol = data.protocol
     depth = protocol.max_results
     run: Mapping[str, Mapping[str, float]]
+    given = data.run
+    if protocol.complete and not all(given[qid] for qid in data.qids):
+        given = {qid: scores(data, qid) for qid in data.qids}  # trec_eval 10's -c stand-in (complete.py)
     if protocol.score_precision == "float32":
-        run = data.run if depth is None else {qid: truncate(data.run[qid], depth) for qid in data.qids}
+        run = given if depth is None else {qid: truncate(given[qid], depth) for qid in data.qids}
     else:
-        run = {qid: rank_scores(ranked_docs(data.run[qid], "float64", depth)) for qid in data.qids}
+        run = {qid: rank_scores(ranked_docs(given[qid], "float64", depth)) for qid in data.qids}
     data.cache["pytrec_run"] = run
     return run
 

@@ -5,7 +5,8 @@ the `grade=gain` pairs given, e.g. `rbp.p=0.95,2=1`), rescaled to [0, 1] by (g -
 when some lie outside it; unjudged documents gain 0. rbp_resid is the most rbp could still rise
 if every unjudged retrieved document had gain 1 and the ranking continued with gain-1 documents:
 p^n + (1 - p) * sum over unjudged ranks of p^i, and 0 when no retrieved document is unjudged.
-A query without results scores 0 on both (trec_eval 10 with -c).
+A judged query without results is trec_eval 10's -c stand-in (complete.py): rbp 0, rbp_resid 0, but
+rbp_resid with parameters 1 (trec_eval zeroes only the name `rbp_resid`).
 """
 
 from __future__ import annotations
@@ -65,9 +66,7 @@ def compute(measures: list[Measure], data: EvalData) -> PerQuery:
         row: dict[str, float] = {}
         for m in measures:
             assert isinstance(m, TrecMeasure)
-            if not data.run[qid]:
-                row[m.name] = 0.0
-            elif m.base == "rbp":
+            if m.base == "rbp":
                 row[m.name] = rbp(r.rels, r.levels, m.param)
             else:
                 row[m.name] = rbp_resid(r.rels, m.param)

@@ -2,7 +2,8 @@
 
 For the measures computed here rather than by pytrec_eval (iprec_at_recall, 11pt_avg, rbp,
 unj, judged_at_k, relstring). As trec_eval's form_res_rels: the run is ordered under the
-protocol, cut to -M results, then (with -J) unjudged documents are dropped. A document not in
+protocol, cut to -M results, then (with -J) unjudged documents are dropped; a judged query
+without results is trec_eval 10's -c stand-in (complete.py). A document not in
 the qrels reads NONPOOL (-1), one judged with a negative grade UNJUDGED (-2).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import EvalData
+from .complete import scores
 from .ranking import ranked_docs
 
 NONPOOL = -1
@@ -32,7 +34,7 @@ def ranked(data: EvalData, qid: str) -> Ranked:
         return found
     protocol = data.protocol
     judged = data.qrels[qid]
-    order = ranked_docs(data.run[qid], protocol.score_precision, protocol.max_results)
+    order = ranked_docs(scores(data, qid), protocol.score_precision, protocol.max_results)
     rels = [(UNJUDGED if (g := judged[doc]) < 0 else g) if doc in judged else NONPOOL for doc in order]
     if protocol.judged_only:
         rels = [r for r in rels if r >= 0]

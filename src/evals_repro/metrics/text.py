@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .base import EvalData, Measure, PerQuery
+from .complete import absent
 from .protocol import ScoringProtocol
 from .rels import NONPOOL, UNJUDGED, ranked
 
@@ -28,9 +29,10 @@ def _char(rel: int) -> str:
     return {NONPOOL: "-", UNJUDGED: "."}.get(rel, "<")
 
 
-def relstring(data: EvalData, qid: str, length: int = 10) -> str:
-    """The relstring of one query; '' for a query without results (trec_eval 10 with -c)."""
-    if not data.run[qid]:
+def relstring(data: EvalData, qid: str, length: int = 10, trec_name: str = "relstring") -> str:
+    """The relstring of one query. A query without results (-c) reads trec_eval 10's stand-in
+    (complete.py): '' under the name `relstring`, `-` under a parameterised one (`relstring_5`)."""
+    if trec_name == "relstring" and absent(data, qid):
         return ""
     return "".join(_char(rel) for rel in ranked(data, qid).rels[: max(length, 0)])
 
@@ -47,6 +49,8 @@ def relstrings(
         return {}
     data = prepare(qrels, run, protocol)
     return {
-        m.name: {qid: relstring(data, qid, int(float(getattr(m, "param", None) or 10))) for qid in data.qids}
+        m.name: {
+            qid: relstring(data, qid, int(float(getattr(m, "param", None) or 10)), m.trec_name) for qid in data.qids
+        }
         for m in wanted
     }

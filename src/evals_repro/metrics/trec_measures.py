@@ -73,8 +73,10 @@ BASES: dict[str, Base] = {
         Base("Rprec_mult", "double", RPREC_MULTS),
         Base("utility", "text"),
         Base("11pt_avg", "text", backend="iprec"),
-        Base("binG", "pairs"),
+        Base("binG"),  # no parameters in trec_eval (it ignores any given)
         Base("G", "pairs"),
+        Base("dcg", "pairs", backend="dcg"),
+        Base("ideal_dcg", "pairs", backend="dcg"),
         Base("ndcg", "pairs", ours="ndcg"),
         Base("ndcg_rel", "pairs"),
         Base("Rndcg", "pairs"),
@@ -88,12 +90,14 @@ BASES: dict[str, Base] = {
         Base("set_map"),
         Base("set_F", "text"),
         Base("num_nonrel_judged_ret", aggregate="sum", integer=True),
+        Base("yaap", backend="dcg"),
         Base("rbp", "pairs", backend="rbp"),
         Base("rbp_resid", "pairs", backend="rbp"),
         Base("unj", "long", (5, 10, 20), backend="judged"),
     )
 }
 ORDER = {name: i for i, name in enumerate(BASES)}  # trec_eval's print order (measures.c)
+NOT_IN_ALL_TREC = ("dcg", "ideal_dcg", "yaap")  # offered by trec_eval 10 under -m only
 
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": (
@@ -123,7 +127,7 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "set_map",
         "set_F",
     ),
-    "all_trec": tuple(BASES),
+    "all_trec": tuple(name for name in BASES if name not in NOT_IN_ALL_TREC),
 }
 
 _LOWER = {name.lower(): name for name in BASES}
@@ -165,11 +169,12 @@ def _valid_text(base: Base, text: str) -> bool:
 
 
 def _compute_for(base: Base) -> Callable[[list[Measure], EvalData], PerQuery]:
-    from . import counts, iprec, judged, pytrec, rbp, text
+    from . import counts, dcg, iprec, judged, pytrec, rbp, text
 
     return {
         "pytrec": pytrec.compute,
         "counts": counts.compute,
+        "dcg": dcg.compute,
         "iprec": iprec.compute,
         "rbp": rbp.compute,
         "judged": judged.compute_unj,

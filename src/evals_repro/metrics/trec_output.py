@@ -7,6 +7,7 @@ trec_eval's measure names, so our output diffs cleanly against `trec_eval -c [-q
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from .base import Measure, get_measure
@@ -18,6 +19,8 @@ def _line(name: str, qid: str, value: str) -> str:
 
 
 def _value(measure: Measure, value: float) -> str:
+    if math.isnan(value):
+        return "  -nan"  # C's printf("%6.4f") of the 0/0 NaN trec_eval computes (sign bit set on x86-64)
     return str(int(value)) if measure.integer else f"{value:6.4f}"
 
 
@@ -31,12 +34,14 @@ def trec_eval_lines(
     run_id: str | None = None,
     texts: Mapping[str, Mapping[str, str]] | None = None,
     always_num_q: bool = True,
+    summary_values: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Per-query lines (qid ascending) when asked, then the `all` lines (unless `summary` is off).
 
     `num_q` is printed where it is listed, or first when it is not (unless `always_num_q` is off,
     as trec_eval does). `texts` holds the relstring
-    values (`{name: {qid: string}}`), `run_id` the runid line's value.
+    values (`{name: {qid: string}}`), `run_id` the runid line's value. `summary_values` replaces
+    the `all` value of the measures it names (trec_eval's -c num_rel, complete.num_rel_total).
     """
     resolved = [get_measure(name) for name in measures]
     shown = {m.name: (m.trec_name if trec_names else m.name) for m in resolved}
@@ -61,6 +66,9 @@ def trec_eval_lines(
             if m.trec_name == "runid" and run_id is not None:
                 lines.append(_line(shown[m.name], "all", run_id))
             continue
-        value = aggregate(m.name, [per_query[qid][m.name] for qid in qids]) if qids else 0.0
+        if summary_values and m.name in summary_values:
+            value = summary_values[m.name]
+        else:
+            value = aggregate(m.name, [per_query[qid][m.name] for qid in qids]) if qids else 0.0
         lines.append(_line(shown[m.name], "all", _value(m, value)))
     return lines
