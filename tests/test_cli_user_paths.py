@@ -341,3 +341,15 @@ def test_a_crosslingual_query_list_cached_whole_is_still_used(tmp_path, monkeypa
         args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--setting", "crosslingual"]
         assert main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]) == 0
         assert [r.json.get("input_type") for r in fake.requests[before:]] == ["document"]
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [(["--timeout", "-1"], "--timeout -1.0 is below 0.001"), (["--max-attempts", "0"], "--max-attempts 0 is below 1")],
+)
+def test_bad_provider_number_is_refused_even_for_an_offline_method(tmp_path, capsys, given, named):
+    """`run bm25 --timeout -1` used to run and exit 0: the option was checked only by methods that call a provider."""
+    code = main(run_args(tmp_path, "sample", "--subsets", "heat-pumps", *given))
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1 and named in lines[0]
+    assert not (tmp_path / "results").exists()

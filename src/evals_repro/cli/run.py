@@ -85,13 +85,13 @@ def run_command(
     from ..io import ensure_directories
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
+    from ..providers.settings import check_provider_options
     from ..retrieval.dense import parse_size
 
     parse_size(index_ram)  # a bad size fails now, naming the option
     if rerank_depth is not None and rerank is None:
         _refuse_unused_depth(method, value_of(content), rerank_depth)
 
-    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
         "workers": workers,
         **given_options(
@@ -114,6 +114,8 @@ def run_command(
             index_ram=index_ram,
         ),
     }
+    check_provider_options(options)
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     request = RunRequest(
         method=method,
         benchmark=benchmark,

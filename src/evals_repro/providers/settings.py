@@ -129,3 +129,10 @@ def workers_option(options: dict[str, Any] | None, default: int) -> int:
     if workers < 1:
         raise UsageError(f"--workers {workers} must be at least 1", f"use e.g. --workers {default}")
     return workers
+
+
+def check_provider_options(options: dict[str, Any]) -> None:
+    """Every provider option given (--timeout, --max-attempts, --<provider>-tpm/-rpm/-interval) checked at once,
+    whatever the method: a bad number is refused even when this method calls no provider (bm25, minilm)."""
+    for provider in DEFAULTS:
+        provider_settings(provider, options)
