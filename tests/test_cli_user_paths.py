@@ -353,3 +353,19 @@ def test_bad_provider_number_is_refused_even_for_an_offline_method(tmp_path, cap
     lines = error_lines(capsys)
     assert code == 2 and len(lines) == 1 and named in lines[0]
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "given"),
+    [("bm25", ["--rerank-top-k", "5"]), ("bm25", ["--store-prefix", "x"]), ("minilm", ["--rerank-top-k", "5"])],
+)
+def test_store_options_on_another_method_are_refused(tmp_path, capsys, method, given):
+    """`run bm25 --rerank-top-k 5` ran, recorded rerank_top_k=5 in bm25's result, and so made the next
+    `--resume` without it recompute ("its options differ")."""
+    args = ["run", method, "-b", "sample", "-s", "heat-pumps", *given]
+    code = main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")])
+    lines = error_lines(capsys)
+    assert code == 2 and len(lines) == 1
+    assert f"{given[0]} applies to " in lines[0] and "mixedbread-markdown+rerank" in lines[0]
+    assert f"not to '{method}'" in lines[0]
+    assert not (tmp_path / "r").exists()

@@ -54,7 +54,7 @@ def run_command(
         None, "--rerank-depth", help="Candidates reranked per query by --rerank (default 50)."
     ),
     rerank_top_k: Optional[int] = typer.Option(
-        None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
+        None, "--rerank-top-k", min=1, help="Store reranking: results reranked by the store (default 10)."
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
@@ -91,6 +91,7 @@ def run_command(
     parse_size(index_ram)  # a bad size fails now, naming the option
     if rerank_depth is not None and rerank is None:
         _refuse_unused_depth(method, value_of(content), rerank_depth)
+    _refuse_unused_method_options(method, value_of(content), rerank_top_k=rerank_top_k, store_prefix=store_prefix)
 
     options = {
         "workers": workers,
@@ -172,6 +173,26 @@ def _refuse_unused_depth(method: str, content: str, depth: int) -> None:
         f"--rerank-depth {depth} is the depth of --rerank, and no --rerank is given (method '{method}')",
         "add --rerank NAME (see `evals-repro methods`), or drop --rerank-depth",
     )
+
+
+def _refuse_unused_method_options(method: str, content: str, **given) -> None:
+    """Options only some methods take (their registration's `options`): given to another method they would
+    change nothing but the result's recorded options (so `--resume` would recompute for nothing)."""
+    from ..errors import UsageError, choices
+    from ..pipeline import PipelineSpec, first_stage_entry, first_stage_names
+
+    def takes(name: str) -> tuple[str, ...]:
+        entry = first_stage_entry(name)
+        return tuple(entry.extra.get("options", ())) if entry is not None else ()
+
+    names = PipelineSpec.parse(method, content).first_stage
+    for key, value in given.items():
+        if value is not None and not any(key in takes(name) for name in names):
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(
+                f"{flag} applies to {choices(n for n in first_stage_names() if key in takes(n))}, not to '{method}'",
+                f"drop {flag}, or run one of those methods",
+            )
 
 
 @app.command("report")
