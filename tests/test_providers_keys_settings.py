@@ -73,9 +73,9 @@ def test_options_override_defaults_and_accept_dashes():
 
 
 def test_bad_option_is_a_usage_error():
-    with pytest.raises(UsageError, match="voyage_tpm"):
+    with pytest.raises(UsageError, match="--voyage-tpm"):
         provider_settings("voyage", {"voyage_tpm": "lots"})
-    with pytest.raises(UsageError, match="max_attempts"):
+    with pytest.raises(UsageError, match="--max-attempts"):
         provider_settings("voyage", {"max_attempts": 0})
     with pytest.raises(UsageError) as info:
         provider_settings("anthropic", {})

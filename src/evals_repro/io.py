@@ -83,6 +83,35 @@ def ensure_directory(path: Path, option: str | None = None) -> Path:
     return path
 
 
+def check_output_file(path: Path, option: str) -> Path:
+    """Refuse, in one line naming the option, an output file that cannot be written: a directory, or a
+    parent that is a file. Called before the work, so a typo in `-o` costs nothing."""
+    from .errors import UsageError
+
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a directory", "give a file name, e.g. tables.md inside it")
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise UsageError(f"{option} {path}: {blocker} is a file, not a folder", "choose another path")
+    return path
+
+
+def write_output_text(path: Path, text: str, option: str) -> None:
+    """`atomic_write_text` for a file the user named with `option`: an OS refusal (no permission, read-only
+    disk, full disk) is one line naming the option and the path, not a traceback."""
+    from .errors import UsageError
+
+    check_output_file(path, option)
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise UsageError(
+            f"{option} {path} cannot be written ({exc.strerror or type(exc).__name__})",
+            "choose a path you can write to, or fix its permissions",
+        ) from None
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -201,10 +201,14 @@ def to_markdown(table: Table, decimals: int = 1) -> str:
 
 
 def to_csv(tables: list[Table], decimals: int = 1) -> str:
+    """One rectangular CSV: the header holds every table's columns (an rcp benchmark's domain views, then
+    its subsets), each value goes under its own column and a table leaves the others empty."""
+    columns = list(dict.fromkeys(column for table in tables for column in table.columns))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["table", "method", *tables[0].columns] if tables else [])
+    writer.writerow(["table", "method", *columns] if tables else [])
     for table in tables:
         for method, values in table.rows:
-            writer.writerow([table.title, method, *(_cell(v, decimals) for v in values)])
+            cells = {column: _cell(v, decimals) for column, v in zip(table.columns, values)}
+            writer.writerow([table.title, method, *(cells.get(column, "") for column in columns)])
     return buffer.getvalue()

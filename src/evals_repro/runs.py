@@ -118,9 +118,16 @@ class Saved:
 def load_saved(result_path: Path) -> Saved:
     """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
     from .errors import DataError
-    from .results import load_record
+    from .results import DamagedResult, load_record
 
-    record = load_record(result_path)
+    try:
+        record = load_record(result_path)
+    except DamagedResult as exc:  # its hint ("delete it") suits a file under results/, not any file named here
+        raise DataError(
+            exc.message,
+            "give a result file written by `evals-repro run` (results/<benchmark>/<method>/<subset>.json); "
+            "rerun that subset if it is damaged",
+        ) from None
     folder = Path(result_path).parent
     files = [(record.run.path, record.run.sha256), (record.run.qrels_path, record.run.qrels_sha256)]
     if record.run.gains_path:

@@ -32,4 +32,9 @@ class Usage:
         counts = self.as_dict()
         if not counts:
             return "no API requests"
-        return ", ".join(f"{key.replace('_', ' ')} {value:,}" for key, value in counts.items())
+        return ", ".join(f"{key.replace('_', ' ')} {_shown(value)}" for key, value in counts.items())
+
+
+def _shown(value: int | float) -> str:
+    """Counts as they are; seconds (floats) to a tenth: 242.10103580799998 reads 242.1."""
+    return f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"

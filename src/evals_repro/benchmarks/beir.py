@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..data import Page, Qrels, Query, Subset
-from ..errors import DataError
+from ..errors import DataError, UsageError
 from ..registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .registry import benchmarks_dir
@@ -41,6 +41,9 @@ def _lines(path: Path) -> Iterator[str]:
                 yield line.rstrip("\r\n")
     except UnicodeDecodeError:
         pass
+    except OSError as exc:  # a directory in the file's place, no read permission, an I/O error
+        why = "it is a directory" if path.is_dir() else (exc.strerror or type(exc).__name__).lower()
+        raise DataError(f"{path}: cannot read the file ({why})", "a BEIR folder needs readable files there") from None
     else:
         return
     # Decoding runs ahead in chunks, so find the offending line from the raw bytes.
@@ -120,6 +123,12 @@ def read_qrels_tsv(path: Path) -> Qrels:
 @LOADERS.register("beir", description="BEIR layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
 def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     folder = _folder(decl, name)
+    if options.revision:
+        raise UsageError(
+            f"{decl.name}/{name}: --revision {options.revision} does not apply to a local BEIR folder "
+            "(it picks a Hub revision)",
+            "drop --revision: the files on disk are what is loaded",
+        )
     if options.content != "markdown":
         raise DataError(
             f"benchmark {decl.name}: --content {options.content} is not available",

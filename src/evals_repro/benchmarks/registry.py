@@ -71,10 +71,23 @@ def get_benchmark(name_or_path: str, language: str | None = None) -> BenchmarkDe
     """A declared benchmark by name, or a user folder in BEIR layout by path."""
     declared = {decl.name: decl for decl in list_benchmarks()}
     if name_or_path in declared:
+        if language is not None:  # it would be ignored: the declaration names every subset's language
+            raise UsageError(
+                f"--language {language} applies to a BEIR folder given as --benchmark PATH; benchmark "
+                f"{name_or_path} declares its own languages",
+                "drop --language",
+            )
         return declared[name_or_path]
     path = Path(name_or_path)
     if path.is_dir():
         return _user_folder(path, language)
+    if path.exists() or os.sep in name_or_path or name_or_path.startswith("."):  # meant as a folder
+        why = "is a file, not a folder" if path.exists() else "does not exist"
+        raise UsageError(
+            f"--benchmark {name_or_path} {why}",
+            "give a folder in BEIR layout (corpus.jsonl, queries.jsonl, qrels/test.tsv) or a declared benchmark: "
+            + choices(sorted(declared)),
+        )
     raise UsageError(
         f"unknown benchmark '{name_or_path}'",
         f"choose from {choices(sorted(declared))} or give a folder in BEIR layout",

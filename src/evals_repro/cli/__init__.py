@@ -27,6 +27,9 @@ app = typer.Typer(
 )
 
 VERBOSE = {"on": False}
+# Ctrl-C inside a command reaches main() as typer's exit code 130 (typer turns the KeyboardInterrupt into
+# Exit(130), which standalone_mode=False returns); before or after it, as KeyboardInterrupt.
+INTERRUPTED = "interrupted: finished subsets and records are kept; rerun the command to continue (`run` with --resume)"
 
 
 def given_options(**values) -> dict:
@@ -155,7 +158,7 @@ def _main(args: list[str], verbose: bool) -> int:
         print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted: finished subsets are kept; rerun with --resume", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_UNEXPECTED
@@ -181,4 +184,6 @@ def _main(args: list[str], verbose: bool) -> int:
             file=sys.stderr,
         )
         return EXIT_UNEXPECTED
+    if returned == EXIT_INTERRUPTED:  # no command returns 130 itself: this is Ctrl-C
+        print(INTERRUPTED, file=sys.stderr)
     return returned if isinstance(returned, int) and not isinstance(returned, bool) else EXIT_OK

@@ -6,14 +6,18 @@ import typer
 
 from . import app
 
+DEFAULT_BENCHMARK = "vidore-v3"  # what `run` and `report` take without --benchmark
+
 
 @app.command("benchmarks")
 def benchmarks_command() -> None:
     """List the declared benchmarks with their subsets and query languages."""
     from ..benchmarks import list_benchmarks
 
-    for decl in list_benchmarks():
-        typer.echo(f"{decl.name}  [{decl.loader}]  {decl.description}")
+    # By name: the files' order put vidore-v3 (`vidore-v3.toml`) after vidore-v3-rcp-retrieval.
+    for decl in sorted(list_benchmarks(), key=lambda d: d.name):
+        default = "  (default)" if decl.name == DEFAULT_BENCHMARK else ""
+        typer.echo(f"{decl.name}{default}  [{decl.loader}]  {decl.description}")
         typer.echo(f"  query languages: {', '.join(decl.query_languages)}")
         for subset in decl.subsets:
             typer.echo(f"  - {subset.name} (native: {subset.native_language})")

@@ -11,6 +11,7 @@ from . import app, given_options
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
 REPORT_SUFFIXES = (".md", ".csv")
+DEFAULT_RERANK_DEPTH = 50  # pipeline.DEFAULT_RERANK_DEPTH (not imported: --help stays light)
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -49,9 +50,11 @@ def run_command(
         help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
     rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
-    rerank_depth: int = typer.Option(50, "--rerank-depth", help="Candidates reranked per query."),
+    rerank_depth: Optional[int] = typer.Option(
+        None, "--rerank-depth", help="Candidates reranked per query by --rerank (default 50)."
+    ),
     rerank_top_k: Optional[int] = typer.Option(
-        None, "--rerank-top-k", help="Store reranking: results reranked by the store (default 10)."
+        None, "--rerank-top-k", min=1, help="Store reranking: results reranked by the store (default 10)."
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
@@ -82,11 +85,14 @@ def run_command(
     from ..io import ensure_directories
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
+    from ..providers.settings import check_provider_options
     from ..retrieval.dense import parse_size
 
     parse_size(index_ram)  # a bad size fails now, naming the option
+    if rerank_depth is not None and rerank is None:
+        _refuse_unused_depth(method, value_of(content), rerank_depth)
+    _refuse_unused_method_options(method, value_of(content), rerank_top_k=rerank_top_k, store_prefix=store_prefix)
 
-    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     options = {
         "workers": workers,
         **given_options(
@@ -109,6 +115,8 @@ def run_command(
             index_ram=index_ram,
         ),
     }
+    check_provider_options(options)
+    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     request = RunRequest(
         method=method,
         benchmark=benchmark,
@@ -125,7 +133,7 @@ def run_command(
         tie_rule=check_tie_rule(value_of(tie_rule)),
         score_precision=value_of(score_precision),
         rerank=rerank,
-        rerank_depth=rerank_depth,
+        rerank_depth=DEFAULT_RERANK_DEPTH if rerank_depth is None else rerank_depth,
         options=options,
     )
     from ..providers.keys import redact
@@ -147,18 +155,61 @@ def run_command(
         raise SubsetsFailed(summary.failures)
 
 
+def _refuse_unused_depth(method: str, content: str, depth: int) -> None:
+    """`--rerank-depth` sets the depth of `--rerank`; alone it would be ignored without a word."""
+    from dataclasses import replace
+
+    from ..errors import UsageError
+    from ..pipeline import PipelineSpec
+
+    spec = PipelineSpec.parse(method, content)
+    if spec.rerank is not None:
+        wanted = replace(spec, rerank=replace(spec.rerank, depth=depth)).method_name
+        raise UsageError(
+            f"--rerank-depth {depth} conflicts with method '{method}', which sets its own depth",
+            f"write the depth in the name ({wanted}) and drop --rerank-depth",
+        )
+    raise UsageError(
+        f"--rerank-depth {depth} is the depth of --rerank, and no --rerank is given (method '{method}')",
+        "add --rerank NAME (see `evals-repro methods`), or drop --rerank-depth",
+    )
+
+
+def _refuse_unused_method_options(method: str, content: str, **given) -> None:
+    """Options only some methods take (their registration's `options`): given to another method they would
+    change nothing but the result's recorded options (so `--resume` would recompute for nothing)."""
+    from ..errors import UsageError, choices
+    from ..pipeline import PipelineSpec, first_stage_entry, first_stage_names
+
+    def takes(name: str) -> tuple[str, ...]:
+        entry = first_stage_entry(name)
+        return tuple(entry.extra.get("options", ())) if entry is not None else ()
+
+    names = PipelineSpec.parse(method, content).first_stage
+    for key, value in given.items():
+        if value is not None and not any(key in takes(name) for name in names):
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(
+                f"{flag} applies to {choices(n for n in first_stage_names() if key in takes(n))}, not to '{method}'",
+                f"drop {flag}, or run one of those methods",
+            )
+
+
 @app.command("report")
 def report_command(
     benchmark: str = typer.Option(
         "vidore-v3", "--benchmark", "-b", help="The benchmark whose results to tabulate (a name or a BEIR folder)."
     ),
-    measure: str = typer.Option(
-        "ndcg_at_10", "--measure", "-m", help="The one measure the tables show (e.g. ndcg_at_10, recall_at_100)."
+    measure: Optional[list[str]] = typer.Option(
+        None,
+        "--measure",
+        "-m",
+        help=f"Measures the tables show, in order (default ndcg_at_10; e.g. recall_at_100); {LIST_HELP}.",
     ),
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
-    decimals: int = typer.Option(1, help="Decimals of the x100 scores."),
+    decimals: int = typer.Option(1, min=0, help="Decimals of the x100 scores (0 or more)."),
     by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
@@ -169,7 +220,7 @@ def report_command(
     Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
     language-mean views per domain."""
     from ..benchmarks import get_benchmark
-    from ..io import atomic_write_text
+    from ..io import check_output_file, write_output_text
     from ..metrics.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
@@ -180,29 +231,45 @@ def report_command(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
             f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
         )
+    if output is not None:
+        check_output_file(output, "--output")
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
+    measures = split_list(measure) or ["ndcg_at_10"]
     if by is not None:
         from ..breakdown import breakdown_report
 
-        text = breakdown_report(results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule)
+        if len(measures) > 1:
+            from ..errors import UsageError
+
+            raise UsageError(
+                f"--by breaks down one measure, not {len(measures)} ({', '.join(measures)})",
+                "give one --measure with --by, or run report --by once per measure",
+            )
+        text = breakdown_report(results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule)
         typer.echo(text)
         if output is not None:
             fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
-            atomic_write_text(
+            write_output_text(
                 output,
                 text
                 if fmt == "markdown"
                 else breakdown_report(
-                    results_dir, decl.name, by, measure, first_stage_only, decimals, tie_rule, fmt="csv"
+                    results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, fmt="csv"
                 ),
+                "--output",
             )
         return
-    tables, notes = declared_report(results_dir, decl, measure, first_stage_only, tie_rule)
+    tables: list = []
+    notes: list[str] = []
+    for m in measures:
+        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule)
+        tables += measure_tables
+        notes += [note for note in measure_notes if note not in notes]
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text)
+        write_output_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text, "--output")

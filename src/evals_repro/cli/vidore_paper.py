@@ -179,13 +179,15 @@ def answer_report_command(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the table (markdown)."),
 ) -> None:
     """Every answer run under --out-dir in one table (accuracy x100): the paper's answer table."""
-    from ..io import atomic_write_text
+    from ..io import check_output_file, write_output_text
     from ..vidore_paper.answer import answer_table, collect_results
 
+    if output is not None:
+        check_output_file(output, "--output")
     text = answer_table(collect_results(out_dir))
     typer.echo(text)
     if output is not None:
-        atomic_write_text(output, text)
+        write_output_text(output, text, "--output")
 
 
 @grounding_app.command("predict")

@@ -267,6 +267,10 @@ class EmbeddingCache:
         keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
         return Lookup(settings, digests, self.root / f"{input_type}-{list_key}.json", bounds, keys)
 
+    def cached(self, items: list[EmbedItem], input_type: InputType) -> bool:
+        """Whether every chunk of this list is on disk (embedding it would call nothing)."""
+        return all(self._chunk_path(key).exists() for key in self.lookup(items, input_type).keys)
+
     def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
         """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""
         if not path.exists():

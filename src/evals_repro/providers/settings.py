@@ -86,12 +86,13 @@ def _number(options: dict[str, Any], key: str, default, kind=int, minimum=0):
     value = options.get(key)
     if value is None:
         return default
+    flag = "--" + key.replace("_", "-")  # the run option that sets it: voyage_tpm is --voyage-tpm
     try:
         number = kind(value)
     except (TypeError, ValueError):
-        raise UsageError(f"option {key}={value!r} is not a number", f"give a number >= {minimum}") from None
+        raise UsageError(f"{flag} {value!r} is not a number", f"give a number >= {minimum}") from None
     if number < minimum:
-        raise UsageError(f"option {key}={value!r} is below {minimum}", f"give a number >= {minimum}")
+        raise UsageError(f"{flag} {value} is below {minimum}", f"give a number >= {minimum}")
     return number
 
 
@@ -128,3 +129,10 @@ def workers_option(options: dict[str, Any] | None, default: int) -> int:
     if workers < 1:
         raise UsageError(f"--workers {workers} must be at least 1", f"use e.g. --workers {default}")
     return workers
+
+
+def check_provider_options(options: dict[str, Any]) -> None:
+    """Every provider option given (--timeout, --max-attempts, --<provider>-tpm/-rpm/-interval) checked at once,
+    whatever the method: a bad number is refused even when this method calls no provider (bm25, minilm)."""
+    for provider in DEFAULTS:
+        provider_settings(provider, options)

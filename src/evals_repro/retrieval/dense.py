@@ -143,10 +143,25 @@ class DenseRetriever:
         with progress_bar(f"{self.name}: embedding {subset.name} pages", len(items)) as bar:
             return self.cache.embed_matrix(items, "document", bar.advance, ram_limit=ram_limit)
 
-    def embed_queries(self, queries: list[Query]):
+    def embed_queries(self, queries: list[Query]) -> np.ndarray:
+        """One row per query. Several languages are embedded one language at a time: each language's list
+        is then the very list a monolingual run looks up, so a crosslingual run after a monolingual one
+        (or the reverse) pays for no query twice. A whole list cached before (older runs) is used as it is."""
         items = [ModelInput(text=query_text(query)) for query in queries]
+        groups: dict[str, list[int]] = {}
+        for i, query in enumerate(queries):
+            groups.setdefault(query.language, []).append(i)
         with progress_bar(f"{self.name}: embedding queries", len(items)) as bar:
-            return self.cache.embed(items, "query", bar.advance)
+            if len(groups) <= 1 or self.cache.cached(items, "query"):
+                return self.cache.embed(items, "query", bar.advance)
+            parts = {
+                lang: self.cache.embed([items[i] for i in rows], "query", bar.advance) for lang, rows in groups.items()
+            }
+            first = next(iter(parts.values()))
+            vectors = np.empty((len(items), first.shape[1]), dtype=first.dtype)
+            for lang, rows in groups.items():
+                vectors[rows] = parts[lang]
+            return vectors
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         if not queries:

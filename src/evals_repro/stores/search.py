@@ -149,18 +149,21 @@ class StoreRetriever:
     "mixedbread-markdown",
     description="Mixedbread Store search over page markdown",
     key_env="MXBAI_API_KEY",
+    options=("store_prefix",),
 )
 @METHODS.register(
     "mixedbread-images",
     description="Mixedbread Store search over page images",
     contents=("images",),
     key_env="MXBAI_API_KEY",
+    options=("store_prefix",),
 )
 @METHODS.register(
     "mixedbread-markdown+rerank",
     description="Mixedbread Store search over markdown, store reranker on top",
     key_env="MXBAI_API_KEY",
     report_group="mixedbread-markdown",
+    options=("store_prefix", "rerank_top_k"),
 )
 @METHODS.register(
     "mixedbread-images+rerank",
@@ -168,6 +171,7 @@ class StoreRetriever:
     contents=("images",),
     key_env="MXBAI_API_KEY",
     report_group="mixedbread-images",
+    options=("store_prefix", "rerank_top_k"),
 )
 def build(name: str, ctx: MethodContext) -> StoreRetriever:
     """Registry factory for the four store methods; the name says the content and the reranker."""

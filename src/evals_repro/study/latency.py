@@ -24,10 +24,11 @@ from typing import Any
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, atomic_write_json, read_jsonl
 from ..progress import progress_bar
+from ..usage import Usage
 from .candidates import Candidate
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
-from .models import DEFAULT_MODELS, StudyModel, build_all, call_costs, call_record, parse_models, preflight
+from .models import DEFAULT_MODELS, StudyModel, add_spent, build_all, call_costs, call_record, parse_models, preflight
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
@@ -218,6 +219,7 @@ def _run(
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
+    spent = Usage()  # warm-ups included: they are paid like the timed calls
     with (
         JsonlAppender(study_dir / LATENCY) as out,
         JsonlAppender(study_dir / WARMUP) as warm,
@@ -230,15 +232,20 @@ def _run(
                 record = _timed_call(reranker, usage, model, *warmup_query[(bench, subset)])
                 record.update(invocation=invocation, host_location=location)
                 warm.append(record)
+                add_spent(spent, record)
                 warmed.add((model.name, bench, subset))
                 counts["warmups"] += 1
             record = _timed_call(reranker, usage, model, candidate, texts)
             record.update(repeat=repeat, invocation=invocation, host_location=location)
             out.append(record)
+            add_spent(spent, record)
             counts["timed"] += 1
             if record["status"] != "ok":
                 counts["failed"] += 1
                 echo(f"latency: {model.name} {bench}/{subset} {qid} failed: {record['error']}")
             bar.advance()
-    echo(f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s)")
+    echo(
+        f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s); "
+        f"spent: {spent.summary() if spent.get('requests') else 'nothing'}"
+    )
     return counts

@@ -106,6 +106,17 @@ def call_costs(before: dict[str, float], after: dict[str, float], provider: str)
     }
 
 
+SPENT_FIELDS = ("attempts", "retries", "rate_limited", "wait_seconds", "tokens")
+
+
+def add_spent(spent: Usage, record: dict[str, Any]) -> None:
+    """Count one call record (its `call_costs`) into what a phase spent: the request and its costs."""
+    spent.add("requests")
+    for key in SPENT_FIELDS:
+        if record.get(key):
+            spent.add(key, record[key])
+
+
 def call_record(model: StudyModel, candidate: Candidate) -> dict[str, Any]:
     """The fields that name one reranker call in quality.jsonl and latency.jsonl: the model as given and
     its provider id, and the query. Both phases start every record with them."""

@@ -19,12 +19,14 @@ from typing import Any
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, read_jsonl
 from ..progress import progress_bar
+from ..usage import Usage
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
 from .models import (
     DEFAULT_MODELS,
     StudyModel,
+    add_spent,
     build_all,
     build_reranker,
     call_costs,
@@ -168,6 +170,7 @@ def _score_all(
     total = sum(len(v) for v in todo.values())
     echo(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
     counts = {"sent": 0, "failed": 0, "reused": reused}
+    spent = Usage()
     write_lock = threading.Lock()
     local = threading.local()
 
@@ -198,6 +201,7 @@ def _score_all(
                 with write_lock:
                     out.append(record)
                 counts["sent"] += 1
+                add_spent(spent, record)
                 if record["status"] != "ok":
                     counts["failed"] += 1
                     echo(
@@ -208,5 +212,8 @@ def _score_all(
         finally:
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
-    echo(f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused")
+    echo(
+        f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused; "
+        f"spent: {spent.summary() if counts['sent'] else 'nothing'}"
+    )
     return counts

@@ -67,7 +67,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
             if suite
             else "no pooled figure: the suite is incomplete or lacks one declared host location (--host-location)"
         )
-        entry["host_locations"] = sorted(str(x) for x in locations)
+        given = sorted(x for x in locations if x is not None)
+        entry["host_locations"] = given + (["(not given)"] if None in locations else [])
         per_model[model] = entry
     return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
 
@@ -75,6 +76,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
 def _ms(stat: dict[str, float] | None) -> str:
     if not stat:
         return ""
+    if "low" in stat and stat["low"] is None:  # one query per subset: nothing to resample
+        return f"{stat['estimate']:.1f} [n/a: 1 query per subset]"
     if "low" in stat:
         return f"{stat['estimate']:.1f} [{stat['low']:.1f}, {stat['high']:.1f}]"
     return f"{stat['estimate']:.0f}"

@@ -42,8 +42,9 @@ def _strata(clusters: Sequence[Cluster]) -> list[list[Cluster]]:
 
 def bootstrap_summary(
     clusters: Sequence[Cluster], resamples: int = 2000, seed: int = 42, confidence: float = 0.95
-) -> dict[str, dict[str, float]]:
-    """Point estimate and percentile interval of each statistic over all pooled latencies."""
+) -> dict[str, dict[str, float | None]]:
+    """Point estimate and percentile interval of each statistic over all pooled latencies (no interval,
+    low/high None, when no subset has two queries to resample)."""
     clusters = [c for c in clusters if c.latencies]
     if not clusters:
         return {}
@@ -60,10 +61,17 @@ def bootstrap_summary(
         for name in STATISTICS:
             draws[name][b] = statistic(sample, name)
     tail = (1 - confidence) / 2 * 100
-    summary = {}
+    # One query in every subset: each resample is the data itself, so the "interval" would be the
+    # estimate twice, a precision the data does not have. No interval then (low/high None).
+    resampled = any(len(stratum) > 1 for stratum in strata)
+    summary: dict[str, dict[str, float | None]] = {}
     for name in STATISTICS:
-        low, high = np.percentile(draws[name], [tail, 100 - tail])
-        summary[name] = {"estimate": statistic(pooled, name), "low": float(low), "high": float(high)}
+        low, high = np.percentile(draws[name], [tail, 100 - tail]) if resampled else (None, None)
+        summary[name] = {
+            "estimate": statistic(pooled, name),
+            "low": None if low is None else float(low),
+            "high": None if high is None else float(high),
+        }
     summary["n_calls"] = {"estimate": float(len(pooled))}
     summary["n_queries"] = {"estimate": float(len(clusters))}
     return summary
