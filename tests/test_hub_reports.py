@@ -173,7 +173,9 @@ def capsys_report(tmp_path, capsys, field) -> list[tuple[str, int, float]]:
         )
         == 0
     )
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    # One table per setting: the crosslingual one holds every language's queries.
+    (table,) = [t for t in capsys.readouterr().out.split("### ") if " — crosslingual — " in t.split("\n")[0]]
+    lines = [line for line in table.splitlines() if line.startswith("| ")][1:]
     parsed = []
     for line in lines:
         value, count, score = [cell.strip() for cell in line.strip("|").split("|")]

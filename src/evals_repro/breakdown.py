@@ -3,7 +3,7 @@
 A query counts once in every group its field names: `query_type` and `content_type` are lists
 (a multi-hop numerical question counts under both), the others single values. The mean of a
 group is over its queries (micro average across the given subsets and languages), so a row
-reads "queries of this kind score X on average".
+reads "queries of this kind score X on average". Each method gets one table per setting.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from .data import QUERY_METADATA_FIELDS
 from .errors import UsageError, choices
-from .results import ResultRecord
+from .results import ResultRecord, Setting
 
 # The query metadata keys every loader writes (data.QUERY_METADATA_FIELDS): ViDoRe's `query_types`
 # column is loaded as `query_type`, so one name means one thing everywhere.
@@ -51,14 +51,19 @@ def _order(value: str) -> tuple:
         return (1, 0, value)
 
 
-def breakdown(results: Iterable[ResultRecord], field: str, measure: str = "ndcg_at_10") -> list[BreakdownRow]:
-    """Rows (value, query count, mean `measure`) over every per-query entry of `results`."""
+def breakdown(
+    results: Iterable[ResultRecord], field: str, measure: str = "ndcg_at_10", native_only: bool = False
+) -> list[BreakdownRow]:
+    """Rows (value, query count, mean `measure`) over every per-query entry of `results` (with
+    `native_only`, over the queries in each subset's native language: the monolingual setting)."""
     if field not in FIELDS:
         raise UsageError(f"--by '{field}' is not a breakdown field", f"choose from {choices(FIELDS)}")
     groups: dict[str, list[float]] = {}
     seen_measures: set[str] = set()
     for result in results:
         for entry in result.per_query.values():
+            if native_only and entry.language != result.native_language:
+                continue
             seen_measures.update(entry.metrics)
             if measure not in entry.metrics:
                 continue
@@ -93,8 +98,12 @@ def breakdown_tables(
     first_stage_only: bool = False,
     tie_rule: str | None = None,
 ) -> list[tuple[str, list[BreakdownRow]]]:
-    """(title, rows) per method with results for `benchmark` (what `report --by` prints); given a
-    tie rule, results computed with another one are left out."""
+    """(title, rows) per method and setting with results for `benchmark` (what `report --by` prints);
+    given a tie rule, results computed with another one are left out.
+
+    Settings are never pooled: the monolingual table reads the native-language queries of every
+    result (a crosslingual result holds them too, as the main tables read its monolingual score),
+    the crosslingual table only crosslingual results."""
     from .report import select_results
 
     stored, _ = select_results(results_dir, benchmark, first_stage_only, tie_rule)
@@ -104,10 +113,14 @@ def breakdown_tables(
     tables = []
     for method in sorted(by_method):
         results = by_method[method]
-        settings = "/".join(sorted({r.setting.value for r in results}))
-        subsets = ", ".join(sorted(r.subset for r in results))
-        title = f"{benchmark} — {method} — {settings} — by {field} ({subsets})"
-        tables.append((title, breakdown(results, field, measure)))
+        for setting in Setting:
+            native_only = setting is Setting.MONOLINGUAL
+            chosen = results if native_only else [r for r in results if r.setting is Setting.CROSSLINGUAL]
+            if not chosen:
+                continue
+            subsets = ", ".join(sorted(r.subset for r in chosen))
+            title = f"{benchmark} — {method} — {setting.value} — by {field} ({subsets})"
+            tables.append((title, breakdown(chosen, field, measure, native_only)))
     return tables
 
 
