@@ -122,6 +122,10 @@ def test_report_names_a_truncated_result_file(folder, tmp_path, capsys):
     assert main(["report", "-b", str(folder), "--results-dir", str(tmp_path / "results")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err and "not valid JSON" in err
+    assert "--resume" in err and "delete" not in err  # the advice is the one that works: resume recomputes it
+    capsys.readouterr()
+    assert cli(folder, tmp_path, "--resume") == 0
+    assert stored(tmp_path)["method"] == "scripted"
 
 
 def test_a_result_field_of_the_wrong_type_is_named(folder, tmp_path, capsys):

@@ -27,6 +27,7 @@ from .io import atomic_write_text
 from .metrics.protocol import ScoringProtocol
 
 SCHEMA_VERSION: Final = 2
+RERUN_HINT: Final = "rerun that subset with `run ... --resume`, which recomputes it in place"
 
 
 class Setting(StrEnum):
@@ -240,14 +241,12 @@ def load_record(path: Path) -> ResultRecord:
     try:
         data = json.loads(text)
     except ValueError:
-        raise DamagedResult(
-            f"{path}: result file is damaged (not valid JSON; truncated?)", "delete it and rerun that subset"
-        ) from None
+        raise DamagedResult(f"{path}: result file is damaged (not valid JSON; truncated?)", RERUN_HINT) from None
     if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
         found = data.get("schema_version", data.get("schema"))
         raise DamagedResult(
             f"{path}: result file has schema version {found}, this version reads {SCHEMA_VERSION}",
-            "rerun that subset to rewrite it",
+            RERUN_HINT,
         )
     try:
         return ResultRecord.model_validate(data)
@@ -256,7 +255,7 @@ def load_record(path: Path) -> ResultRecord:
         field = ".".join(str(part) for part in first["loc"]) or "(top level)"
         raise DamagedResult(
             f"{path}: result file field '{field}' is invalid ({first['msg'].lower()})",
-            "delete it and rerun that subset",
+            RERUN_HINT,
         ) from None
 
 
