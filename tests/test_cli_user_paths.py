@@ -369,3 +369,26 @@ def test_store_options_on_another_method_are_refused(tmp_path, capsys, method, g
     assert f"{given[0]} applies to " in lines[0] and "mixedbread-markdown+rerank" in lines[0]
     assert f"not to '{method}'" in lines[0]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        (["-s", ""], "--subsets"),
+        (["-s", " , "], "--subsets"),
+        (["-m", ""], "--measure"),
+    ],
+)
+def test_an_empty_list_value_is_refused_not_read_as_all(tmp_path, capsys, command, option):
+    """`-s ''` (an unset shell variable) used to run every subset, `-m ''` the default measures."""
+    bench = two_subsets(tmp_path)
+    assert main(run_args(tmp_path, bench, *command)) == 2
+    (line,) = error_lines(capsys)
+    assert f"{option} was given no names" in line
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.json"))
+
+
+def test_report_with_an_empty_measure_is_refused(tmp_path, capsys):
+    assert main(["report", "-b", "sample", "-m", "", "--results-dir", str(tmp_path / "r")]) == 2
+    (line,) = error_lines(capsys)
+    assert "--measure was given no names" in line

@@ -69,9 +69,10 @@ def value_of(choice: Enum | str) -> str:
     return str(choice.value) if isinstance(choice, Enum) else str(choice)
 
 
-def split_list(values: Iterable[str] | None) -> list[str] | None:
+def split_list(values: Iterable[str] | None, option: str = "") -> list[str] | None:
     """A list option given repeated and/or comma-separated (`-s a -s b`, `-s a,b`): the names in order,
-    duplicates dropped; None when nothing was given (the command's default applies)."""
+    duplicates dropped; None when nothing was given (the command's default applies). An option given
+    only empty values (`-s ''`) is refused: read as "nothing given", it would silently mean "all"."""
     if not values:
         return None
     names: list[str] = []
@@ -80,7 +81,14 @@ def split_list(values: Iterable[str] | None) -> list[str] | None:
             name = name.strip()
             if name and name not in names:
                 names.append(name)
-    return names or None
+    if not names:
+        from ..errors import UsageError
+
+        raise UsageError(
+            f"{option or 'a list option'} was given no names (an empty value)",
+            f"name at least one, or drop {option or 'the option'} for the default",
+        )
+    return names
 
 
 LIST_HELP = "repeat the option or separate with commas"

@@ -22,7 +22,7 @@ _SNAPSHOT = typer.Option(None, "--snapshot", help="Read a local copy of the rele
 def _names(raw: Optional[list[str]], allowed: tuple[str, ...], what: str) -> list[str]:
     from ..errors import UsageError, choices
 
-    names = split_list(raw)
+    names = split_list(raw, f"--{what}s")
     if not names:
         return list(allowed)
     for name in names:

@@ -120,7 +120,7 @@ def run_command(
     request = RunRequest(
         method=method,
         benchmark=benchmark,
-        subsets=split_list(subsets),
+        subsets=split_list(subsets, "--subsets"),
         setting=value_of(setting),
         top_k=top_k,
         results_dir=results_dir,
@@ -128,7 +128,7 @@ def run_command(
         resume=resume,
         content=value_of(content),
         revision=revision,
-        measures=split_list(measure),
+        measures=split_list(measure, "--measure"),
         language=language,
         tie_rule=check_tie_rule(value_of(tie_rule)),
         score_precision=value_of(score_precision),
@@ -236,7 +236,7 @@ def report_command(
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
-    measures = split_list(measure) or ["ndcg_at_10"]
+    measures = split_list(measure, "--measure") or ["ndcg_at_10"]
     if by is not None:
         from ..breakdown import breakdown_report
 

@@ -37,7 +37,7 @@ def mixedbread_upload_command(
     summaries = upload_benchmark(
         benchmark,
         value_of(content),
-        split_list(subsets),
+        split_list(subsets, "--subsets"),
         parsing=value_of(parsing),
         workers=workers,
         store_prefix=store_prefix or None,

@@ -82,8 +82,8 @@ def prepare_command(
     options = {"store_prefix": store_prefix} if store_prefix else {}
     prepare(
         PrepareRequest(
-            benchmarks=split_list(benchmark) or ["all"],
-            subsets=split_list(subsets),
+            benchmarks=split_list(benchmark, "--benchmark") or ["all"],
+            subsets=split_list(subsets, "--subsets"),
             study_dir=study_dir,
             first_stage=first_stage,
             cache_dir=cache_dir,
@@ -121,7 +121,7 @@ def quality_command(
             workers=quality_workers,
             cache_dir=cache_dir,
             first_stage=first_stage,
-            benchmarks=split_list(benchmark) or ["all"],
+            benchmarks=split_list(benchmark, "--benchmark") or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
     )
@@ -157,7 +157,7 @@ def latency_command(
             seed=seed,
             host_location=host_location,
             cache_dir=cache_dir,
-            benchmarks=split_list(benchmark) or ["all"],
+            benchmarks=split_list(benchmark, "--benchmark") or ["all"],
             options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
         ),
     )

@@ -80,7 +80,8 @@ def agreement_command(
     from ..vidore_paper.agreement import RESULT_NAME, AgreementRequest, agreement_table, run_agreement
 
     result = run_agreement(
-        AgreementRequest(benchmark, split_list(subsets), language, revision, out_dir, cache_dir), echo=_echo
+        AgreementRequest(benchmark, split_list(subsets, "--subsets"), language, revision, out_dir, cache_dir),
+        echo=_echo,
     )
     typer.echo(agreement_table(result))
     _echo(f"wrote {out_dir / (RESULT_NAME + '.json')} and {out_dir / (RESULT_NAME + '.md')}")
@@ -151,7 +152,7 @@ def answer_command(
     result = run_answer(
         AnswerRequest(
             benchmark=benchmark,
-            subsets=split_list(subsets),
+            subsets=split_list(subsets, "--subsets"),
             language=language,
             revision=revision,
             pipeline=pipeline,
@@ -222,7 +223,7 @@ def predict_command(
     result = run_grounding(
         GroundingRequest(
             benchmark=benchmark,
-            subsets=split_list(subsets),
+            subsets=split_list(subsets, "--subsets"),
             language=language,
             revision=revision,
             generator=generator,
