@@ -102,3 +102,25 @@ def test_rrf_then_a_reranker_runs_end_to_end(tmp_path, monkeypatch, registered):
     # the same method written as a name resumes the same result
     assert main(["run", "rrf:s1+s2+scripted@2", "--resume", *args]) == 0
     assert json.loads(path.read_text())["created"] == record["created"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"rerank_depth": 30}, "--rerank-depth 30 is the depth of --rerank, and no --rerank is given"),
+        ({"method": "bm25+minilm@20", "rerank_depth": 30}, "write the depth in the name (bm25+minilm@30)"),
+        ({"rerank_top_k": 5}, "--rerank-top-k applies to"),
+        ({"store_prefix": "x"}, "--store-prefix applies to"),
+        ({"timeout": -1}, "--timeout"),
+        ({"index_ram": "lots"}, "--index-ram"),
+    ],
+)
+def test_the_python_api_refuses_what_the_cli_refuses(tmp_path, kwargs, needle):
+    """The checks live in the library, so `evals_repro.run` cannot record an option that changes nothing."""
+    import evals_repro
+
+    kwargs = {"method": "bm25", **kwargs}
+    with pytest.raises(UsageError) as info:
+        evals_repro.run(benchmark="sample", results_dir=tmp_path / "r", cache_dir=tmp_path / "c", **kwargs)
+    assert needle in info.value.one_line()
+    assert not (tmp_path / "r").exists()  # refused before any work, nothing created

@@ -44,7 +44,7 @@ def run(
     tie_rule: str = "group-mean",
     score_precision: str = "float32",
     rerank: str | None = None,
-    rerank_depth: int = 50,
+    rerank_depth: int | None = None,
     **options: Any,
 ) -> RunSummary:
     """Evaluate `method` on `benchmark` (see `evals-repro run --help`); `options` are the provider and

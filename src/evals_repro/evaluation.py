@@ -25,6 +25,7 @@ from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Query, Run, Subset
 from .errors import ConfigurationError, EvalsError, UsageError, choices
+from .io import ensure_directories
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
@@ -71,7 +72,7 @@ class RunRequest:
     tie_rule: str = "group-mean"  # ties in float-gain measures (RCP-nDCG)
     score_precision: str = "float32"  # float32: trec_eval 9 / pytrec_eval; float64: trec_eval 10
     rerank: str | None = None  # `--rerank NAME[:model]`, the same as `+NAME@depth` in the method
-    rerank_depth: int = 50
+    rerank_depth: int | None = None  # None: the default depth (50) when a reranker is given
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -129,6 +130,11 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
+    from .providers.settings import check_provider_options
+    from .retrieval.dense import parse_size
+
+    check_provider_options(request.options)  # a bad number is refused even for a method that calls no provider
+    parse_size(request.options.get("index_ram"))
 
 
 def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
@@ -138,6 +144,8 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     say = echo or log.info
     _validate(request)
     spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
+    spec.check_method_options(request.options)
+    ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))  # before any work
     decl = get_benchmark(request.benchmark, language=request.language)
     if decl.pooled and spec.rerank is not None:
         pooled = spec.for_pooled_view()

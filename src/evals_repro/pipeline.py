@@ -122,10 +122,23 @@ class PipelineSpec:
         method: str,
         content: str = "markdown",
         rerank: str | None = None,
-        rerank_depth: int = DEFAULT_RERANK_DEPTH,
+        rerank_depth: int | None = None,
     ) -> PipelineSpec:
-        """A method name plus `--rerank NAME[:model] --rerank-depth N`, as the CLI gives them."""
+        """A method name plus `--rerank NAME[:model] --rerank-depth N`, as the CLI gives them (depth None:
+        the default). A depth without `--rerank`, or beside a name that sets its own, is refused: it
+        would be ignored without a word and another depth (or none) run than asked."""
         spec = cls.parse(method, content)
+        if rerank_depth is not None and (rerank is None or spec.rerank is not None):
+            if spec.rerank is not None:
+                wanted = replace(spec, rerank=replace(spec.rerank, depth=rerank_depth)).method_name
+                raise UsageError(
+                    f"--rerank-depth {rerank_depth} conflicts with method '{method}', which sets its own depth",
+                    f"write the depth in the name ({wanted}) and drop --rerank-depth",
+                )
+            raise UsageError(
+                f"--rerank-depth {rerank_depth} is the depth of --rerank, and no --rerank is given (method '{method}')",
+                "add --rerank NAME (see `evals-repro methods`), or drop --rerank-depth",
+            )
         if rerank is None:
             return spec
         if spec.rerank is not None:
@@ -134,7 +147,27 @@ class PipelineSpec:
                 "give the reranker once, in the name or with --rerank",
             )
         reranker, _, model = rerank.partition(":")
-        return replace(spec, rerank=RerankSpec(reranker, model or None, rerank_depth))
+        depth = DEFAULT_RERANK_DEPTH if rerank_depth is None else rerank_depth
+        return replace(spec, rerank=RerankSpec(reranker, model or None, depth))
+
+    def check_method_options(self, options: dict[str, Any]) -> None:
+        """Options only some first stages take (their registration's `options`, e.g. `rerank_top_k`,
+        `store_prefix`): given to another method they would change nothing but the result's recorded
+        options, so `--resume` would later recompute for nothing. Refused, naming the methods that take them."""
+
+        def takes(name: str) -> tuple[str, ...]:
+            entry = first_stage_entry(name)
+            return tuple(entry.extra.get("options", ())) if entry is not None else ()
+
+        declared = {option for name in first_stage_names() for option in takes(name)}
+        for key in sorted(declared):
+            if options.get(key) is not None and not any(key in takes(name) for name in self.first_stage):
+                flag = "--" + key.replace("_", "-")
+                raise UsageError(
+                    f"{flag} applies to {choices(n for n in first_stage_names() if key in takes(n))}, "
+                    f"not to '{self.method_name}'",
+                    f"drop {flag}, or run one of those methods",
+                )
 
     # -- what is derived from it -----------------------------------------------------------------
     @property

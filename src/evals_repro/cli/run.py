@@ -11,7 +11,6 @@ from . import app, given_options
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
 REPORT_SUFFIXES = (".md", ".csv")
-DEFAULT_RERANK_DEPTH = 50  # pipeline.DEFAULT_RERANK_DEPTH (not imported: --help stays light)
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -82,16 +81,8 @@ def run_command(
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
-    from ..io import ensure_directories
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
-    from ..providers.settings import check_provider_options
-    from ..retrieval.dense import parse_size
-
-    parse_size(index_ram)  # a bad size fails now, naming the option
-    if rerank_depth is not None and rerank is None:
-        _refuse_unused_depth(method, value_of(content), rerank_depth)
-    _refuse_unused_method_options(method, value_of(content), rerank_top_k=rerank_top_k, store_prefix=store_prefix)
 
     options = {
         "workers": workers,
@@ -115,8 +106,6 @@ def run_command(
             index_ram=index_ram,
         ),
     }
-    check_provider_options(options)
-    ensure_directories((results_dir, "--results-dir"), (cache_dir, "--cache-dir"))  # before any work is paid for
     request = RunRequest(
         method=method,
         benchmark=benchmark,
@@ -133,7 +122,7 @@ def run_command(
         tie_rule=check_tie_rule(value_of(tie_rule)),
         score_precision=value_of(score_precision),
         rerank=rerank,
-        rerank_depth=DEFAULT_RERANK_DEPTH if rerank_depth is None else rerank_depth,
+        rerank_depth=rerank_depth,
         options=options,
     )
     from ..providers.keys import redact
@@ -153,46 +142,6 @@ def run_command(
         from ..errors import SubsetsFailed
 
         raise SubsetsFailed(summary.failures)
-
-
-def _refuse_unused_depth(method: str, content: str, depth: int) -> None:
-    """`--rerank-depth` sets the depth of `--rerank`; alone it would be ignored without a word."""
-    from dataclasses import replace
-
-    from ..errors import UsageError
-    from ..pipeline import PipelineSpec
-
-    spec = PipelineSpec.parse(method, content)
-    if spec.rerank is not None:
-        wanted = replace(spec, rerank=replace(spec.rerank, depth=depth)).method_name
-        raise UsageError(
-            f"--rerank-depth {depth} conflicts with method '{method}', which sets its own depth",
-            f"write the depth in the name ({wanted}) and drop --rerank-depth",
-        )
-    raise UsageError(
-        f"--rerank-depth {depth} is the depth of --rerank, and no --rerank is given (method '{method}')",
-        "add --rerank NAME (see `evals-repro methods`), or drop --rerank-depth",
-    )
-
-
-def _refuse_unused_method_options(method: str, content: str, **given) -> None:
-    """Options only some methods take (their registration's `options`): given to another method they would
-    change nothing but the result's recorded options (so `--resume` would recompute for nothing)."""
-    from ..errors import UsageError, choices
-    from ..pipeline import PipelineSpec, first_stage_entry, first_stage_names
-
-    def takes(name: str) -> tuple[str, ...]:
-        entry = first_stage_entry(name)
-        return tuple(entry.extra.get("options", ())) if entry is not None else ()
-
-    names = PipelineSpec.parse(method, content).first_stage
-    for key, value in given.items():
-        if value is not None and not any(key in takes(name) for name in names):
-            flag = "--" + key.replace("_", "-")
-            raise UsageError(
-                f"{flag} applies to {choices(n for n in first_stage_names() if key in takes(n))}, not to '{method}'",
-                f"drop {flag}, or run one of those methods",
-            )
 
 
 @app.command("report")
