@@ -392,3 +392,23 @@ def test_report_with_an_empty_measure_is_refused(tmp_path, capsys):
     assert main(["report", "-b", "sample", "-m", "", "--results-dir", str(tmp_path / "r")]) == 2
     (line,) = error_lines(capsys)
     assert "--measure was given no names" in line
+
+
+def test_a_monolingual_run_does_not_replace_a_crosslingual_result(tmp_path, capsys):
+    """The crosslingual result holds the monolingual scores too: a plain rerun keeps it crosslingual (it used to
+    write a monolingual record over it, emptying the crosslingual table's cell)."""
+    import json
+
+    args = ["run", "bm25", "-b", "sample", "-s", "heat-pumps", "--results-dir", str(tmp_path / "r")]
+    args += ["--cache-dir", str(tmp_path / "c")]
+    assert main([*args, "--setting", "crosslingual"]) == 0
+    path = tmp_path / "r" / "sample" / "bm25" / "heat-pumps.json"
+    before = json.loads(path.read_text())
+    capsys.readouterr()
+    assert main(args) == 0
+    printed = capsys.readouterr()
+    assert "holds a crosslingual result" in printed.out + printed.err
+    after = json.loads(path.read_text())
+    assert after["setting"] == "crosslingual"
+    assert sorted(after["languages"]) == sorted(before["languages"]) and len(after["languages"]) == 4
+    assert after["metrics"] == before["metrics"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,10 @@ def _run_subset(
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
+    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
+        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
+        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
+        request = replace(request, setting=Setting.CROSSLINGUAL.value)
     languages = languages_for(request.setting, decl, subset)
     protocol = declared_protocol(decl, name, protocol)
     # A result never loses a measure it had: the existing record's measures join the requested ones.
