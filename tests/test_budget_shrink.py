@@ -61,13 +61,18 @@ class StrictVoyage(BudgetWindow, FakeVoyage):
         return sum(count_tokens(t) for t in body["input"])
 
 
-@pytest.fixture
-def strict(monkeypatch):
+def serve(monkeypatch, fake_class):
+    """Run a strict fake with the real voyageai client pointed at it (fast backoff)."""
     monkeypatch.setattr(retry, "BACKOFF_BASE", 0.05)
-    with StrictVoyage() as fake:
+    with fake_class() as fake:
         monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
         yield fake
+
+
+@pytest.fixture
+def strict(monkeypatch):
+    yield from serve(monkeypatch, StrictVoyage)
 
 
 def embedder(**options):
@@ -112,11 +117,7 @@ class StrictVoyageRerank(BudgetWindow, FakeVoyageRerank):
 
 @pytest.fixture
 def strict_rerank(monkeypatch):
-    monkeypatch.setattr(retry, "BACKOFF_BASE", 0.05)
-    with StrictVoyageRerank() as fake:
-        monkeypatch.setenv("VOYAGE_API_KEY", "test-key")
-        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
-        yield fake
+    yield from serve(monkeypatch, StrictVoyageRerank)
 
 
 def reranker():

@@ -215,20 +215,11 @@ def test_report_csv_puts_every_value_under_its_own_column_when_tables_differ(tmp
     import csv
 
     from evals_repro.benchmarks import get_benchmark
-    from records import write_record
+    from records import write_rcp_grid
 
     decl = get_benchmark("vidore-v3-rcp")
     domains, languages = list(decl.extra["native"]), list(decl.query_languages)
-    for d, domain in enumerate(domains):
-        for i, lang in enumerate(languages):
-            write_record(
-                tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json",
-                benchmark="vidore-v3-rcp",
-                subset=f"{domain}__{lang}",
-                method="m",
-                native_language=lang,
-                languages={lang: {"ndcg_at_10": d / 10 + i / 100}},
-            )
+    write_rcp_grid(tmp_path, decl)
     out = tmp_path / "tables.csv"
     assert main(["report", "-b", "vidore-v3-rcp", "--results-dir", str(tmp_path), "-o", str(out)]) == 0
     rows = list(csv.DictReader(out.read_text().splitlines()))

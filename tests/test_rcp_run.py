@@ -16,7 +16,7 @@ from evals_repro.benchmarks.rcp_release import REPO
 from evals_repro.cli import main
 from evals_repro.registry import METHODS, RERANKERS
 from evals_repro.report import declared_report
-from records import write_record
+from records import write_rcp_grid
 
 SHA = "7e57" * 10  # a commit of the fixture release only this module uses (reached by sha, not a branch)
 L = math.log2(3)
@@ -263,18 +263,7 @@ def test_views_fill_means_only_with_every_subset(tmp_path):
     """Hand-made results for all 48 subsets: score = domain index / 10 + language index / 100."""
     decl = get_benchmark("vidore-v3-rcp")
     domains = list(decl.extra["native"])
-    languages = list(decl.query_languages)
-    for d, domain in enumerate(domains):
-        for i, lang in enumerate(languages):
-            score = d / 10 + i / 100
-            write_record(
-                tmp_path / "vidore-v3-rcp" / "m" / f"{domain}__{lang}.json",
-                benchmark="vidore-v3-rcp",
-                subset=f"{domain}__{lang}",
-                method="m",
-                native_language=lang,
-                languages={lang: {"ndcg_at_10": score}},
-            )
+    write_rcp_grid(tmp_path, decl)
     tables, _ = declared_report(tmp_path, decl)
     native, six = tables[0].rows[0][1], tables[1].rows[0][1]
     # native: english (index 0) except energy, finance_fr, physics (french, index 1)
