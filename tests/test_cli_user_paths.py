@@ -301,7 +301,9 @@ def test_a_query_embedded_once_is_never_paid_again_across_settings(tmp_path, mon
         def run(cache: str, setting: str) -> list[str]:
             before = len(fake.requests)
             args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--setting", setting]
-            assert main([*args, "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / cache)]) == 0
+            # Results apart per cache: a monolingual run over a crosslingual result would run crosslingually.
+            results = str(tmp_path / f"r-{cache}-{setting}")
+            assert main([*args, "--results-dir", results, "--cache-dir", str(tmp_path / cache)]) == 0
             return sorted(t for r in fake.requests[before:] for t in sent_query_texts_of(r))
 
         def sent_query_texts_of(request) -> list[str]:
