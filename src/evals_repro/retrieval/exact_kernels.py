@@ -10,7 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_CHUNK = 32  # scores tested together with one vectorised comparison
+_CHUNK = 64  # scores tested together with one vectorised comparison
+_SEED_CHUNK = 32  # chunk width whose k-th largest maximum seeds a fresh heap's cut
 
 
 # reassoc lets LLVM vectorise the float64 sum (4-8x faster); contract lets it fuse multiply-adds.
@@ -108,15 +109,33 @@ def _chunk_max(scores, start, stop):
     return largest
 
 
+# fastmath lets LLVM turn the fixed-width count into a few masked vector compares and one
+# horizontal add (~0.12 ns a score against ~1 ns for a scalar `hit |= ...` loop).
+@numba.njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _reaches(scores, chunk, stop, cut):
+    """Does any of scores[chunk:stop] reach `cut`? A full chunk (stop = chunk + _CHUNK) is one
+    branch-free vector pass."""
+    if stop - chunk == _CHUNK:
+        window = scores[chunk:stop]  # indices from 0: LLVM sees unit-stride loads, not gathers
+        count = 0
+        for j in range(_CHUNK):
+            count += np.int32(window[j] >= cut)
+        return count > 0
+    for j in range(chunk, stop):
+        if scores[j] >= cut:
+            return True
+    return False
+
+
 @numba.njit(cache=True, nogil=True)
 def _kth_chunk_max(scores, values, ranks, cols, k):
-    """The k-th largest of the maxima of the _CHUNK-wide chunks of `scores` (there must be k
+    """The k-th largest of the maxima of the _SEED_CHUNK-wide chunks of `scores` (there must be k
     chunks): k scores reach it, so it bounds the k-th best score from below. The heap arrays
     serve as scratch."""
     width = scores.shape[0]
     size = 0
-    for start in range(0, width, _CHUNK):
-        largest = np.float64(_chunk_max(scores, start, min(width, start + _CHUNK)))
+    for start in range(0, width, _SEED_CHUNK):
+        largest = np.float64(_chunk_max(scores, start, min(width, start + _SEED_CHUNK)))
         size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
     return values[0]
 
@@ -132,16 +151,13 @@ def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, 
     width = scores.shape[0]
     if size == k:
         cut = _float32_floor(values[0] - error)
-    elif size == 0 and start == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+    elif size == 0 and start == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
         cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - 2.0 * error)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(start, width, _CHUNK):
         stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
+        if not _reaches(scores, chunk, stop, cut):
             continue
         for j in range(max(chunk, start), stop):
             if scores[j] >= cut:
@@ -161,17 +177,14 @@ def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, ba
     capacity = band_values.shape[0]
     if size == k:
         cut = _float32_floor(values[0] - margin)
-    elif size == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+    elif size == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
         # A fresh heap: skip the hundreds of pushes a rising cut would cost on the first tile.
         cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - margin)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(0, width, _CHUNK):
         stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
+        if not _reaches(scores, chunk, stop, cut):
             continue
         for j in range(chunk, stop):
             if scores[j] < cut:
