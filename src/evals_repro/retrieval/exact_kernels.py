@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 _CHUNK = 64  # scores tested together with one vectorised comparison
 _SEED_CHUNK = 32  # chunk width whose k-th largest maximum seeds a fresh heap's cut
@@ -26,6 +29,35 @@ def dot64(query, row):
     for j in range(query.shape[0]):
         total += np.float64(query[j]) * np.float64(row[j])
     return total
+
+
+@intrinsic
+def _prefetch_at(typingctx, array, index):
+    """Hint the CPU to start loading the cache line of array[index] (1-d array, no bounds check)."""
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, signature.args[0], ary, [args[1]])
+        prefetch = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)]),
+            "llvm.prefetch.p0i8",
+        )
+        read, keep, data = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
+        builder.call(prefetch, [builder.bitcast(pointer, ir.IntType(8).as_pointer()), read, keep, data])
+        return context.get_dummy_value()
+
+    if isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer):
+        return types.none(array, index), codegen
+    return None
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_row(row):
+    """Start loading every cache line of `row` (a float32 vector), so a later dot64 over it
+    does not wait on memory one line at a time (candidate rows sit at random places)."""
+    for j in range(0, row.shape[0], 16):
+        _prefetch_at(row, j)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -103,9 +135,10 @@ def _admit(value, col, rank, values, ranks, cols, size, k):
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _chunk_max(scores, start, stop):
-    largest = scores[start]
-    for j in range(start + 1, stop):
-        largest = max(largest, scores[j])
+    window = scores[start:stop]  # indexed from 0, so LLVM vectorises the max with plain loads
+    largest = window[0]
+    for j in range(1, window.shape[0]):
+        largest = max(largest, window[j])
     return largest
 
 
@@ -213,11 +246,19 @@ def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, ba
 def _to_exact(query, corpus, id_rank, margin, values, ranks, cols, size, band_values, band_cols, band_size, k):
     """Rescore the float32 heap in float64 and push the band's live entries: the exact heap."""
     cut = _float32_floor(values[0] - margin) if size == k else np.float32(-np.inf)
+    if size > 0:
+        _prefetch_row(corpus[cols[0]])
     for i in range(size):
+        if i + 1 < size:
+            _prefetch_row(corpus[cols[i + 1]])
+        elif band_size > 0:
+            _prefetch_row(corpus[band_cols[0]])
         values[i] = dot64(query, corpus[cols[i]])
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(values, ranks, cols, size, i)
     for i in range(band_size):
+        if i + 1 < band_size and band_values[i + 1] >= cut:
+            _prefetch_row(corpus[band_cols[i + 1]])
         if band_values[i] >= cut:
             col = band_cols[i]
             size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
