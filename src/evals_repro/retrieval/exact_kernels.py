@@ -40,7 +40,9 @@ def _prefetch_at(typingctx, array, index):
         pointer = cgutils.get_item_pointer(context, builder, signature.args[0], ary, [args[1]])
         prefetch = cgutils.get_or_insert_function(
             builder.module,
-            ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)]),
+            ir.FunctionType(
+                ir.VoidType(), [ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)]
+            ),
             "llvm.prefetch.p0i8",
         )
         read, keep, data = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
@@ -150,7 +152,7 @@ def _reaches(scores, chunk, stop, cut):
     branch-free vector pass."""
     if stop - chunk == _CHUNK:
         window = scores[chunk:stop]  # indices from 0: LLVM sees unit-stride loads, not gathers
-        count = 0
+        count = np.int32(0)
         for j in range(_CHUNK):
             count += np.int32(window[j] >= cut)
         return count > 0
