@@ -163,16 +163,15 @@ def _reaches(scores, chunk, stop, cut):
 
 
 @numba.njit(cache=True, nogil=True)
-def _kth_chunk_max(scores, values, ranks, cols, k):
+def _kth_chunk_max(scores, k):
     """The k-th largest of the maxima of the _SEED_CHUNK-wide chunks of `scores` (there must be k
-    chunks): k scores reach it, so it bounds the k-th best score from below. The heap arrays
-    serve as scratch."""
+    chunks): k scores reach it, so it bounds the k-th best score from below."""
     width = scores.shape[0]
-    size = 0
-    for start in range(0, width, _SEED_CHUNK):
-        largest = np.float64(_chunk_max(scores, start, min(width, start + _SEED_CHUNK)))
-        size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
-    return values[0]
+    chunks = (width + _SEED_CHUNK - 1) // _SEED_CHUNK
+    maxima = np.empty(chunks, dtype=np.float32)
+    for i in range(chunks):
+        maxima[i] = _chunk_max(scores, i * _SEED_CHUNK, min(width, (i + 1) * _SEED_CHUNK))
+    return np.float64(np.partition(maxima, chunks - k)[chunks - k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -187,7 +186,7 @@ def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, 
     if size == k:
         cut = _float32_floor(values[0] - error)
     elif size == 0 and start == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
-        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - 2.0 * error)
+        cut = _float32_floor(_kth_chunk_max(scores, k) - 2.0 * error)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(start, width, _CHUNK):
@@ -214,7 +213,7 @@ def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, ba
         cut = _float32_floor(values[0] - margin)
     elif size == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
         # A fresh heap: skip the hundreds of pushes a rising cut would cost on the first tile.
-        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - margin)
+        cut = _float32_floor(_kth_chunk_max(scores, k) - margin)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(0, width, _CHUNK):
