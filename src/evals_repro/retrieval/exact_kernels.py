@@ -119,7 +119,7 @@ def _float32_floor(value):
     return rounded
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _admit(value, col, rank, values, ranks, cols, size, k):
     """Push (value, rank, col) if the heap has room or it ranks above the root; returns
     (new size, evicted value, evicted col), the evicted col -1 when nothing left the heap."""
