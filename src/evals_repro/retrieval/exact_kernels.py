@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
-_CHUNK = 32  # scores tested together with one vectorised comparison
+_CHUNK = 64  # scores tested together with one vectorised comparison
+_SEED_CHUNK = 32  # chunk width whose k-th largest maximum seeds a fresh heap's cut
 
 
 # reassoc lets LLVM vectorise the float64 sum (4-8x faster); contract lets it fuse multiply-adds.
@@ -25,6 +29,37 @@ def dot64(query, row):
     for j in range(query.shape[0]):
         total += np.float64(query[j]) * np.float64(row[j])
     return total
+
+
+@intrinsic
+def _prefetch_at(typingctx, array, index):
+    """Hint the CPU to start loading the cache line of array[index] (1-d array, no bounds check)."""
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, signature.args[0], ary, [args[1]])
+        prefetch = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(
+                ir.VoidType(), [ir.IntType(8).as_pointer(), ir.IntType(32), ir.IntType(32), ir.IntType(32)]
+            ),
+            "llvm.prefetch.p0i8",
+        )
+        read, keep, data = (ir.Constant(ir.IntType(32), value) for value in (0, 3, 1))
+        builder.call(prefetch, [builder.bitcast(pointer, ir.IntType(8).as_pointer()), read, keep, data])
+        return context.get_dummy_value()
+
+    if isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer):
+        return types.none(array, index), codegen
+    return None
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _prefetch_row(row):
+    """Start loading every cache line of `row` (a float32 vector), so a later dot64 over it
+    does not wait on memory one line at a time (candidate rows sit at random places)."""
+    for j in range(0, row.shape[0], 16):
+        _prefetch_at(row, j)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -84,7 +119,7 @@ def _float32_floor(value):
     return rounded
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _admit(value, col, rank, values, ranks, cols, size, k):
     """Push (value, rank, col) if the heap has room or it ranks above the root; returns
     (new size, evicted value, evicted col), the evicted col -1 when nothing left the heap."""
@@ -102,23 +137,41 @@ def _admit(value, col, rank, values, ranks, cols, size, k):
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def _chunk_max(scores, start, stop):
-    largest = scores[start]
-    for j in range(start + 1, stop):
-        largest = max(largest, scores[j])
+    window = scores[start:stop]  # indexed from 0, so LLVM vectorises the max with plain loads
+    largest = window[0]
+    for j in range(1, window.shape[0]):
+        largest = max(largest, window[j])
     return largest
 
 
+# A fixed-width integer count over a window indexed from 0 compiles to a few vector compares and
+# one horizontal add (~0.12 ns a score against ~1 ns for the scalar `hit |= ...` loop it replaces).
+@numba.njit(cache=True, nogil=True, inline="always")
+def _reaches(scores, chunk, stop, cut):
+    """Does any of scores[chunk:stop] reach `cut`? A full chunk (stop = chunk + _CHUNK) is one
+    branch-free vector pass."""
+    if stop - chunk == _CHUNK:
+        window = scores[chunk:stop]  # indices from 0: LLVM sees unit-stride loads, not gathers
+        count = np.int32(0)
+        for j in range(_CHUNK):
+            count += np.int32(window[j] >= cut)
+        return count > 0
+    for j in range(chunk, stop):
+        if scores[j] >= cut:
+            return True
+    return False
+
+
 @numba.njit(cache=True, nogil=True)
-def _kth_chunk_max(scores, values, ranks, cols, k):
-    """The k-th largest of the maxima of the _CHUNK-wide chunks of `scores` (there must be k
-    chunks): k scores reach it, so it bounds the k-th best score from below. The heap arrays
-    serve as scratch."""
+def _kth_chunk_max(scores, k):
+    """The k-th largest of the maxima of the _SEED_CHUNK-wide chunks of `scores` (there must be k
+    chunks): k scores reach it, so it bounds the k-th best score from below."""
     width = scores.shape[0]
-    size = 0
-    for start in range(0, width, _CHUNK):
-        largest = np.float64(_chunk_max(scores, start, min(width, start + _CHUNK)))
-        size, _, _ = _admit(largest, 0, 0, values, ranks, cols, size, k)
-    return values[0]
+    chunks = (width + _SEED_CHUNK - 1) // _SEED_CHUNK
+    maxima = np.empty(chunks, dtype=np.float32)
+    for i in range(chunks):
+        maxima[i] = _chunk_max(scores, i * _SEED_CHUNK, min(width, (i + 1) * _SEED_CHUNK))
+    return np.float64(np.partition(maxima, chunks - k)[chunks - k])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -132,16 +185,13 @@ def _scan_exact(scores, start, c0, query, corpus, base, id_rank, error, values, 
     width = scores.shape[0]
     if size == k:
         cut = _float32_floor(values[0] - error)
-    elif size == 0 and start == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
-        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - 2.0 * error)
+    elif size == 0 and start == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
+        cut = _float32_floor(_kth_chunk_max(scores, k) - 2.0 * error)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(start, width, _CHUNK):
         stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
+        if not _reaches(scores, chunk, stop, cut):
             continue
         for j in range(max(chunk, start), stop):
             if scores[j] >= cut:
@@ -161,17 +211,14 @@ def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, ba
     capacity = band_values.shape[0]
     if size == k:
         cut = _float32_floor(values[0] - margin)
-    elif size == 0 and (width + _CHUNK - 1) // _CHUNK >= k:
+    elif size == 0 and (width + _SEED_CHUNK - 1) // _SEED_CHUNK >= k:
         # A fresh heap: skip the hundreds of pushes a rising cut would cost on the first tile.
-        cut = _float32_floor(_kth_chunk_max(scores, values, ranks, cols, k) - margin)
+        cut = _float32_floor(_kth_chunk_max(scores, k) - margin)
     else:
         cut = np.float32(-np.inf)
     for chunk in range(0, width, _CHUNK):
         stop = min(width, chunk + _CHUNK)
-        hit = False
-        for j in range(chunk, stop):
-            hit |= scores[j] >= cut
-        if not hit:
+        if not _reaches(scores, chunk, stop, cut):
             continue
         for j in range(chunk, stop):
             if scores[j] < cut:
@@ -200,11 +247,19 @@ def _scan_approximate(scores, c0, id_rank, margin, values, ranks, cols, size, ba
 def _to_exact(query, corpus, id_rank, margin, values, ranks, cols, size, band_values, band_cols, band_size, k):
     """Rescore the float32 heap in float64 and push the band's live entries: the exact heap."""
     cut = _float32_floor(values[0] - margin) if size == k else np.float32(-np.inf)
+    if size > 0:
+        _prefetch_row(corpus[cols[0]])
     for i in range(size):
+        if i + 1 < size:
+            _prefetch_row(corpus[cols[i + 1]])
+        elif band_size > 0:
+            _prefetch_row(corpus[band_cols[0]])
         values[i] = dot64(query, corpus[cols[i]])
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(values, ranks, cols, size, i)
     for i in range(band_size):
+        if i + 1 < band_size and band_values[i + 1] >= cut:
+            _prefetch_row(corpus[band_cols[i + 1]])
         if band_values[i] >= cut:
             col = band_cols[i]
             size, _, _ = _admit(dot64(query, corpus[col]), col, id_rank[col], values, ranks, cols, size, k)
