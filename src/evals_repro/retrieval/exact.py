@@ -62,6 +62,23 @@ def error_scale(dimension: int) -> float:
     return 2.0 * dimension * 2.0**-24
 
 
+def search_outputs(
+    queries: np.ndarray, top_k: int, dimension: int, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Checked float32 queries and the (n_queries, min(top_k, n_rows)) index and score arrays a search fills;
+    a bad top_k or query shape is one UsageError naming the fix."""
+    if top_k < 1:
+        raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    if queries.ndim != 2 or queries.shape[1] != dimension:
+        raise UsageError(
+            f"query matrix has shape {queries.shape}, the index has dimension {dimension}",
+            "embed queries with the same model and dimension as the corpus",
+        )
+    k = min(top_k, n_rows)
+    return queries, np.empty((queries.shape[0], k), dtype=np.int64), np.empty((queries.shape[0], k), dtype=np.float64)
+
+
 # BLAS runs far slower on narrow tiles (1.5 s vs 2.8 s at 1000 x 4096 vs 1000 x 1700, d=1024).
 _MIN_CORPUS_BLOCK = 4096
 _MIN_BUDGET = 8 << 20
@@ -126,17 +143,8 @@ class ExactIndex:
         thread with single-threaded BLAS: matmul and scan then alternate on every core without
         BLAS threads waiting at barriers or spinning while the scan runs (~10% faster than one
         2-thread BLAS pipeline on 2 cores). BLAS is limited to one thread during the call."""
-        if top_k < 1:
-            raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if queries.ndim != 2 or queries.shape[1] != self.dimension:
-            raise UsageError(
-                f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
-                "embed queries with the same model and dimension as the corpus",
-            )
-        m, k = queries.shape[0], min(top_k, len(self))
-        indices = np.empty((m, k), dtype=np.int64)
-        scores = np.empty((m, k), dtype=np.float64)
+        queries, indices, scores = search_outputs(queries, top_k, self.dimension, len(self))
+        m, k = indices.shape
         if m == 0 or k == 0:
             return indices, scores
         groups = _spans(m, _THREADS)

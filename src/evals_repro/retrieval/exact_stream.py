@@ -27,7 +27,15 @@ import numpy as np
 
 from ..errors import UsageError
 from ..matrix_file import MatrixFile
-from .exact import _HEAP_BYTES_PER_ENTRY, _THREADS, _blas_controller, _spans, error_scale, id_ranks
+from .exact import (
+    _HEAP_BYTES_PER_ENTRY,
+    _THREADS,
+    _blas_controller,
+    _spans,
+    error_scale,
+    id_ranks,
+    search_outputs,
+)
 
 DEFAULT_BUDGET = 256 << 20
 _MAX_QUERY_BLOCK = 512  # queries per tile: BLAS is efficient from a few hundred on
@@ -157,17 +165,8 @@ class StreamedExactIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Return (row indices, float64 exact scores), each (n_queries, min(top_k, n)), best first.
         `on_rows(count)` is called as each block of rows has been searched (for a progress bar)."""
-        if top_k < 1:
-            raise UsageError(f"top_k must be at least 1, got {top_k}", "pass --top-k 100")
-        queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if queries.ndim != 2 or queries.shape[1] != self.dimension:
-            raise UsageError(
-                f"query matrix has shape {queries.shape}, the index has dimension {self.dimension}",
-                "embed queries with the same model and dimension as the corpus",
-            )
-        m, k = queries.shape[0], min(top_k, len(self))
-        indices = np.empty((m, k), dtype=np.int64)
-        scores = np.empty((m, k), dtype=np.float64)
+        queries, indices, scores = search_outputs(queries, top_k, self.dimension, len(self))
+        m, k = indices.shape
         if m == 0 or k == 0:
             return indices, scores
         per_pass = self._queries_per_pass(m, k)
