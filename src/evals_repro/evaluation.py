@@ -32,6 +32,7 @@ from .pooling import measures_for, pool_plan
 from .progress import progress_bar
 from .results import (
     Action,
+    Cost,
     Coverage,
     DamagedResult,
     DataDigest,
@@ -255,6 +256,7 @@ def _run_subset(
                     existing.usage,
                     existing.flags,
                     path,
+                    existing.cost,
                 )
                 _report(name, record, path, say)
                 return SubsetOutcome(name, path, "rescored", record.metrics, verdict.reason)
@@ -263,10 +265,12 @@ def _run_subset(
             say(f"{name}: recomputing, the existing result does not match ({verdict.reason})")
     plan = pool_plan(subset, spec, request.top_k, request.method)
     before = ctx.usage.as_dict()
+    billed_before = ctx.usage.billed()
     started = time.perf_counter()
     run = retrieve(subset, retriever, queries, plan.top_k)
     retrieval_seconds = time.perf_counter() - started
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
+    billed = {k: v - billed_before.get(k, 0) for k, v in ctx.usage.billed().items() if v != billed_before.get(k, 0)}
     config = MethodConfig(
         method=spec.method_name,
         pipeline=spec.as_dict(),
@@ -299,6 +303,7 @@ def _run_subset(
         spent,
         flags,
         path,
+        Cost.of(billed),
     )
     _report(name, record, path, say)
     return SubsetOutcome(name, path, "written", record.metrics)
@@ -336,6 +341,7 @@ def _record(
     usage: dict[str, float],
     flags: Flags | None,
     path: Path,
+    cost: Cost | None = None,
 ) -> ResultRecord:
     """Score the run, write the run and qrels files, then the record (last: it points to them)."""
     from .runs import write_trec_gains, write_trec_qrels, write_trec_run
@@ -365,6 +371,7 @@ def _record(
         source={k: v for k, v in subset.source.items() if k != "origin"},
         versions=package_versions(),
         usage=usage,
+        cost=cost,
         unpooled_queries=(
             sorted(q.id for q in asked if q.id not in subset.pools) if subset.pools is not None else None
         ),

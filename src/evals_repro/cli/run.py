@@ -15,6 +15,7 @@ STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
 )
+PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
 
 
@@ -78,11 +79,15 @@ def run_command(
         "--index-ram",
         help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
     ),
+    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
+    from ..providers.prices import use_prices
+
+    use_prices(prices)
 
     options = {
         "workers": workers,
@@ -132,8 +137,11 @@ def run_command(
     )
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
+    from ..providers.prices import spend_text
+
+    spent = spend_text(summary.usage.summary(), summary.usage.billed())
     console.print(
-        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {summary.usage.summary()}",
+        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {spent}",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -163,6 +171,7 @@ def report_command(
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
+    cost: bool = typer.Option(False, "--cost", help="Add a column: what each method's results cost (USD)."),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -213,7 +222,7 @@ def report_command(
     tables: list = []
     notes: list[str] = []
     for m in measures:
-        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule)
+        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
     for note in notes:

@@ -82,6 +82,10 @@ class ApiEmbedder(ABC):
         """(max items, max summed plan cost) per request."""
         return self.settings.max_batch_items, self.settings.max_batch_tokens
 
+    def billed_units(self, items: list[EmbedItem], tokens: int) -> dict[str, float]:
+        """What one request bills, from its tokens (reported, or estimated for a plan or an estimate)."""
+        return {"input_tokens": tokens}
+
     def batch_settings(self, items: list[EmbedItem]) -> ProviderSettings:
         """Settings (and so the throttle) for a batch; image batches may have their own budget."""
         return self.settings
@@ -131,6 +135,9 @@ class ApiEmbedder(ABC):
             items=len(items),
             what=f"{self.model} embed",
             reported_tokens=lambda result: result[1],
+            model=self.model,
+            bill=lambda result: self.billed_units(items, result[1] if result[1] is not None else tokens),
+            estimate=self.billed_units(items, tokens),
         )
         if on_rows is not None and positions is not None:
             on_rows(positions, normalise(matrix))  # persisted before this request counts as done

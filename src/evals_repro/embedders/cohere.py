@@ -51,6 +51,12 @@ class CohereEmbedder(ApiEmbedder):
     def cost(self, item: EmbedItem, input_type: InputType) -> int:
         return estimate_tokens(item.text) if item.text else 1
 
+    def billed_units(self, items: list[EmbedItem], tokens: int) -> dict[str, float]:
+        """A request with images bills image tokens (Cohere's image rate), else text tokens."""
+        if any(item.image is not None for item in items):
+            return {"image_tokens": tokens}
+        return {"input_tokens": tokens}
+
     def batch_limits(self, items):
         if any(item.image is not None for item in items):
             return self.settings.max_batch_items, IMAGE_BYTES_PER_REQUEST

@@ -19,6 +19,7 @@ from .images import content_parts, image_pixels
 TEXT_MODELS = {"voyage-4-large": 120_000, "voyage-4": 320_000, "voyage-4-lite": 1_000_000}
 MULTIMODAL_MODELS = {"voyage-multimodal-3.5": 320_000}
 PIXELS_PER_TOKEN = 560
+BILLED_PIXELS = (50_000, 2_000_000)  # Voyage bills an image as at least 50K and at most 2M pixels
 MULTIMODAL_MAX_ITEMS = 32
 
 
@@ -58,6 +59,16 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
         if item.image is not None:
             tokens += -(-image_pixels(item.image) // PIXELS_PER_TOKEN)
         return max(1, tokens)
+
+    def billed_units(self, items: list[EmbedItem], tokens: int) -> dict[str, float]:
+        """Text tokens and image pixels: the tokens Voyage counts include pixels / 560 per image."""
+        pixels = [image_pixels(item.image) for item in items if item.image is not None]
+        image_tokens = sum(-(-count // PIXELS_PER_TOKEN) for count in pixels)
+        low, high = BILLED_PIXELS
+        return {
+            "input_tokens": max(0, tokens - image_tokens),
+            "pixels": sum(min(high, max(low, count)) for count in pixels),
+        }
 
     def request(self, items: list[EmbedItem], input_type: InputType):
         inputs = [

@@ -27,6 +27,7 @@ VOYAGE_MODELS = ("rerank-2.5", "rerank-2.5-lite", "rerank-3")
 MIXEDBREAD_MODELS = ("mixedbread-ai/mxbai-rerank-large-v2", "mixedbread-ai/mxbai-rerank-base-v2")
 
 COHERE_MAX_TOKENS_PER_DOC = 32_768
+COHERE_DOCUMENTS_PER_SEARCH = 100  # a billed search unit (cohere.com/pricing)
 VOYAGE_CONTEXT_TOKENS = 32_000
 VOYAGE_AGGREGATE_TOKENS = 600_000
 VOYAGE_MAX_DOCUMENTS = 1_000
@@ -128,8 +129,15 @@ class HostedReranker(ABC):
             items=1,
             what=f"rerank {self.model}",
             reported_tokens=lambda answer: answer[1],
+            model=self.model,
+            bill=lambda answer: self.billed_units(len(documents), answer[1] if answer[1] is not None else tokens),
+            estimate=self.billed_units(len(documents), tokens),
         )
         return pairs
+
+    def billed_units(self, documents: int, tokens: int) -> dict[str, float]:
+        """What one rerank request bills: its tokens (Cohere: searches)."""
+        return {"input_tokens": tokens}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -167,6 +175,10 @@ class CohereReranker(HostedReranker):
 
     def _document_tokens(self, query_tokens: int, document_tokens: int) -> int:
         return query_tokens + min(document_tokens, COHERE_MAX_TOKENS_PER_DOC)
+
+    def billed_units(self, documents: int, tokens: int) -> dict[str, float]:
+        """Cohere bills rerank by search: one query with up to 100 documents."""
+        return {"searches": -(-documents // COHERE_DOCUMENTS_PER_SEARCH)}
 
 
 class VoyageReranker(HostedReranker):

@@ -1,0 +1,122 @@
+"""Money: the shipped price table, `--prices` overrides, the cost of what a run billed (result record,
+spend line, `report --cost`), and "price unknown" never counted as free.
+
+Expected dollars are computed here from the fake's own token counts (what the provider reported) times
+a round test price, never read back from the code under test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evals_repro.cli import main
+from evals_repro.errors import DataError
+from evals_repro.providers.prices import UNITS, load_prices, reset_prices, usd_text
+from fakes.base import count_tokens
+from fakes.voyage import FakeVoyage
+
+
+@pytest.fixture(autouse=True)
+def _shipped_prices():
+    reset_prices()
+    yield
+    reset_prices()
+
+
+def write_prices(path, entries, date="2026-01-01"):
+    path.write_text(json.dumps({"date": date, "prices": entries}))
+    return path
+
+
+def test_shipped_table_names_a_page_and_a_date_for_every_price():
+    table = load_prices()
+    assert table.date and table.source == "shipped"
+    assert len(table.prices) >= 20
+    for price in table.prices.values():
+        assert price.source.startswith("https://"), price
+        assert price.read, price
+        assert price.unit in UNITS and price.usd > 0 and price.per > 0
+    # the models the seed's reproductions pay for
+    for provider, model, unit in [
+        ("voyage", "voyage-4-large", "input_tokens"),
+        ("voyage", "voyage-multimodal-3.5", "pixels"),
+        ("cohere", "embed-v4.0", "input_tokens"),
+        ("cohere", "rerank-v4.0-pro", "searches"),
+        ("gemini", "gemini-embedding-2", "input_tokens"),
+        ("mixedbread", "mixedbread-ai/mxbai-rerank-large-v2", "input_tokens"),
+    ]:
+        assert table.price(provider, model, unit) is not None, (provider, model, unit)
+
+
+def test_cost_arithmetic_and_price_unknown_never_zero(tmp_path):
+    path = write_prices(
+        tmp_path / "p.json",
+        [{"provider": "voyage", "model": "voyage-4-lite", "unit": "input_tokens", "usd": 0.02, "per": 1_000_000}],
+    )
+    table = load_prices(path)
+    # 3,000,000 tokens at $0.02 per million = $0.06; 250 searches of a model the file leaves out stay unknown
+    costing = table.cost(
+        {("voyage", "voyage-4-lite", "input_tokens"): 3_000_000, ("acme", "rerank-x", "searches"): 250}
+    )
+    assert costing.usd == pytest.approx(0.06)
+    assert costing.unknown == ["acme rerank-x (searches)"]
+    assert costing.as_dict()["usd"] is None  # never 0 or the priced part alone
+    assert costing.by_model == {"voyage voyage-4-lite": pytest.approx(0.06), "acme rerank-x": None}
+    assert "price unknown: acme rerank-x (searches)" in costing.text()
+    assert table.date == "2026-01-01"  # the override's date is the one the cost is stamped with
+    assert usd_text(1234.567) == "$1,234.57" and usd_text(0.000123) == "$0.000123"
+
+
+def test_bad_price_file_is_one_clear_line(tmp_path):
+    bad = write_prices(tmp_path / "bad.json", [{"provider": "voyage", "model": "m", "unit": "tokens", "usd": 1}])
+    with pytest.raises(DataError, match=r"prices\[0\]: unknown unit 'tokens'"):
+        load_prices(bad)
+    with pytest.raises(DataError, match="cannot read"):
+        load_prices(tmp_path / "missing.json")
+
+
+def fake_tokens(fake) -> int:
+    """What the fake reported: its own count of every text it embedded."""
+    return sum(count_tokens(text) for r in fake.requests for text in r.json["input"])
+
+
+def test_run_records_cost_and_report_adds_a_cost_column(monkeypatch, tmp_path, capsys):
+    prices = write_prices(
+        tmp_path / "prices.json",
+        [{"provider": "voyage", "model": "voyage-4-lite", "unit": "input_tokens", "usd": 1.0, "per": 1000}],
+        date="2026-02-03",
+    )
+    results = tmp_path / "results"
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-voyage-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--results-dir", str(results)]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--prices", str(prices)]
+        assert main(args) == 0
+        expected = fake_tokens(fake) / 1000  # $1 per 1,000 tokens
+    record = json.loads((results / "sample/voyage-4-lite/heat-pumps.json").read_text())
+    assert record["cost"]["usd"] == pytest.approx(expected)
+    assert record["cost"]["prices_date"] == "2026-02-03"
+    assert record["cost"]["billed"] == {"voyage voyage-4-lite": {"input_tokens": fake_tokens(fake)}}
+    err = capsys.readouterr().err
+    assert f"cost {usd_text(expected)} (prices of 2026-02-03)" in err
+    assert main(["report", "-b", "sample", "--results-dir", str(results), "--cost"]) == 0
+    out = capsys.readouterr().out
+    assert "cost (USD)" in out and f"| {usd_text(expected)} |" in out
+
+
+def test_a_price_file_overrides_and_adds_but_a_missing_model_stays_unknown(tmp_path):
+    path = write_prices(
+        tmp_path / "p.json",
+        [
+            {"provider": "voyage", "model": "voyage-4-large", "unit": "input_tokens", "usd": 1, "per": 1000},
+            {"provider": "acme", "model": "embed-1", "unit": "input_tokens", "usd": 2, "per": 1000},
+        ],
+    )
+    table = load_prices(path)
+    assert table.price("voyage", "voyage-4-large", "input_tokens").usd == 1  # overridden
+    assert table.price("voyage", "voyage-4", "input_tokens").usd == 0.06  # shipped, kept
+    costing = table.cost({("acme", "embed-1", "input_tokens"): 500, ("voyage", "voyage-9", "input_tokens"): 10})
+    assert costing.usd == pytest.approx(1.0)
+    assert costing.text() == "$1.00 + price unknown: voyage voyage-9 (input_tokens)"
