@@ -120,3 +120,107 @@ def test_a_price_file_overrides_and_adds_but_a_missing_model_stays_unknown(tmp_p
     costing = table.cost({("acme", "embed-1", "input_tokens"): 500, ("voyage", "voyage-9", "input_tokens"): 10})
     assert costing.usd == pytest.approx(1.0)
     assert costing.text() == "$1.00 + price unknown: voyage voyage-9 (input_tokens)"
+
+
+# -- run --plan and --max-cost against the fake -------------------------------------------------------
+
+
+def voyage_env(monkeypatch, fake):
+    monkeypatch.setenv("VOYAGE_API_KEY", "test-voyage-key")
+    monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+
+
+def sample_request(tmp_path, **kwargs):
+    from evals_repro.evaluation import RunRequest
+
+    return RunRequest(
+        method="voyage-4-lite", benchmark="sample", results_dir=tmp_path / "r", cache_dir=tmp_path / "c", **kwargs
+    )
+
+
+def test_plan_needs_no_key_and_counts_the_requests_the_fake_then_sees(monkeypatch, tmp_path, capsys):
+    from evals_repro.planning.run import plan_run
+
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    args = ["run", "voyage-4-lite", "-b", "sample", "--results-dir", str(tmp_path / "r")]
+    args += ["--cache-dir", str(tmp_path / "c"), "--plan"]
+    assert main(args) == 0  # no key, nothing sent, nothing written
+    out = capsys.readouterr().out
+    assert "voyage-4-lite" in out and "pages" in out and "queries" in out and "total:" in out
+    assert not (tmp_path / "r").exists() and not (tmp_path / "c").exists()
+    planned = plan_run(sample_request(tmp_path))
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        assert main(args[:-1]) == 0
+        sent = [len(r.json["input"]) for r in fake.requests]
+    assert planned.requests == len(sent)
+    assert sum(line.items for line in planned.lines.values()) == sum(sent)
+    warm = plan_run(sample_request(tmp_path))  # every vector cached: nothing to send, nothing to pay
+    assert warm.requests == 0 and warm.billed() == {}
+    assert sum(line.held for line in warm.lines.values()) == sum(sent)
+    kept = plan_run(sample_request(tmp_path, resume=True))
+    assert kept.requests == 0 and kept.lines == {}
+
+
+def test_plan_with_nothing_cached_says_what_to_download(monkeypatch, tmp_path):
+    from evals_repro.planning.run import plan_run
+
+    # a BEIR-style folder that is not there: the loader cannot read it, the plan says so and counts the rest
+    request = sample_request(tmp_path)
+    monkeypatch.setattr("evals_repro.benchmarks.load_subset", _refuse_first_subset())
+    planned = plan_run(request)
+    assert any("its data is not here" in note and "download it first" in note for note in planned.notes)
+    assert planned.requests > 0  # the other subsets are planned
+
+
+def _refuse_first_subset():
+    from evals_repro.benchmarks import load_subset as real
+    from evals_repro.errors import ConfigurationError
+
+    def load(decl, name, options):
+        if name == decl.subset_names[0]:
+            raise ConfigurationError(f"{name} is not in the local cache", "download it")
+        return real(decl, name, options)
+
+    return load
+
+
+def test_max_cost_refuses_to_start_over_the_plan(monkeypatch, tmp_path, capsys):
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        args = ["run", "voyage-4-lite", "-b", "sample", "--results-dir", str(tmp_path / "r")]
+        args += ["--cache-dir", str(tmp_path / "c"), "--max-cost", "0.00001"]
+        assert main(args) == 2
+        assert fake.requests == []
+    err = capsys.readouterr().err
+    assert "over --max-cost $1.00e-05" in err and "--plan" in err
+
+
+def test_max_cost_stops_mid_run_and_resume_pays_for_nothing_twice(monkeypatch, tmp_path):
+    from evals_repro.evaluation import run_benchmark
+    from evals_repro.planning.run import plan_run
+    from evals_repro.providers.ceiling import CostCeilingReached, CostGuard, install_guard
+    from evals_repro.providers.prices import current_prices
+
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        cold = FakeVoyage()
+        first = sample_request(tmp_path, subsets=["heat-pumps"])
+        # room for the first subset's planned requests (pages, queries) and no more
+        ceiling = plan_run(first).costing(current_prices()).usd * 1.0001
+        install_guard(CostGuard(ceiling, current_prices()))
+        try:
+            with pytest.raises(CostCeilingReached, match="stopped before a voyage voyage-4-lite request"):
+                run_benchmark(sample_request(tmp_path, subsets=["heat-pumps", "railway-maintenance"]))
+        finally:
+            install_guard(None)
+        stopped = len(fake.requests)
+        assert stopped == 2  # the first subset's pages and queries; the second subset's pages were refused
+        assert (tmp_path / "r/sample/voyage-4-lite/heat-pumps.json").exists()
+        summary = run_benchmark(sample_request(tmp_path, subsets=["heat-pumps", "railway-maintenance"], resume=True))
+        assert [o.status for o in summary.outcomes] == ["skipped", "written"]
+        resumed = len(fake.requests)
+    with cold:  # the same two subsets from nothing: the stopped run plus its resume sent exactly this much
+        voyage_env(monkeypatch, cold)
+        run_benchmark(sample_request(tmp_path / "cold", subsets=["heat-pumps", "railway-maintenance"]))
+        assert resumed == len(cold.requests)

@@ -30,6 +30,7 @@ from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
 from .progress import progress_bar
+from .providers.ceiling import CostCeilingReached
 from .results import (
     Action,
     Cost,
@@ -138,15 +139,28 @@ def _validate(request: RunRequest) -> None:
     parse_size(request.options.get("index_ram"))
 
 
-def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
-    """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
+@dataclass
+class Prepared:
+    """A run's request checked and resolved: what `run` does and what `run --plan` counts."""
+
+    spec: PipelineSpec
+    decl: BenchmarkDeclaration
+    subset_names: list[str]
+    protocol: ScoringProtocol
+    ctx: MethodContext
+    retriever: Retriever
+    options: LoadOptions
+
+
+def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool = False) -> Prepared:
+    """Check the request and build the method (a plan builds it without keys or clients)."""
     from . import metrics as M
 
-    say = echo or log.info
     _validate(request)
     spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
     spec.check_method_options(request.options)
-    ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))  # before any work
+    if not planning:
+        ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))
     decl = get_benchmark(request.benchmark, language=request.language)
     if decl.pooled and spec.rerank is not None:
         pooled = spec.for_pooled_view()
@@ -160,19 +174,32 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
-        benchmark=decl.name, cache_dir=Path(request.cache_dir), content=request.content, options=dict(request.options)
+        benchmark=decl.name,
+        cache_dir=Path(request.cache_dir),
+        content=request.content,
+        options=dict(request.options),
+        planning=planning,
     )
     # Built once up front: bad keys, unknown rerankers and content mismatches fail before any work.
     retriever = spec.build(ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
+    return Prepared(spec, decl, subset_names, protocol, ctx, retriever, options)
+
+
+def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
+    """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
+    say = echo or log.info
+    prepared = prepare_run(request, say)
+    spec, decl, subset_names, protocol = prepared.spec, prepared.decl, prepared.subset_names, prepared.protocol
+    ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
     outcomes: list[SubsetOutcome] = []
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
             try:
                 outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say))
-            except (UsageError, ConfigurationError):
-                raise  # a bad option or an unusable environment fails every subset alike: stop now
+            except (UsageError, ConfigurationError, CostCeilingReached):
+                raise  # a bad option, an unusable environment or the cost ceiling stops every subset alike
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
                 say(f"{name}: failed: {exc.one_line()}")
@@ -209,28 +236,10 @@ def _run_subset(
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
-    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
-        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
-        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
-        request = replace(request, setting=Setting.CROSSLINGUAL.value)
-    languages = languages_for(request.setting, decl, subset)
-    protocol = declared_protocol(decl, name, protocol)
-    # A result never loses a measure it had: the existing record's measures join the requested ones.
-    wanted = measures_for(subset, list(protocol.measures))
-    if existing is not None:
-        wanted += [m for m in existing.scoring.measures if m not in wanted]
-    subset_protocol = protocol.with_measures(wanted)
-    digests = subset.digests()
-    result_options = {k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options}
-    coverage = Coverage(
-        setting=Setting(request.setting),
-        pipeline=spec.as_dict(),
-        options=result_options,
-        top_k=request.top_k,
-        revision=request.revision,
-        data_digest=str(digests["combined"]),
-        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
+    request, languages, subset_protocol, coverage = subset_coverage(
+        request, decl, subset, spec, ctx, protocol, existing, path, say
     )
+    result_options = coverage.options
     queries, asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
         verdict = existing.covers(coverage)
@@ -307,6 +316,43 @@ def _run_subset(
     )
     _report(name, record, path, say)
     return SubsetOutcome(name, path, "written", record.metrics)
+
+
+def subset_coverage(
+    request: RunRequest,
+    decl: BenchmarkDeclaration,
+    subset: Subset,
+    spec: PipelineSpec,
+    ctx: MethodContext,
+    protocol: ScoringProtocol,
+    existing: ResultRecord | None,
+    path: Path,
+    say: Callable[[str], None],
+) -> tuple[RunRequest, list[str], ScoringProtocol, Coverage]:
+    """What this subset's run asks (`--resume` compares it with the existing result): the request (a
+    crosslingual result keeps its setting), the query languages, the protocol to score with, the coverage."""
+    name = subset.name
+    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
+        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
+        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
+        request = replace(request, setting=Setting.CROSSLINGUAL.value)
+    languages = languages_for(request.setting, decl, subset)
+    protocol = declared_protocol(decl, name, protocol)
+    # A result never loses a measure it had: the existing record's measures join the requested ones.
+    wanted = measures_for(subset, list(protocol.measures))
+    if existing is not None:
+        wanted += [m for m in existing.scoring.measures if m not in wanted]
+    digests = subset.digests()
+    coverage = Coverage(
+        setting=Setting(request.setting),
+        pipeline=spec.as_dict(),
+        options={k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options},
+        top_k=request.top_k,
+        revision=request.revision,
+        data_digest=str(digests["combined"]),
+        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
+    )
+    return request, languages, protocol.with_measures(wanted), coverage
 
 
 def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:

@@ -22,6 +22,7 @@ from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
+from ..providers.plan import Plan
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import batch_token_cap
@@ -59,7 +60,8 @@ class ApiEmbedder(ABC):
             max_batch_tokens=min(settings.max_batch_tokens, max_batch_tokens or settings.max_batch_tokens),
         )
         self.workers = workers_option(ctx.options, DEFAULT_WORKERS)
-        self.client = self.make_client(self.settings)  # a missing key fails here, before any request
+        # A missing key fails here, before any request; a plan (`--plan`) needs neither key nor client.
+        self.client: Any = None if ctx.planning else self.make_client(self.settings)
 
     # -- what a provider supplies -------------------------------------------------------------------
     @abstractmethod
@@ -114,6 +116,27 @@ class ApiEmbedder(ABC):
                 )
             if item.image is None and item.text is None:
                 raise UsageError(f"{self.name}: item {position} has neither text nor image", "check the subset")
+
+    def plan(self, items: list[EmbedItem], input_type: InputType, plan: Plan, what: str = "") -> None:
+        """Count the requests `embed(items)` would send, batched exactly as it batches them."""
+        self.check_items(items)
+        if not items:
+            return
+        costs = [self.cost(item, input_type) for item in items]
+        plan_costs = [self.plan_cost(item, input_type) for item in items]
+        for batch in plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs)):
+            chosen = [items[i] for i in batch]
+            tokens = sum(costs[i] for i in batch)
+            plan.add(
+                self.provider,
+                self.model,
+                what or ("queries" if input_type == "query" else "documents"),
+                requests=1,
+                items=len(batch),
+                tokens=tokens,
+                units=self.billed_units(chosen, tokens),
+                settings=self.batch_settings(chosen),
+            )
 
     def _one_batch(
         self,

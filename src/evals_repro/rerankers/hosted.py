@@ -20,6 +20,7 @@ from typing import Any
 
 from ..context import MethodContext
 from ..errors import ProviderError, UsageError, choices
+from ..providers.plan import Plan
 from ..registry import RERANKERS
 
 COHERE_MODELS = ("rerank-v4.0-pro", "rerank-v4.0-fast")
@@ -61,7 +62,7 @@ class HostedReranker(ABC):
         self.model = model
         self.ctx = ctx
         self.settings = provider_settings(self.provider, ctx.options)
-        self.client = client if client is not None else self._make_client()
+        self.client = client if client is not None or ctx.planning else self._make_client()
         self.workers = workers_option(ctx.options, 4)  # concurrent queries in RerankedRetriever
 
     @abstractmethod
@@ -76,22 +77,47 @@ class HostedReranker(ABC):
         """What one document costs against the aggregate budget."""
         return query_tokens + document_tokens
 
-    def rerank(self, query: str, documents: list[str]) -> list[float]:
-        from ..providers.batching import estimate_tokens, plan_batches
+    def _batches(self, query_tokens: int, doc_tokens: list[int]) -> tuple[list[int], list[list[int]]]:
+        """Each document's cost against the aggregate budget, and the requests (document positions) to send."""
+        from ..providers.batching import plan_batches
         from ..providers.throttle import batch_token_cap
 
-        if not documents:
-            return []
-        query_tokens = estimate_tokens(query)
-        doc_tokens = [estimate_tokens(doc) for doc in documents]
-        over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
         costs = [self._document_tokens(query_tokens, tokens) for tokens in doc_tokens]
         max_tokens = self.max_tokens or sum(costs) + 1
         # A request over the whole per-minute budget could never be admitted: split it like the aggregate limit.
         cap = batch_token_cap(self.settings, costs, f"rerank {self.model}", share=1.0)
         if cap is not None:
             max_tokens = min(max_tokens, cap)
-        batches = plan_batches(costs, self.max_items, max_tokens)
+        return costs, plan_batches(costs, self.max_items, max_tokens)
+
+    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan) -> None:
+        """Count the requests `rerank` would send for a query and documents of these estimated tokens."""
+        if not doc_tokens:
+            return
+        costs, batches = self._batches(query_tokens, doc_tokens)
+        for positions in batches:
+            tokens = sum(costs[i] for i in positions)
+            plan.add(
+                self.provider,
+                self.model,
+                "rerank",
+                requests=1,
+                items=len(positions),
+                tokens=tokens,
+                units=self.billed_units(len(positions), tokens),
+                settings=self.settings,
+                throttle_items=1,
+            )
+
+    def rerank(self, query: str, documents: list[str]) -> list[float]:
+        from ..providers.batching import estimate_tokens
+
+        if not documents:
+            return []
+        query_tokens = estimate_tokens(query)
+        doc_tokens = [estimate_tokens(doc) for doc in documents]
+        over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
+        costs, batches = self._batches(query_tokens, doc_tokens)
         # Usage is diffed per subset by the runner, so these land in each result file's usage block.
         self.ctx.usage.add("rerank_documents", len(documents))
         if over:
