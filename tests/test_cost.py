@@ -224,3 +224,28 @@ def test_max_cost_stops_mid_run_and_resume_pays_for_nothing_twice(monkeypatch, t
         voyage_env(monkeypatch, cold)
         run_benchmark(sample_request(tmp_path / "cold", subsets=["heat-pumps", "railway-maintenance"]))
         assert resumed == len(cold.requests)
+
+
+def test_a_plan_after_a_run_is_scaled_by_the_tokens_the_provider_reported(monkeypatch, tmp_path):
+    """The throttle's estimate errs high on purpose; a run saves what the provider counted, and the next plan
+    of other subsets lands within 10% of what the fake then reports (measured: 1.54x cold, 1.09x scaled)."""
+    from evals_repro.evaluation import run_benchmark
+    from evals_repro.planning.run import plan_run
+
+    def reported(requests):
+        return sum(count_tokens(text) for r in requests for text in r.json["input"])
+
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        first = sample_request(tmp_path, subsets=["heat-pumps"])
+        cold = plan_run(first)
+        run_benchmark(first)
+        assert sum(line.tokens for line in cold.lines.values()) > reported(fake.requests)  # errs high, not low
+        assert (tmp_path / "c/token-ratios.json").exists()
+        rest = sample_request(tmp_path, subsets=["railway-maintenance", "clinical-trials"])
+        planned = plan_run(rest)
+        sent = len(fake.requests)
+        run_benchmark(rest)
+        actual = reported(fake.requests[sent:])
+        assert planned.requests == len(fake.requests) - sent
+        assert abs(sum(line.tokens for line in planned.lines.values()) / actual - 1) < 0.10

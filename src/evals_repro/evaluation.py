@@ -190,9 +190,21 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
     say = echo or log.info
     prepared = prepare_run(request, say)
+    outcomes: list[SubsetOutcome] = []
+    try:
+        _run_subsets(request, prepared, outcomes, say)
+    finally:
+        from .providers.calibration import save
+
+        save(request.cache_dir)  # what the providers counted: later plans are scaled by it
+    return RunSummary(prepared.decl.name, prepared.spec.label, outcomes, prepared.ctx.usage)
+
+
+def _run_subsets(
+    request: RunRequest, prepared: Prepared, outcomes: list[SubsetOutcome], say: Callable[[str], None]
+) -> None:
     spec, decl, subset_names, protocol = prepared.spec, prepared.decl, prepared.subset_names, prepared.protocol
     ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
-    outcomes: list[SubsetOutcome] = []
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
@@ -209,7 +221,6 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
                 say(f"{name}: failed: {type(exc).__name__}: {exc}")
                 outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
             bar.advance()
-    return RunSummary(decl.name, spec.label, outcomes, ctx.usage)
 
 
 def _run_subset(

@@ -126,7 +126,7 @@ class ApiEmbedder(ABC):
         plan_costs = [self.plan_cost(item, input_type) for item in items]
         for batch in plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs)):
             chosen = [items[i] for i in batch]
-            tokens = sum(costs[i] for i in batch)
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in batch))
             plan.add(
                 self.provider,
                 self.model,

@@ -37,10 +37,11 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
     """What `run` would send for this request, subset by subset; with `--resume`, kept results send nothing."""
     from ..benchmarks import load_subset
     from ..pooling import pool_plan
+    from ..providers.calibration import ratios
     from ..scoring import ranked_queries
 
     prepared = prepare_run(request, say, planning=True)
-    plan = Plan()
+    plan = Plan(ratios=ratios(request.cache_dir))
     planner = getattr(prepared.retriever, "plan", None)
     if planner is None:
         return plan  # a method that pays for nothing (bm25, local embedders and rerankers)

@@ -34,6 +34,18 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     budgets: dict[tuple, ProviderSettings] = field(default_factory=dict)  # settings.key -> settings
     budget_use: dict[tuple, list[float]] = field(default_factory=dict)  # settings.key -> [requests, tokens, items]
+    ratios: dict[tuple[str, str], float] = field(default_factory=dict)  # (provider, model) -> reported / estimated
+
+    def tokens(self, provider: str, model: str, estimated: int) -> int:
+        """Estimated tokens in the model's own count: scaled by what earlier runs saw it report, if any."""
+        ratio = self.ratios.get((provider, model))
+        if ratio is None:
+            self.note(
+                f"{provider} {model}: tokens are the throttle's upper-leaning estimate (ASCII characters / 3); "
+                "a run saves what the provider reports, and later plans are scaled by it"
+            )
+            return estimated
+        return round(estimated * ratio)
 
     def add(
         self,

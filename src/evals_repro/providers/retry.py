@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from ..errors import EvalsError, ProviderError
 from ..usage import Usage
-from . import errors_map
+from . import calibration, errors_map
 from .ceiling import current_guard
 from .errors_map import Failure, classify
 from .keys import redact, scrub_exception
@@ -130,6 +130,8 @@ def call_with_retries(
             bill(result) if bill is not None else {"input_tokens": counted if counted is not None else tokens}
         )
         usage.bill(p, model, billed)
+        if counted is not None:
+            calibration.record(p, model, tokens, counted)
         if guard is not None:
             guard.settle(reservation, p, model, billed)
     return result

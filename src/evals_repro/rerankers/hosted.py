@@ -96,7 +96,7 @@ class HostedReranker(ABC):
             return
         costs, batches = self._batches(query_tokens, doc_tokens)
         for positions in batches:
-            tokens = sum(costs[i] for i in positions)
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in positions))
             plan.add(
                 self.provider,
                 self.model,
