@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app, given_options
+from .costs import MAX_COST, PLAN, PRICES
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
 REPORT_SUFFIXES = (".md", ".csv")
@@ -15,9 +16,6 @@ STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
 )
-PLAN_HELP = "Print what the run would send and cost (per provider and model), without a key or a request; exit."
-MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before a request that would pass it."
-PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
 
 
@@ -81,17 +79,14 @@ def run_command(
         "--index-ram",
         help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
     ),
-    prices: Optional[Path] = typer.Option(None, "--prices", help=PRICES_HELP),
-    plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost", min=0, help=MAX_COST_HELP),
+    prices: Optional[Path] = PRICES,
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
-    from ..providers.prices import use_prices
-
-    table = use_prices(prices)
 
     options = {
         "workers": workers,
@@ -139,15 +134,13 @@ def run_command(
     def echo(line: str) -> None:  # every line a run prints passes the key redaction (a failure may quote a provider)
         console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
-    if plan or max_cost is not None:
-        from ..planning.run import check_ceiling, plan_run
+    from ..planning.run import plan_run
+    from .costs import cost_gate, with_ceiling
 
-        planned = plan_run(request, echo)
-        if plan:
-            typer.echo(planned.render(table))
-            return
-        check_ceiling(planned, table, max_cost)  # type: ignore[arg-type]
-    summary = run_with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
+    table = cost_gate(lambda: plan_run(request, echo), plan, max_cost, prices)
+    if table is None:
+        return
+    summary = with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     from ..providers.prices import spend_text
@@ -244,16 +237,3 @@ def report_command(
     typer.echo(text)
     if output is not None:
         write_output_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text, "--output")
-
-
-def run_with_ceiling(work, table, max_cost: float | None):
-    """`work()` under `--max-cost` (no ceiling when None); the ceiling is removed afterwards."""
-    if max_cost is None:
-        return work()
-    from ..providers.ceiling import CostGuard, install_guard
-
-    install_guard(CostGuard(max_cost, table))
-    try:
-        return work()
-    finally:
-        install_guard(None)

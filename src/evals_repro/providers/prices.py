@@ -222,8 +222,8 @@ def cost_of(billed: Billed) -> Costing:
 
 
 def spend_text(usage_summary: str, billed: Billed) -> str:
-    """A spend summary line with its cost: `<counters>; cost $1.23 (prices of 2026-12-02)`."""
+    """A spend summary line with its cost: `<counters>, cost $1.23 (prices of 2026-12-02)`."""
     if not billed:
         return usage_summary
     costing = cost_of(billed)
-    return f"{usage_summary}; cost {costing.text()} (prices of {costing.date})"
+    return f"{usage_summary}, cost {costing.text()} (prices of {costing.date})"

@@ -90,7 +90,7 @@ class HostedReranker(ABC):
             max_tokens = min(max_tokens, cap)
         return costs, plan_batches(costs, self.max_items, max_tokens)
 
-    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan) -> None:
+    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank") -> None:
         """Count the requests `rerank` would send for a query and documents of these estimated tokens."""
         if not doc_tokens:
             return
@@ -100,7 +100,7 @@ class HostedReranker(ABC):
             plan.add(
                 self.provider,
                 self.model,
-                "rerank",
+                what,
                 requests=1,
                 items=len(positions),
                 tokens=tokens,
