@@ -249,3 +249,39 @@ def test_a_plan_after_a_run_is_scaled_by_the_tokens_the_provider_reported(monkey
         actual = reported(fake.requests[sent:])
         assert planned.requests == len(fake.requests) - sent
         assert abs(sum(line.tokens for line in planned.lines.values()) / actual - 1) < 0.10
+
+
+# -- mixedbread-upload --plan ------------------------------------------------------------------------------
+
+
+def test_upload_plan_counts_uploads_and_attachments_then_nothing_once_stored(monkeypatch, tmp_path, capsys):
+    import re
+
+    from beir_folder import write_beir_folder
+    from evals_repro.planning.upload import plan_upload
+    from evals_repro.providers.batching import estimate_tokens
+    from fakes.mixedbread_store import FakeMixedbreadStores
+
+    pages = {"p1": "solar panels on roofs", "p2": "wind turbines at sea", "p3": "battery storage", "p4": "   "}
+    folder = write_beir_folder(tmp_path / "mini", pages, {"q1": "solar"}, [("q1", "p1", 1)])
+    cache = tmp_path / "c"
+    monkeypatch.delenv("MXBAI_API_KEY", raising=False)
+    args = ["mixedbread-upload", "markdown", "--benchmark", folder, "--cache-dir", str(cache)]
+    assert main([*args, "--plan"]) == 0  # no key needed
+    assert "mixedbread  store" in capsys.readouterr().out
+    planned = plan_upload(folder, "markdown", cache_dir=cache)
+    with FakeMixedbreadStores(polls_to_complete=1) as fake:
+        monkeypatch.setenv("MIXEDBREAD_BASE_URL", fake.url)
+        monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+        assert main(args) == 0
+        paid = [
+            r for r in fake.requests if r.method == "POST" and re.fullmatch(r"/v1/(files|stores/[^/]+/files)", r.path)
+        ]
+    assert planned.requests == len(paid) == 6  # three pages with text: an upload and an attachment each
+    # indexing is billed on what the store indexes: the pages' text tokens at the fast rate
+    tokens = sum(estimate_tokens(text) for text in pages.values() if text.strip())
+    assert planned.billed() == {("mixedbread", "store", "store_tokens"): tokens}
+    out = capsys.readouterr().out
+    assert "spent: " in out and "cost $" in out
+    again = plan_upload(folder, "markdown", cache_dir=cache)
+    assert again.requests == 0 and again.billed() == {}

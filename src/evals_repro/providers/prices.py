@@ -6,8 +6,9 @@ ones by (provider, model, unit) and may add others. A model with billed units bu
 unknown" by name: it is never counted as free.
 
 Units: `input_tokens`, `output_tokens`, `image_tokens` (images billed as tokens), `pixels`, `searches`
-(Cohere rerank: one query with up to 100 documents), and Mixedbread stores' `store_tokens` (indexing),
-`store_token_months` (storage), `store_queries` and `store_rerank_queries`.
+(Cohere rerank: one query with up to 100 documents), and Mixedbread stores' `store_tokens` and
+`store_tokens_high_quality` (indexing text with fast or high-quality parsing), `store_image_pages` (indexing
+page images), `store_token_months` (storage), `store_queries` and `store_rerank_queries`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ UNITS = (
     "pixels",
     "searches",
     "store_tokens",
+    "store_tokens_high_quality",
+    "store_image_pages",
     "store_token_months",
     "store_queries",
     "store_rerank_queries",

@@ -18,6 +18,7 @@ from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .common import (
     PAGE_STYLE,
+    STORE_MODEL,
     default_prefix,
     external_id_of,
     find_store,
@@ -43,9 +44,6 @@ def best_chunk_per_page(chunks: list[Any], file_pages: dict[str, str]) -> dict[s
         if page_id not in scores or score > scores[page_id]:
             scores[page_id] = score
     return scores
-
-
-STORE_MODEL = "store"  # the price table's name for what Mixedbread Stores bill (indexing, storage, searches)
 
 
 class StoreRetriever:
