@@ -285,3 +285,125 @@ def test_upload_plan_counts_uploads_and_attachments_then_nothing_once_stored(mon
     assert "spent: " in out and "cost $" in out
     again = plan_upload(folder, "markdown", cache_dir=cache)
     assert again.requests == 0 and again.billed() == {}
+
+
+# -- plan accuracy per provider: requests exact, tokens within 10% once calibrated --------------------------
+
+
+def _fake_reported(kind: str, fake) -> int:
+    """The tokens each fake reported, recomputed from the requests it received with its own tokenizer."""
+    from fakes.gemini import content_text
+
+    total = 0
+    for r in fake.requests:
+        body = r.json if r.body else {}
+        if kind == "cohere" and r.path.endswith("/embed"):
+            total += sum(count_tokens(t) for t in body["texts"])
+        elif kind == "gemini" and r.path.endswith(":batchEmbedContents"):
+            total += sum(count_tokens(content_text(q["content"])) for q in body["requests"])
+    return total
+
+
+@pytest.mark.parametrize(
+    ("method", "kind", "env"),
+    [
+        ("cohere-embed-v4.0", "cohere", {"CO_API_URL": "{url}", "COHERE_API_KEY": "k"}),
+        ("gemini-embedding-2", "gemini", {"GOOGLE_GEMINI_BASE_URL": "{url}", "GEMINI_API_KEY": "k"}),
+    ],
+)
+def test_plan_accuracy_for_cohere_and_gemini_embeddings(method, kind, env, monkeypatch, tmp_path):
+    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.planning.run import plan_run
+    from fakes.cohere import FakeCohere
+    from fakes.gemini import FakeGemini
+
+    def request(subsets):
+        return RunRequest(
+            method=method, benchmark="sample", subsets=subsets, results_dir=tmp_path / "r", cache_dir=tmp_path / "c"
+        )
+
+    with FakeCohere() if kind == "cohere" else FakeGemini() as fake:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value.format(url=fake.url))
+        first = request(["heat-pumps"])
+        cold = plan_run(first)
+        run_benchmark(first)
+        assert cold.requests == len(fake.requests)
+        assert sum(line.tokens for line in cold.lines.values()) >= _fake_reported(kind, fake)  # errs high
+        fake.requests.clear()
+        rest = request(["railway-maintenance", "clinical-trials"])
+        planned = plan_run(rest)
+        run_benchmark(rest)
+        assert planned.requests == len(fake.requests)
+        ratio = sum(line.tokens for line in planned.lines.values()) / _fake_reported(kind, fake)
+        assert abs(ratio - 1) < 0.10, ratio
+
+
+def test_plan_of_a_reranked_run_counts_one_rerank_request_per_query(monkeypatch, tmp_path):
+    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.planning.run import plan_run
+    from fakes.rerankers import FakeCohereRerank, count_requests
+
+    with FakeCohereRerank() as fake:
+        monkeypatch.setenv("CO_API_URL", fake.url)
+        monkeypatch.setenv("COHERE_API_KEY", "k")
+        request = RunRequest(
+            method="bm25+cohere@20", benchmark="sample", results_dir=tmp_path / "r", cache_dir=tmp_path / "c"
+        )
+        planned = plan_run(request)
+        summary = run_benchmark(request)
+        assert planned.requests == count_requests(fake, "POST", "/v2/rerank")
+        # each query's 20 candidates are one search unit; the record's cost is the searches at the table's price
+        price = current_price("cohere", "rerank-v4.0-pro", "searches")
+        for outcome in summary.outcomes:
+            record = json.loads(outcome.path.read_text())
+            queries = record["n_queries"]
+            assert record["cost"]["billed"] == {"cohere rerank-v4.0-pro": {"searches": queries}}
+            assert record["cost"]["usd"] == pytest.approx(queries * price.usd / price.per)
+
+
+def current_price(provider, model, unit):
+    from evals_repro.providers.prices import current_prices
+
+    return current_prices().price(provider, model, unit)
+
+
+# -- ViDoRe page images on the fake hub ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hub(fake_hub):
+    import hub_fixtures as fx
+
+    return fx.install(fake_hub)
+
+
+def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub, monkeypatch, tmp_path):
+    import io
+
+    from PIL import Image
+
+    from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
+    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.planning.run import plan_run
+
+    request = RunRequest(
+        method="voyage-multimodal-3.5", benchmark="vidore-v3", subsets=["hr"], content="images",
+        results_dir=tmp_path / "r", cache_dir=tmp_path / "c",
+    )  # fmt: skip
+    subset = load_subset(get_benchmark("vidore-v3"), "hr", LoadOptions(content="images", cache_dir=tmp_path / "c"))
+    sizes = [Image.open(io.BytesIO(page.image)).size for page in subset.pages]
+    planned = plan_run(request)
+    pages = planned.lines[("voyage", "voyage-multimodal-3.5", "pages")]
+    # Voyage bills an image as at least 50,000 and at most 2,000,000 pixels
+    assert pages.units["pixels"] == sum(min(2_000_000, max(50_000, w * h)) for w, h in sizes)
+    assert pages.items == len(subset.pages)
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        run_benchmark(request)
+        sent = [len(r.json["inputs"]) for r in fake.requests]
+    assert planned.requests == len(sent)
+    assert sum(line.items for line in planned.lines.values()) == sum(sent)
+    record = json.loads((tmp_path / "r/vidore-v3/voyage-multimodal-3.5[images]/hr.json").read_text())
+    # the record bills what the fake reported: 1,000 pixels an image (the fake's count), text tokens beside
+    assert record["cost"]["billed"]["voyage voyage-multimodal-3.5"]["pixels"] == 1000 * len(subset.pages)

@@ -34,6 +34,18 @@ DEFAULT_WORKERS = 4
 RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their unit rows)
 
 
+class ReportedTokens(int):
+    """The tokens a provider reported for a request, with the billed units it reported beside them
+    (Voyage multimodal: text tokens and image pixels), which `billed_units` then prefers to estimates."""
+
+    units: dict[str, float]
+
+    def __new__(cls, tokens: int, units: dict[str, float]) -> ReportedTokens:
+        made = super().__new__(cls, tokens)
+        made.units = units
+        return made
+
+
 class ApiEmbedder(ABC):
     provider: str = ""
     supports_images = False
