@@ -201,6 +201,10 @@ def report_command(
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
+    if by is not None and cost:
+        from ..errors import UsageError
+
+        raise UsageError("--cost adds a column to the method tables, not to a --by breakdown", "drop --by or --cost")
     if by is not None:
         from ..breakdown import breakdown_report
 
