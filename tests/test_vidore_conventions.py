@@ -84,3 +84,15 @@ def test_boxes_clip_to_the_page_on_every_edge():
     assert Box(-10, 50, -5, 40).clip((120, 170)) == Box(0, 50, 0, 40)
     assert Box(100, 130, 150, 180).clip((120, 170)) == Box(100, 120, 150, 170)
     assert Box(130, 150, 0, 10).clip((120, 170)).area == 0
+
+
+def test_a_server_with_other_pixel_limits_is_matched():
+    # max_pixels 1003520 (1280 x 28 x 28): 1700 x 2200 -> beta = sqrt(3740000 / 1003520) = 1.930513,
+    # h = floor(2200 / 1.930513 / 28) * 28 = 40 * 28 = 1120, w = floor(1700 / 1.930513 / 28) * 28 = 31 * 28 = 868.
+    convention, _ = choose_convention("Qwen/Qwen2.5-VL-7B-Instruct", None, None, max_pixels=1003520)
+    assert convention.grid_size((1700, 2200)) == (868, 1120)
+    assert convention.as_record("x")["resize"] == {"factor": 28, "min_pixels": 3136, "max_pixels": 1003520}
+    with pytest.raises(UsageError, match="apply to the qwen2.5-vl convention only, not gemini"):
+        choose_convention("gemini-3-pro-preview", None, None, max_pixels=1003520)
+    with pytest.raises(UsageError, match="need 0 < min <= max"):
+        choose_convention("Qwen/Qwen2.5-VL-7B-Instruct", None, None, min_pixels=5000, max_pixels=4000)

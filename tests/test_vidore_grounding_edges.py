@@ -166,6 +166,8 @@ def test_box_convention_options_refuse_contradictions(serve, tmp_path, capsys):
     assert "qwen2.5-vl" in capsys.readouterr().err
     assert main([*args, "--box-scale", "-1"]) == 2
     assert "--box-scale -1 is negative" in capsys.readouterr().err
+    assert main([*args, "--max-pixels", "1003520"]) == 2
+    assert "--min-pixels/--max-pixels apply to the qwen2.5-vl convention only, not gemini" in capsys.readouterr().err
 
 
 def test_agreement_cuts_annotator_boxes_to_the_page(hub, tmp_path):
@@ -217,3 +219,20 @@ def test_the_best_annotator_is_chosen_per_pair_in_the_pair_reading():
     model = {"A": [Box(0, 10, 0, 10)], "B": [Box(0, 10, 0, 10)]}
     assert score_query(model, human)["f1"] == 0.5
     assert [(p["annotator"], p["f1"]) for p in score_pairs(model, human)] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_qwen25_answers_in_pixels_of_its_resized_image(serve, tmp_path):
+    # 120 x 170 resizes to 112 x 168 (170/28 = 6.07 -> 168, 120/28 = 4.29 -> 112): x' = x * 112/120,
+    # y' = y * 168/170. Each answer is the annotators' (visible) box on that grid.
+    _, openai = serve(
+        {
+            "edge": '<bboxes image="1">[93.333, 148.235, 112, 168]</bboxes>',
+            "left": '<bboxes image="1">[0, 0, 56, 84]</bboxes>',
+            "top": '<bboxes image="1">[0, 0, 56, 29.647]</bboxes>',
+        }
+    )
+    result, queries = ground(tmp_path, "openai:Qwen/Qwen2.5-VL-72B-Instruct")
+    assert [queries[k][4] for k in ("hr/0", "hr/1", "hr/2")] == [1.0, 1.0, 1.0]
+    assert result["config"]["box_convention"]["grid"] == "resized-pixels" and result["parse"]["ok"] == 3
+    call = next(c for c in openai.calls if QUESTIONS["top"] in c.text)
+    assert "Image 1:" in call.text and "pixels)" not in call.text  # it answers in the pixels it sees

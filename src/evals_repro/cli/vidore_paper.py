@@ -209,6 +209,12 @@ def predict_command(
         "--box-scale",
         help="Grid of x-first boxes, 1000 if not given (0 = page pixels); means --box-convention xyxy.",
     ),
+    min_pixels: Optional[int] = typer.Option(
+        None, "--min-pixels", help="qwen2.5-vl: the server's image-processor min_pixels (default 3136)."
+    ),
+    max_pixels: Optional[int] = typer.Option(
+        None, "--max-pixels", help="qwen2.5-vl: the server's image-processor max_pixels (default 12845056)."
+    ),
     temperature: Optional[float] = TEMPERATURE,
     max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     out_dir: Path = OUT_DIR,
@@ -239,6 +245,8 @@ def predict_command(
             generation=GenerationSettings(temperature, max_output_tokens),
             box_convention=value_of(box_convention),
             box_scale=box_scale,
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
             out_dir=out_dir,
             run_name=run_name,
             workers=workers,

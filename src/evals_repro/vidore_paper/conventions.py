@@ -12,13 +12,15 @@ asking Gemini for x first (or reading its y-first answer as x-first) transposes 
 - `qwen2.5-vl`: `[x1, y1, x2, y2]` in absolute pixels of the image as the processor resized it, not of
   the original (QwenLM/Qwen3-VL#676, #866). The resize is qwen-vl-utils' `smart_resize`: each side
   rounded to a multiple of 28, then scaled into 3,136..12,845,056 pixels (the checkpoints'
-  preprocessor_config `min_pixels`/`max_pixels`); a server started with other limits needs them here.
+  preprocessor_config `min_pixels`/`max_pixels`); a server started with other limits is matched with
+  `--min-pixels`/`--max-pixels`.
 - `xyxy`: `[x1, y1, x2, y2]` on a 0..`--box-scale` grid (1000 by default; 0 = the page image's own
   pixels, its size stated beside each image): what every other model is asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -39,6 +41,8 @@ class BoxConvention:
     grid: str  # "normalized" (0..scale on both axes), "page-pixels" or "resized-pixels"
     scale: float = 0.0  # the normalized grid's extent
     source: str = ""
+    min_pixels: int = QWEN25_MIN_PIXELS  # resized-pixels grids: the processor's pixel limits
+    max_pixels: int = QWEN25_MAX_PIXELS
 
     @property
     def prompt(self) -> str:
@@ -59,7 +63,7 @@ class BoxConvention:
             return self.scale, self.scale
         if self.grid == "page-pixels":
             return float(width), float(height)
-        resized_height, resized_width = smart_resize(height, width)
+        resized_height, resized_width = smart_resize(height, width, self.min_pixels, self.max_pixels)
         return float(resized_width), float(resized_height)
 
     def to_page(self, coords: Coords, size: tuple[int, int]) -> Box:
@@ -78,23 +82,25 @@ class BoxConvention:
         if self.grid == "resized-pixels":
             record["resize"] = {
                 "factor": QWEN25_FACTOR,
-                "min_pixels": QWEN25_MIN_PIXELS,
-                "max_pixels": QWEN25_MAX_PIXELS,
+                "min_pixels": self.min_pixels,
+                "max_pixels": self.max_pixels,
             }
         return {**record, "chosen_by": chosen_by, "prompt": self.prompt, "source": self.source}
 
 
-def smart_resize(height: int, width: int) -> tuple[int, int]:
+def smart_resize(
+    height: int, width: int, min_pixels: int = QWEN25_MIN_PIXELS, max_pixels: int = QWEN25_MAX_PIXELS
+) -> tuple[int, int]:
     """(height, width) Qwen2.5-VL's processor resizes an image to: sides on multiples of 28, area in limits."""
     factor = QWEN25_FACTOR
     new_height = max(factor, round(height / factor) * factor)
     new_width = max(factor, round(width / factor) * factor)
-    if new_height * new_width > QWEN25_MAX_PIXELS:
-        beta = math.sqrt(height * width / QWEN25_MAX_PIXELS)
+    if new_height * new_width > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
         new_height = math.floor(height / beta / factor) * factor
         new_width = math.floor(width / beta / factor) * factor
-    elif new_height * new_width < QWEN25_MIN_PIXELS:
-        beta = math.sqrt(QWEN25_MIN_PIXELS / (height * width))
+    elif new_height * new_width < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
         new_height = math.ceil(height * beta / factor) * factor
         new_width = math.ceil(width * beta / factor) * factor
     return new_height, new_width
@@ -130,8 +136,34 @@ def generic(scale: float) -> BoxConvention:
     return BoxConvention(GENERIC, "xyxy", grid, scale, "this harness's default ask: x first")
 
 
-def choose_convention(model: str, override: str | None, box_scale: float | None) -> tuple[BoxConvention, str]:
-    """The convention `model` is asked and read in, and why: `--box-convention`, `--box-scale`, or its name."""
+def choose_convention(
+    model: str,
+    override: str | None,
+    box_scale: float | None,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> tuple[BoxConvention, str]:
+    """The convention `model` is asked and read in, and why (`--box-convention`, `--box-scale`, or its
+    name); `min_pixels`/`max_pixels` set a resized-pixel grid's limits (a server started with others)."""
+    convention, chosen_by = _choose(model, override, box_scale)
+    if min_pixels is None and max_pixels is None:
+        return convention, chosen_by
+    if convention.grid != "resized-pixels":
+        raise UsageError(
+            f"--min-pixels/--max-pixels apply to the qwen2.5-vl convention only, not {convention.name}",
+            "drop them, or use --box-convention qwen2.5-vl",
+        )
+    low = convention.min_pixels if min_pixels is None else min_pixels
+    high = convention.max_pixels if max_pixels is None else max_pixels
+    if not 0 < low <= high:
+        raise UsageError(
+            f"--min-pixels {low} / --max-pixels {high}: need 0 < min <= max",
+            "give the limits your server's image processor uses (defaults 3136 and 12845056)",
+        )
+    return dataclasses.replace(convention, min_pixels=low, max_pixels=high), chosen_by
+
+
+def _choose(model: str, override: str | None, box_scale: float | None) -> tuple[BoxConvention, str]:
     if box_scale is not None and box_scale < 0:
         raise UsageError(f"--box-scale {box_scale:g} is negative", "use 1000 (or 0 for page pixels)")
     if override not in (None, "auto"):

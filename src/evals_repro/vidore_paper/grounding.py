@@ -61,6 +61,8 @@ class GroundingRequest:
     generation: GenerationSettings = field(default_factory=GenerationSettings)
     box_convention: str | None = None  # None/"auto": from the generator's name (conventions.py)
     box_scale: float | None = None  # the x-first grid's extent (0 = page pixels); implies convention "xyxy"
+    min_pixels: int | None = None  # qwen2.5-vl: the server's image-processor limits, if not the defaults
+    max_pixels: int | None = None
     out_dir: Path = Path("results/vidore-v3-paper")
     run_name: str | None = None
     workers: int = 4
@@ -77,7 +79,9 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
     if not request.generator:
         raise UsageError("--generator is required", "e.g. --generator gemini:gemini-3-pro-preview")
     spec = parse_model(request.generator, "--generator")
-    convention, chosen_by = choose_convention(spec.name, request.box_convention, request.box_scale)
+    convention, chosen_by = choose_convention(
+        spec.name, request.box_convention, request.box_scale, request.min_pixels, request.max_pixels
+    )
     require_keys([spec])
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
