@@ -10,7 +10,7 @@ import typer
 
 from . import app
 from .costs import MAX_COST, PLAN, PRICES
-from .options import LIST_HELP, AnswerContext, split_list, value_of
+from .options import LIST_HELP, AnswerContext, BoxConventionChoice, split_list, value_of
 
 grounding_app = typer.Typer(
     help="ViDoRe v3 visual grounding: annotator agreement (offline) and model boxes.", no_args_is_help=True
@@ -207,7 +207,22 @@ def predict_command(
     language: Optional[str] = LANGUAGE,
     revision: Optional[str] = REVISION,
     generator: Optional[str] = GENERATOR,
-    box_scale: float = typer.Option(1000.0, "--box-scale", help="Grid of the model's boxes (0 = page pixels)."),
+    box_convention: BoxConventionChoice = typer.Option(
+        BoxConventionChoice.auto,
+        "--box-convention",
+        help="Box order and grid the model is asked and read in (auto: from the model name; see README).",
+    ),
+    box_scale: Optional[float] = typer.Option(
+        None,
+        "--box-scale",
+        help="Grid of x-first boxes, 1000 if not given (0 = page pixels); means --box-convention xyxy.",
+    ),
+    min_pixels: Optional[int] = typer.Option(
+        None, "--min-pixels", help="qwen2.5-vl: the server's image-processor min_pixels (default 3136)."
+    ),
+    max_pixels: Optional[int] = typer.Option(
+        None, "--max-pixels", help="qwen2.5-vl: the server's image-processor max_pixels (default 12845056)."
+    ),
     temperature: Optional[float] = TEMPERATURE,
     max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     out_dir: Path = OUT_DIR,
@@ -236,7 +251,10 @@ def predict_command(
             revision=revision,
             generator=generator,
             generation=GenerationSettings(temperature, max_output_tokens),
+            box_convention=value_of(box_convention),
             box_scale=box_scale,
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
             out_dir=out_dir,
             run_name=run_name,
             workers=workers,
