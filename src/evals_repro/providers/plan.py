@@ -35,15 +35,14 @@ class Plan:
     budgets: dict[tuple, ProviderSettings] = field(default_factory=dict)  # settings.key -> settings
     budget_use: dict[tuple, list[float]] = field(default_factory=dict)  # settings.key -> [requests, tokens, items]
     ratios: dict[tuple[str, str], float] = field(default_factory=dict)  # (provider, model) -> reported / estimated
+    uncalibrated: list[str] = field(default_factory=list)  # "provider model" planned at the raw estimate
 
     def tokens(self, provider: str, model: str, estimated: int) -> int:
         """Estimated tokens in the model's own count: scaled by what earlier runs saw it report, if any."""
         ratio = self.ratios.get((provider, model))
         if ratio is None:
-            self.note(
-                f"{provider} {model}: tokens are the throttle's upper-leaning estimate (ASCII characters / 3); "
-                "a run saves what the provider reports, and later plans are scaled by it"
-            )
+            if f"{provider} {model}" not in self.uncalibrated:
+                self.uncalibrated.append(f"{provider} {model}")
             return estimated
         return round(estimated * ratio)
 
@@ -102,6 +101,9 @@ class Plan:
                 use[i] += amount
         for text in other.notes:
             self.note(text)
+        for name in other.uncalibrated:
+            if name not in self.uncalibrated:
+                self.uncalibrated.append(name)
 
     @property
     def requests(self) -> int:
@@ -174,6 +176,11 @@ class Plan:
             f"(prices of {table.date}{'' if table.source == 'shipped' else ', ' + table.source}); "
             "time is the least the per-minute budgets allow (calls themselves take longer)"
         )
+        if self.uncalibrated:
+            lines.append(
+                f"note: tokens of {', '.join(self.uncalibrated)} are the throttle's upper-leaning estimate (ASCII "
+                "characters / 3): runs save what providers report, and later plans are scaled by it"
+            )
         lines += [f"note: {text}" for text in self.notes]
         return "\n".join(lines)
 
