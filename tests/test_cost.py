@@ -407,3 +407,50 @@ def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub,
     record = json.loads((tmp_path / "r/vidore-v3/voyage-multimodal-3.5[images]/hr.json").read_text())
     # the record bills what the fake reported: 1,000 pixels an image (the fake's count), text tokens beside
     assert record["cost"]["billed"]["voyage voyage-multimodal-3.5"]["pixels"] == 1000 * len(subset.pages)
+
+
+def test_max_cost_refuses_a_plan_whose_price_is_unknown(tmp_path):
+    from evals_repro.errors import UsageError
+    from evals_repro.planning.run import check_ceiling
+    from evals_repro.providers.plan import Plan
+
+    plan = Plan()
+    plan.add("openai", "Qwen/Qwen3-VL", "generation", requests=3, items=3, units={"input_tokens": 900})
+    with pytest.raises(UsageError, match=r"price unknown: openai Qwen/Qwen3-VL \(input_tokens\)") as raised:
+        check_ceiling(plan, load_prices(), 5.0)
+    assert "--prices" in raised.value.hint
+    priced = write_prices(
+        tmp_path / "p.json", [{"provider": "openai", "model": "Qwen/Qwen3-VL", "unit": "input_tokens", "usd": 0}]
+    )
+    check_ceiling(plan, load_prices(priced), 5.0)  # a local replica priced at $0 by the user passes
+
+
+def test_upload_stopped_by_max_cost_resumes_without_uploading_twice(monkeypatch, tmp_path):
+    import re
+
+    from beir_folder import write_beir_folder
+    from evals_repro.providers.batching import estimate_tokens
+    from evals_repro.providers.ceiling import CostCeilingReached, CostGuard, install_guard
+    from evals_repro.providers.prices import current_prices
+    from evals_repro.stores.upload import upload_benchmark
+    from fakes.mixedbread_store import FakeMixedbreadStores
+
+    pages = {f"p{i}": f"page {i} about solar panels and wind turbines" for i in range(4)}
+    folder = write_beir_folder(tmp_path / "mini", pages, {"q1": "solar"}, [("q1", "p1", 1)])
+    price = current_prices().price("mixedbread", "store", "store_tokens")
+    each = price.cost(estimate_tokens(pages["p0"]))  # every page has the same length
+    with FakeMixedbreadStores(polls_to_complete=1) as fake:
+        monkeypatch.setenv("MIXEDBREAD_BASE_URL", fake.url)
+        monkeypatch.setenv("MXBAI_API_KEY", "test-key")
+        install_guard(CostGuard(2.5 * each, current_prices()))  # room for two attachments
+        try:
+            with pytest.raises(CostCeilingReached):
+                upload_benchmark(folder, "markdown", workers=1, cache_dir=tmp_path / "c")
+        finally:
+            install_guard(None)
+        attached = [r for r in fake.requests if r.method == "POST" and re.fullmatch(r"/v1/stores/[^/]+/files", r.path)]
+        assert len(attached) == 2
+        upload_benchmark(folder, "markdown", workers=1, cache_dir=tmp_path / "c")
+        uploads = [r for r in fake.requests if r.method == "POST" and r.path == "/v1/files"]
+        assert len(uploads) == len(pages)  # the page refused its attachment was uploaded once, attached on resume
+        assert sorted(f["external_id"] for f in fake.store_files("mini-eval-mini-markdown")) == sorted(pages)
