@@ -258,7 +258,7 @@ def _run_subset(
             say(f"{name}: complete result kept ({path}), skipped")
             return SubsetOutcome(name, path, "skipped", existing.metrics)
         if verdict.action is Action.RESCORE:
-            run = _saved_run(path, existing)
+            run = saved_run(path, existing)
             if run is not None:
                 say(f"{name}: re-scoring the saved run ({verdict.reason})")
                 record = _record(
@@ -373,7 +373,7 @@ def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringPr
     return protocol if level is None else protocol.replace(relevance_level=int(level))
 
 
-def _saved_run(path: Path, record: ResultRecord) -> Run | None:
+def saved_run(path: Path, record: ResultRecord) -> Run | None:
     """The record's saved run, if it is there and unchanged."""
     from .runs import file_sha256, read_saved_run
 

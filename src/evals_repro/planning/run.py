@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from ..errors import EvalsError, UsageError
-from ..evaluation import RunRequest, prepare_run, subset_coverage
+from ..evaluation import RunRequest, prepare_run, saved_run, subset_coverage
 from ..providers.plan import Plan
 from ..providers.prices import PriceTable, usd_text
 from ..results import Action, DamagedResult, read_record, result_path
@@ -67,8 +67,10 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
         )
         if request.resume and existing is not None:
             verdict = existing.covers(coverage)
-            if verdict.action is not Action.RERUN:  # kept, or re-scored from its saved run
-                plan.note(f"{name}: its result is kept by --resume (nothing sent)")
+            kept = verdict.action is Action.KEEP
+            rescored = verdict.action is Action.RESCORE and saved_run(path, existing) is not None
+            if kept or rescored:
+                plan.note(f"{name}: its result is {'kept' if kept else 're-scored'} by --resume (nothing sent)")
                 continue
         queries, _ = ranked_queries(subset, languages)
         depth = pool_plan(subset, prepared.spec, asked_for.top_k, request.method).top_k
