@@ -1,6 +1,7 @@
 """How far the character estimate is from each model's tokenizer, learned from what providers reported.
 
-Every paid call that names its model records (estimated tokens, reported tokens) here; a run saves the
+Every paid call that names its model records (estimated, reported) input tokens here (outputs are not: their
+estimate is a cap); a run saves the
 sums beside its caches (`<cache dir>/token-ratios.json`, merged with earlier runs), and a plan scales its
 estimates by reported / estimated for that model. The throttle's own estimate errs high on purpose
 (ASCII characters / 3); a plan calibrated by an earlier run is within a few percent of what is billed.

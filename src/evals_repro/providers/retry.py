@@ -130,8 +130,9 @@ def call_with_retries(
             bill(result) if bill is not None else {"input_tokens": counted if counted is not None else tokens}
         )
         usage.bill(p, model, billed)
-        if counted is not None:
-            calibration.record(p, model, tokens, counted)
+        if counted is not None and planned.get("input_tokens") and billed.get("input_tokens"):
+            # input tokens only: an output estimate is a cap, not a guess at the tokenizer
+            calibration.record(p, model, planned["input_tokens"], billed["input_tokens"])
         if guard is not None:
             guard.settle(reservation, p, model, billed)
     return result
