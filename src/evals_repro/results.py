@@ -77,6 +77,37 @@ class SavedRun(_Model):
     order: str = "score descending, then doc id descending (trec_eval)"
 
 
+class Cost(_Model):
+    """What a result's requests cost in USD at the price table's date, from what each provider model billed."""
+
+    usd: float | None  # None: some model has no price (named in price_unknown); never counted as 0
+    usd_priced: float  # the sum over what has a price
+    price_unknown: list[str] = Field(default_factory=list)  # "provider model (unit)"
+    by_model: dict[str, float | None] = Field(default_factory=dict)  # "provider model" -> USD
+    billed: dict[str, dict[str, float]] = Field(default_factory=dict)  # "provider model" -> unit -> amount
+    prices_date: str
+    prices: str  # "shipped" or the --prices file
+
+    @classmethod
+    def of(cls, billed: dict[tuple[str, str, str], float]) -> Cost | None:
+        """The cost of billed units at the current price table; None when nothing was billed."""
+        from .providers.prices import cost_of
+
+        if not billed:
+            return None
+        units: dict[str, dict[str, float]] = {}
+        for (provider, model, unit), amount in billed.items():
+            units.setdefault(f"{provider} {model}", {})[unit] = amount
+        return cls(**cost_of(billed).as_dict(), billed=units)
+
+    def text(self) -> str:
+        from .providers.prices import usd_text
+
+        if self.usd is not None:
+            return usd_text(self.usd)
+        return f"price unknown: {', '.join(self.price_unknown)}"
+
+
 class MethodConfig(_Model):
     """What was run: enough to rebuild the method and tell two configurations apart."""
 
@@ -111,6 +142,7 @@ class ResultRecord(_Model):
     source: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     usage: dict[str, float] = Field(default_factory=dict)
+    cost: Cost | None = None  # the usage in USD (absent: nothing billed, or written before costs were kept)
     metrics: dict[str, float]
     languages: dict[str, LanguageBlock]
     per_query: dict[str, QueryEntry]

@@ -64,11 +64,13 @@ def parse_models(names: list[str]) -> list[StudyModel]:
     return models
 
 
-def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
-    """A fresh reranker with a private Usage (returned alongside) for one worker thread."""
+def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any], planning: bool = False):
+    """A fresh reranker with a private Usage (returned alongside) for one worker thread (a plan's: no client)."""
     from ..registry import RERANKERS
 
-    ctx = MethodContext(benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage())
+    ctx = MethodContext(
+        benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage(), planning=planning
+    )
     reranker = RERANKERS.require(model.reranker).factory(model.reranker, model.model, ctx)
     return reranker, ctx.usage
 
