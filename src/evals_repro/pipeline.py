@@ -294,10 +294,11 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
         from .plugins import build_checked
 
         built = build_checked(entry, name, ctx)
-        if entry.kind == "embedder":
+        if entry.kind == "embedder":  # batches, budgets, the cache and the exact index, as for a built-in
+            from .embedders.guarded import GuardedEmbedder
             from .retrieval.dense import DenseRetriever
 
-            return DenseRetriever(name, built, ctx)  # the cache and the exact index, as for a built-in
+            return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage), ctx)
         return built
     if entry.kind == "embedder":
         from .retrieval.dense import build as build_dense

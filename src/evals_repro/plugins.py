@@ -17,13 +17,22 @@ from typing import Any
 
 from .embedders.base import Embedder
 from .errors import EvalsError, UsageError
-from .registry import EMBEDDERS, METHODS, RERANKERS, Entry, PluginFactory, PluginOrigin, Registry, plugin_contents
+from .registry import (
+    EMBEDDERS,
+    METHODS,
+    OBJECT_GROUP,
+    RERANKERS,
+    Entry,
+    PluginFactory,
+    PluginOrigin,
+    Registry,
+    plugin_contents,
+)
 from .rerankers.base import Reranker
 from .retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
 
-OBJECT_GROUP = "python object"
 PROTOCOLS: dict[str, type] = {"method": Retriever, "embedder": Embedder, "reranker": Reranker}
 REGISTRIES: dict[str, Registry] = {"method": METHODS, "embedder": EMBEDDERS, "reranker": RERANKERS}
 README_HINT = 'see "Bring your own model" in the README'

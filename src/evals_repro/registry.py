@@ -36,6 +36,9 @@ from .errors import ConfigurationError, UsageError, choices
 log = logging.getLogger(__name__)
 
 
+OBJECT_GROUP = "python object"
+
+
 @dataclass(frozen=True)
 class PluginOrigin:
     """Where a component from outside the package comes from: an entry point of an installed
@@ -46,8 +49,14 @@ class PluginOrigin:
     group: str
     target: str  # the entry point's `module:attr`, or the object's `module:qualname`
 
+    @property
+    def is_object(self) -> bool:
+        return self.group == OBJECT_GROUP
+
     def label(self) -> str:
         owner = f"{self.distribution} {self.version}" if self.distribution else "no distribution"
+        if self.is_object:
+            return f"Python object {self.target}" + (f", from {owner}" if self.distribution else "")
         return f"{owner}, {self.target}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,7 +121,9 @@ class Entry:
 
     def owner(self) -> str:
         """Who provides it, for messages: the plugin's distribution, or the built-in module."""
-        return f"plugin {self.plugin.label()}" if self.plugin else f"built-in, {self.module}"
+        if self.plugin is None:
+            return f"built-in, {self.module}"
+        return self.plugin.label() if self.plugin.is_object else f"plugin {self.plugin.label()}"
 
 
 class Registry:
