@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -282,10 +283,19 @@ def _clash(entry: Entry, existing: Entry) -> str:
     return f"{who(entry)} clashes with the {'' if existing.plugin else 'built-in '}{who(existing)}"
 
 
-def _entry_points(group: str) -> list[Any]:
+_SCANNED: dict[tuple[str, ...], Any] = {}  # sys.path -> every entry point installed there
+
+
+def entry_points_of(group: str) -> list[Any]:
+    """The entry points of `group`, in name order. Installed metadata is read once per process (one scan
+    serves every group), again only when sys.path changes."""
     from importlib import metadata
 
-    return sorted(metadata.entry_points(group=group), key=lambda ep: (ep.name, ep.value))
+    key = tuple(sys.path)
+    if key not in _SCANNED:
+        _SCANNED.clear()
+        _SCANNED[key] = metadata.entry_points()
+    return sorted(_SCANNED[key].select(group=group), key=lambda ep: (ep.name, ep.value))
 
 
 def plugin_origin(entry_point: Any) -> PluginOrigin:
@@ -311,7 +321,7 @@ def _discover_plugins(namespace: tuple[Registry, ...]) -> None:
     for registry in namespace:
         if registry.group is None:
             continue
-        for entry_point in _entry_points(registry.group):
+        for entry_point in entry_points_of(registry.group):
             origin = plugin_origin(entry_point)
             factory = PluginFactory(entry_point.load, origin, registry.kind, entry_point.name)
             entry = Entry(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..data import Subset, check_subset
 from ..errors import UsageError, choices
-from ..registry import LOADERS, Entry, PluginOrigin, plugin_origin
+from ..registry import LOADERS, Entry, PluginOrigin, entry_points_of, plugin_origin
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
 log = logging.getLogger(__name__)
@@ -81,10 +81,8 @@ def _declaration_files(target: Any) -> list[Path] | None:
 def plugin_benchmarks(builtin: dict[str, BenchmarkDeclaration]) -> list[BenchmarkDeclaration]:
     """Declarations from benchmark plugins; a callable entry point is a loader (registered under its
     name). A benchmark or loader name already taken is refused in one warning line naming both."""
-    from importlib import metadata
-
     found: dict[str, BenchmarkDeclaration] = {}
-    for entry_point in sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda ep: (ep.name, ep.value)):
+    for entry_point in entry_points_of(PLUGIN_GROUP):
         origin = plugin_origin(entry_point)
         target = _plugin_target(entry_point, origin)
         if target is None:
