@@ -7,6 +7,7 @@ order by page length, an oracle's nDCG@10 of 1 by construction.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import time
@@ -341,3 +342,15 @@ def test_guarded_embedder_keeps_the_declared_budget():
     started = time.monotonic()
     GuardedEmbedder(Wide([3] * 3), "free", Usage(), window=0.4).embed(items, "document")
     assert time.monotonic() - started < 0.3
+
+
+def test_the_readme_python_object_example_runs(tmp_path, monkeypatch):
+    """The README's "Python objects" example, as written, up to its first run (the others need the reader's classes)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("### Python objects\n\n```python\n", 1)[1].split("```", 1)[0]
+    statements = ast.parse(block).body
+    first_run = next(i for i, node in enumerate(statements) if "evals_repro.run(" in ast.unparse(node))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(ast.Module(statements[: first_run + 1], []), "README.md", "exec"), {"__name__": "readme_example"})
+    written = sorted(p.name for p in (tmp_path / "results" / "sample" / "bm25+short-first@20").glob("*.json"))
+    assert written == ["clinical-trials.json", "heat-pumps.json", "railway-maintenance.json"]

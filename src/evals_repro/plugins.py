@@ -10,9 +10,11 @@ version, its class and its own `describe()`.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
+import sys
 from typing import Any
 
 from .embedders.base import Embedder
@@ -89,11 +91,14 @@ def build_checked(entry: Entry, *args: Any) -> Any:
 # -- Python objects ------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _distribution_of(module: str) -> tuple[str | None, str | None]:
     """The installed distribution providing a module (and its version), when there is one."""
     from importlib import metadata
 
     top = module.partition(".")[0]
+    if top == "__main__" or top not in sys.modules or not getattr(sys.modules[top], "__file__", None):
+        return None, None  # a script or notebook: no distribution to look for
     names = metadata.packages_distributions().get(top) or []
     for name in names:
         try:
