@@ -32,6 +32,7 @@ demo-raises = "evals_repro_demo.retrievers:RaisingRetriever"
 demo-incomplete = "evals_repro_demo.retrievers:NoDescribe"
 demo-broken = "evals_repro_demo.broken:Never"
 demo-twin = "evals_repro_demo.retrievers:Twin"
+demo-unstartable = "evals_repro_demo.retrievers:Unstartable"
 
 [project.entry-points."evals_repro.embedders"]
 demo-hash = "evals_repro_demo.embedders:HashEmbedder"
@@ -42,6 +43,7 @@ demo-length = "evals_repro_demo.rerankers:LengthReranker"
 [project.entry-points."evals_repro.benchmarks"]
 demo = "evals_repro_demo:BENCHMARKS"
 demo-layout = "evals_repro_demo.loader:load"
+demo-broken-bench = "evals_repro_demo.broken:BENCHMARKS"
 """
 
 TWIN_ENTRY_POINTS = """
@@ -169,6 +171,9 @@ def test_benchmarks_lists_plugin_declarations_and_loaders(venv, tmp_path):
     clash = line_with(done.stderr, "'sample'")
     assert f"plugin {TWIN} 1.0.0" in clash and "clashes with the built-in benchmark 'sample'" in clash
     assert "Bundled offline sample" in line_with(done.stdout, "sample  [beir]")  # the built-in kept
+    broken = line_with(done.stderr, "demo-broken-bench")
+    assert broken.startswith(f"warning: plugin benchmark 'demo-broken-bench' ({DEMO} 1.0.0, evals_repro_demo.broken")
+    assert "ModuleNotFoundError" in broken and "skipped" in broken
 
 
 def test_run_through_a_plugin_records_its_distribution_and_version(venv, tmp_path):
@@ -189,7 +194,7 @@ def test_run_through_a_plugin_records_its_distribution_and_version(venv, tmp_pat
             }
         }
         assert record["config"]["retriever"] == {"oracle": "qrels, best grade first"}
-    assert "demo-broken" not in done.stderr  # a broken plugin that is not used is not even imported
+    assert "'demo-broken'" not in done.stderr  # a broken method plugin that is not used is not even imported
 
 
 def test_plugin_benchmarks_declaration_folder_and_loader(venv, tmp_path):
@@ -245,6 +250,11 @@ def test_a_plugin_that_raises_fails_its_subset_and_the_others_go_on(venv, tmp_pa
             "ModuleNotFoundError: No module named 'evals_repro_demo_missing_dependency': fix or uninstall " + DEMO,
         ),
         ("demo-twin", f"error: method 'demo-twin' is refused: method 'demo-twin' (plugin {TWIN} 1.0.0"),
+        (
+            "demo-unstartable",
+            f"error: plugin method 'demo-unstartable' ({DEMO} 1.0.0, evals_repro_demo.retrievers:Unstartable) "
+            "failed to start: RuntimeError: no GPU here",
+        ),
     ],
 )
 def test_an_unusable_plugin_is_one_line_and_exit_2(venv, tmp_path, method, expected):

@@ -93,7 +93,14 @@ class PluginFactory:
     def __call__(self, *args: Any) -> Any:
         target = self.target()
         if isinstance(target, type) or (callable(target) and not _has_method(target, ("run", "embed", "rerank"))):
-            return target()
+            try:
+                return target()
+            except Exception as exc:  # noqa: BLE001 - the plugin's own failure, named in one line
+                raise ConfigurationError(
+                    f"plugin {self.kind} '{self.name}' ({self.origin.label()}) failed to start: "
+                    f"{type(exc).__name__}: {exc}",
+                    f"{self.origin.target} must build with no arguments; fix it or uninstall {self.origin.distribution}",
+                ) from exc
         return target
 
 

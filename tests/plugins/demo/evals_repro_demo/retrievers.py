@@ -42,3 +42,12 @@ class Twin(OracleRetriever):
     """The demo plugin's `demo-twin` (the twin plugin claims the name too)."""
 
     name = "demo-twin"
+
+
+class Unstartable(OracleRetriever):
+    """Cannot be built here."""
+
+    name = "demo-unstartable"
+
+    def __init__(self):
+        raise RuntimeError("no GPU here")
