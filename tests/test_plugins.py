@@ -33,6 +33,7 @@ demo-incomplete = "evals_repro_demo.retrievers:NoDescribe"
 demo-broken = "evals_repro_demo.broken:Never"
 demo-twin = "evals_repro_demo.retrievers:Twin"
 demo-unstartable = "evals_repro_demo.retrievers:Unstartable"
+"demo+plus" = "evals_repro_demo.retrievers:OracleRetriever"
 
 [project.entry-points."evals_repro.embedders"]
 demo-hash = "evals_repro_demo.embedders:HashEmbedder"
@@ -159,6 +160,9 @@ def test_methods_lists_plugins_with_their_distribution_and_names_the_broken_and_
     twin = line_with(err, "demo-twin")
     assert DEMO in twin and TWIN in twin and "both refused" in twin
     assert "demo-twin" not in out
+    plus = line_with(err, "demo+plus")
+    assert plus.startswith(f"warning: plugin method 'demo+plus' ({DEMO} 1.0.0, evals_repro_demo.retrievers:Oracle")
+    assert "a method name cannot hold any of '+'" in plus and "refused" in plus
     assert "Traceback" not in err
 
 

@@ -354,3 +354,16 @@ def test_the_readme_python_object_example_runs(tmp_path, monkeypatch):
     exec(compile(ast.Module(statements[: first_run + 1], []), "README.md", "exec"), {"__name__": "readme_example"})
     written = sorted(p.name for p in (tmp_path / "results" / "sample" / "bm25+short-first@20").glob("*.json"))
     assert written == ["clinical-trials.json", "heat-pumps.json", "railway-maintenance.json"]
+
+
+def test_an_object_describing_itself_with_numpy_values_is_recorded(tmp_path):
+    class Tuned(Oracle):
+        def describe(self):
+            return {"alpha": np.float32(0.5), "layers": np.int64(3)}
+
+    results = tmp_path / "results"
+    summary = evals_repro.run(retriever=Tuned(), name="tuned", subsets=["heat-pumps"], results_dir=results)
+    assert [o.status for o in summary.outcomes] == ["written"]
+    config = record(results, "tuned")["config"]
+    assert config["retriever"] == {"alpha": 0.5, "layers": 3}
+    assert config["pipeline"]["plugins"]["tuned"]["describe"] == {"alpha": 0.5, "layers": 3}

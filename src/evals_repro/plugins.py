@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
 import sys
 from typing import Any
 
 from .embedders.base import Embedder
 from .errors import EvalsError, UsageError
+from .io import jsonable
 from .registry import (
     EMBEDDERS,
     METHODS,
     OBJECT_GROUP,
     RERANKERS,
+    UNUSABLE_IN_NAMES,
     Entry,
     PluginFactory,
     PluginOrigin,
@@ -108,10 +109,6 @@ def _distribution_of(module: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
 class ObjectFactory(PluginFactory):
     """A Python object given to `run`: built already, so the factory hands it back."""
 
@@ -143,7 +140,7 @@ def object_entry(kind: str, name: str, obj: Any) -> Entry:
         plugin=origin,
     )
     check_protocol(obj, entry)
-    if not name or not isinstance(name, str) or any(c in name for c in "+@:[]/ "):
+    if not name or not isinstance(name, str) or any(c in name for c in UNUSABLE_IN_NAMES):
         raise UsageError(
             f"name={name!r} for the {kind} object {_object_name(obj)} is not a valid method name",
             "give a short name without spaces or any of + @ : [ ] / (results are filed under it)",
@@ -161,7 +158,7 @@ def recorded(entry: Entry) -> dict[str, Any]:
     factory = entry.factory
     if isinstance(factory, ObjectFactory):
         try:
-            record["describe"] = _jsonable(factory.obj.describe())
+            record["describe"] = jsonable(factory.obj.describe())
         except Exception as exc:  # noqa: BLE001 - the object's own failure, named
             raise UsageError(
                 f"{entry.kind} object '{entry.name}' ({entry.plugin.target}): describe() raised "

@@ -281,6 +281,7 @@ class Registry:
 
 
 _DISCOVERY = threading.RLock()
+UNUSABLE_IN_NAMES = "+@:[]/ "  # the method grammar's own characters (pipeline.py), and spaces
 
 
 def _clash(entry: Entry, existing: Entry) -> str:
@@ -330,6 +331,12 @@ def _discover_plugins(namespace: tuple[Registry, ...]) -> None:
             continue
         for entry_point in entry_points_of(registry.group):
             origin = plugin_origin(entry_point)
+            if not entry_point.name or any(c in entry_point.name for c in UNUSABLE_IN_NAMES):
+                log.warning(
+                    f"plugin {registry.kind} '{entry_point.name}' ({origin.label()}): a method name cannot hold "
+                    f"any of {' '.join(repr(c) for c in UNUSABLE_IN_NAMES)}; refused (rename its entry point)"
+                )
+                continue
             factory = PluginFactory(entry_point.load, origin, registry.kind, entry_point.name)
             entry = Entry(
                 registry.kind,
