@@ -310,3 +310,21 @@ def test_upgrading_a_plugin_reruns_on_resume(tmp_path):
     )
     record = records(results, "sample", "demo-oracle")["heat-pumps"]
     assert record["config"]["pipeline"]["plugins"]["demo-oracle"]["version"] == "1.1.0"
+
+
+def test_a_plugin_reranker_in_the_reranking_study(venv, tmp_path):
+    """Every sample query's frozen candidates are sent to the plugin once; scores are minus the page lengths."""
+    folders = ("--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache"))
+    prepared = venv.cli("rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps", *folders, cwd=tmp_path)
+    assert prepared.returncode == 0, prepared.stderr
+    done = venv.cli("rerank-study", "quality", "--models", "demo-length", "-b", "sample", *folders, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "study" / "quality.jsonl").read_text().splitlines()]
+    assert len(rows) == 26 and {row["status"] for row in rows} == {"ok"}
+    assert all(score < 0 and score == int(score) for row in rows for score in row["scores"])
+    refused = venv.cli("rerank-study", "quality", "--models", "demo-length:x", "-b", "sample", *folders, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert (
+        f"error: study model 'demo-length:x': reranker demo-length (plugin {DEMO} 1.0.0, "
+        "evals_repro_demo.rerankers:LengthReranker) takes no :model" in refused.stderr
+    )
