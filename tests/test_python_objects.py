@@ -367,3 +367,18 @@ def test_an_object_describing_itself_with_numpy_values_is_recorded(tmp_path):
     config = record(results, "tuned")["config"]
     assert config["retriever"] == {"alpha": 0.5, "layers": 3}
     assert config["pipeline"]["plugins"]["tuned"]["describe"] == {"alpha": 0.5, "layers": 3}
+
+
+def test_a_retriever_object_under_a_reranker_object(tmp_path):
+    """Both objects: the first stage is filed under name=, the reranker under its own `.name`."""
+    results = tmp_path / "results"
+    summary = evals_repro.run(
+        retriever=Oracle(), reranker=LengthReranker(), name="oracle", subsets=["heat-pumps"], results_dir=results
+    )
+    assert summary.method == "oracle+length@50" and [o.status for o in summary.outcomes] == ["written"]
+    plugins = record(results, "oracle+length@50")["config"]["pipeline"]["plugins"]
+    assert {k: v["target"] for k, v in plugins.items()} == {
+        "oracle": "test_python_objects:Oracle",
+        "length": "test_python_objects:LengthReranker",
+    }
+    assert METHODS.get("oracle") is None and RERANKERS.get("length") is None
