@@ -25,7 +25,7 @@ from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Query, Run, Subset
 from .errors import ConfigurationError, EvalsError, UsageError, choices
-from .io import ensure_directories
+from .io import ensure_directories, jsonable
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
@@ -297,7 +297,7 @@ def _run_subset(
         content=spec.content,
         top_k=request.top_k,
         options=result_options,
-        retriever=retriever.describe(),
+        retriever=jsonable(retriever.describe()),  # a plugin's numpy values too
         view=subset.source.get("view"),
         pool=plan.config,
     )

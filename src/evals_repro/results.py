@@ -184,7 +184,7 @@ class ResultRecord(_Model):
         ):
             return Verdict.rerun(f"it was computed {self.setting.value}")
         if self.config.pipeline != request.pipeline:
-            return Verdict.rerun("its method configuration differs")
+            return Verdict.rerun(_configuration_change(self.config.pipeline, request.pipeline))
         if self.config.options != request.options:
             differing = sorted(set(self.config.options.items()) ^ set(request.options.items()))
             return Verdict.rerun(f"its options differ ({', '.join(f'{k}={v}' for k, v in differing)})")
@@ -207,6 +207,24 @@ class ResultRecord(_Model):
     # -- files ----------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         atomic_write_text(path, self.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -> str:
+    """Why two pipeline configurations differ; a plugin's new version (or a Python object's new
+    description) is named, since that is the usual cause when nothing else changed."""
+    if {k: v for k, v in recorded.items() if k != "plugins"} == {k: v for k, v in requested.items() if k != "plugins"}:
+        before, after = recorded.get("plugins") or {}, requested.get("plugins") or {}
+        for name in sorted(set(before) | set(after)):
+            old, new = before.get(name) or {}, after.get(name) or {}
+            if old == new:
+                continue
+            if (old.get("distribution"), old.get("version")) != (new.get("distribution"), new.get("version")):
+                return (
+                    f"plugin '{name}' changed ({old.get('distribution')} {old.get('version')} -> "
+                    f"{new.get('distribution')} {new.get('version')})"
+                )
+            return f"'{name}' changed ({old.get('target')} -> {new.get('target')}, or what its describe() says)"
+    return "its method configuration differs"
 
 
 class Action(StrEnum):

@@ -71,7 +71,17 @@ def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any], 
     ctx = MethodContext(
         benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage(), planning=planning
     )
-    reranker = RERANKERS.require(model.reranker).factory(model.reranker, model.model, ctx)
+    entry = RERANKERS.require(model.reranker)
+    if entry.plugin is not None:  # a plugin's reranker: held to the Reranker protocol, and it takes no :model
+        from ..plugins import build_checked
+
+        if model.model is not None:
+            raise UsageError(
+                f"study model '{model.name}': reranker {model.reranker} ({entry.owner()}) takes no :model",
+                f"write {model.reranker}",
+            )
+        return build_checked(entry, model.reranker, model.model, ctx), ctx.usage
+    reranker = entry.factory(model.reranker, model.model, ctx)
     return reranker, ctx.usage
 
 
