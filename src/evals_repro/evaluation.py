@@ -24,8 +24,8 @@ from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Query, Run, Subset
-from .errors import ConfigurationError, EvalsError, UsageError, choices
-from .io import ensure_directories
+from .errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
+from .io import DISK_REFUSALS, ensure_directories, write_error, write_unit
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
@@ -40,12 +40,14 @@ from .results import (
     ResultRecord,
     SavedRun,
     Setting,
+    Verdict,
     read_record,
     result_path,
     run_paths,
 )
 from .retrieval.base import Retriever
 from .scoring import languages_for, ranked_queries, retrieve, score_run
+from .unit_lock import unit_lock
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -169,9 +171,21 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
             try:
-                outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say))
-            except (UsageError, ConfigurationError):
-                raise  # a bad option or an unusable environment fails every subset alike: stop now
+                with unit_lock(path, say):  # one writer per result unit; another run of it is waited for
+                    outcomes.append(
+                        _run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say)
+                    )
+            except (UsageError, ConfigurationError, WriteError):
+                raise  # a bad option, an unusable environment or a full disk fails every subset alike: stop now
+            except OSError as exc:
+                if exc.errno not in DISK_REFUSALS:
+                    log.debug("subset %s failed", name, exc_info=True)
+                    say(f"{name}: failed: {type(exc).__name__}: {exc}")
+                    outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
+                else:  # a cache or index write: the disk refuses every later write too
+                    where = Path(exc.filename) if exc.filename else Path(request.cache_dir)
+                    option = "--results-dir" if Path(request.results_dir) in where.parents else "--cache-dir"
+                    raise write_error(where, exc, None, option) from None
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
                 say(f"{name}: failed: {exc.one_line()}")
@@ -197,6 +211,8 @@ def _run_subset(
     say: Callable[[str], None],
 ) -> SubsetOutcome:
     """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
+    from .runs import saved_files_differ
+
     try:
         existing = read_record(path)
     except DamagedResult as exc:
@@ -208,7 +224,8 @@ def _run_subset(
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
-    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
+    asked = Setting(request.setting)  # what the user asked for is what is printed, whatever the file holds
+    if existing is not None and existing.setting is Setting.CROSSLINGUAL and asked is not Setting.CROSSLINGUAL:
         # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
         say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
         request = replace(request, setting=Setting.CROSSLINGUAL.value)
@@ -216,8 +233,8 @@ def _run_subset(
     protocol = declared_protocol(decl, name, protocol)
     # A result never loses a measure it had: the existing record's measures join the requested ones.
     wanted = measures_for(subset, list(protocol.measures))
-    if existing is not None:
-        wanted += [m for m in existing.scoring.measures if m not in wanted]
+    kept = [m for m in existing.scoring.measures if m not in wanted] if existing is not None else []
+    wanted += kept
     subset_protocol = protocol.with_measures(wanted)
     digests = subset.digests()
     result_options = {k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options}
@@ -230,12 +247,20 @@ def _run_subset(
         data_digest=str(digests["combined"]),
         protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
     )
-    queries, asked = ranked_queries(subset, languages)
+    queries, judged_asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
         verdict = existing.covers(coverage)
+        differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
+        if differs is not None:
+            wrong, missing = differs
+            verdict = Verdict.rerun(
+                f"its saved {wrong.name} is missing"
+                if missing
+                else f"its saved {wrong.name} is not the file {path.name} records (sha256 differs)"
+            )
         if verdict.action is Action.KEEP:
             say(f"{name}: complete result kept ({path}), skipped")
-            return SubsetOutcome(name, path, "skipped", existing.metrics)
+            return SubsetOutcome(name, path, "skipped", _asked_metrics(existing, asked))
         if verdict.action is Action.RESCORE:
             run = _saved_run(path, existing)
             if run is not None:
@@ -249,15 +274,15 @@ def _run_subset(
                     subset_protocol,
                     run,
                     queries,
-                    asked,
+                    judged_asked,
                     languages,
                     {**existing.timings, "load_seconds": round(load_seconds, 4)},
                     existing.usage,
                     existing.flags,
                     path,
                 )
-                _report(name, record, path, say)
-                return SubsetOutcome(name, path, "rescored", record.metrics, verdict.reason)
+                _report(name, record, path, say, asked, kept)
+                return SubsetOutcome(name, path, "rescored", _asked_metrics(record, asked), verdict.reason)
             say(f"{name}: recomputing, the saved run is missing or changed ({verdict.reason})")
         else:
             say(f"{name}: recomputing, the existing result does not match ({verdict.reason})")
@@ -293,15 +318,15 @@ def _run_subset(
         subset_protocol,
         run,
         queries,
-        asked,
+        judged_asked,
         languages,
         timings,
         spent,
         flags,
         path,
     )
-    _report(name, record, path, say)
-    return SubsetOutcome(name, path, "written", record.metrics)
+    _report(name, record, path, say, asked, kept)
+    return SubsetOutcome(name, path, "written", _asked_metrics(record, asked))
 
 
 def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
@@ -312,7 +337,7 @@ def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringPr
 
 
 def _saved_run(path: Path, record: ResultRecord) -> Run | None:
-    """The record's saved run, if it is there and unchanged."""
+    """The record's saved run, if it is there and unchanged (its judgments are written anew with the record)."""
     from .runs import file_sha256, read_saved_run
 
     run_file = path.parent / record.run.path
@@ -337,19 +362,20 @@ def _record(
     flags: Flags | None,
     path: Path,
 ) -> ResultRecord:
-    """Score the run, write the run and qrels files, then the record (last: it points to them)."""
-    from .runs import write_trec_gains, write_trec_qrels, write_trec_run
+    """Score the run, then write the record with its run, qrels and gains files as one unit (io.write_unit):
+    all four whole under temporary names, then renamed, the record last (it points to them)."""
+    from .runs import encode_gains, encode_qrels, encode_run
 
     started = time.perf_counter()
     blocks = score_run(subset, run, queries, languages, protocol, depth=config.top_k)
     evaluation_seconds = time.perf_counter() - started
     run_file, qrels_file, gains_file = run_paths(path)
-    written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)
+    written_run = encode_run(run, spec.label, protocol.score_precision)
     judged = {q.id: subset.qrels[q.id] for q in queries if q.id in subset.qrels}
-    written_qrels = write_trec_qrels(qrels_file, judged)
+    written_qrels = encode_qrels(judged)
     written_gains = None
     if subset.gains is not None:
-        written_gains = write_trec_gains(gains_file, {q: subset.gains[q] for q in judged if q in subset.gains})
+        written_gains = encode_gains({q: subset.gains[q] for q in judged if q in subset.gains})
     digests = subset.digests()
     record = ResultRecord(
         benchmark=decl.name,
@@ -383,14 +409,50 @@ def _record(
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         **blocks,
     )
-    record.save(path)
+    write_unit(
+        [
+            (run_file, written_run.data),
+            (qrels_file, written_qrels.data),
+            (gains_file, written_gains.data if written_gains else None),
+            (path, record.to_json().encode("utf-8")),
+        ]
+    )
     return record
 
 
-def _report(name: str, record: ResultRecord, path: Path, say: Callable[[str], None]) -> None:
+def _asked_metrics(record: ResultRecord, asked: Setting) -> dict[str, float]:
+    """The scores of the setting asked for: a monolingual request over a crosslingual result gets the native
+    language's scores, not the crosslingual means."""
+    if asked is record.setting or asked is not Setting.MONOLINGUAL:
+        return dict(record.metrics)
+    block = record.languages.get(record.native_language)
+    return dict(block.metrics) if block is not None else {}
+
+
+def _report(
+    name: str,
+    record: ResultRecord,
+    path: Path,
+    say: Callable[[str], None],
+    asked: Setting | None = None,
+    kept: list[str] | None = None,
+) -> None:
+    """One line per subset: the figures of the setting asked for, and what of an existing result was kept."""
+    asked = asked or record.setting
+    metrics = _asked_metrics(record, asked)
+    block = record.languages.get(record.native_language)
+    n_queries = block.n_queries if asked is not record.setting and block is not None else record.n_queries
     shown = "".join(
-        f", {title} {record.metrics[key] * 100:.1f}"
+        f", {title} {metrics[key] * 100:.1f}"
         for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
-        if key in record.metrics
+        if key in metrics
     )
-    say(f"{name}: {record.n_queries} queries{shown} -> {path}")
+    extended = []
+    if asked is not record.setting:
+        extended.append(f"it stays {record.setting.value} ({record.n_queries} queries); {asked.value} scores shown")
+    if kept:
+        listed = f" ({', '.join(kept)})" if len(kept) <= 3 else ""
+        extended.append(f"its {len(kept)} other measure(s) kept{listed}")
+    note = f"; extended the existing result: {', '.join(extended)}" if extended else ""
+    setting = f" {asked.value}" if asked is not record.setting else ""
+    say(f"{name}: {n_queries}{setting} queries{shown} -> {path}{note}")

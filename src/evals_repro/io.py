@@ -1,5 +1,5 @@
-"""Crash-safe file writing: temp file + rename, whole directories built aside and renamed into place, and
-append-only JSONL flushed per record.
+"""Crash-safe file writing: temp file + rename, groups of files written as one unit, whole directories built
+aside and renamed into place, and append-only JSONL flushed per record.
 
 A killed process leaves either the old file or the new one, never a torn one; a torn final
 JSONL line (killed mid-write) is dropped and truncated away on the next open. A new file gets the
@@ -9,6 +9,7 @@ keeps its mode.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -115,6 +116,16 @@ def write_output_text(path: Path, text: str, option: str) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _staged(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _staged(path: Path, data: bytes) -> Path:
+    """`data` in a hidden temp file beside `path`, flushed to disk; the temp file is gone again if this fails."""
     mode = _target_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -123,13 +134,104 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink(Path(tmp))
         raise
+    return Path(tmp)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sync_directory(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_unit(files: list[tuple[Path, bytes | None]], option: str = "--results-dir") -> None:
+    """Write files that belong together (a result and its saved run, judgments, gains) as one unit.
+
+    Every file is first written whole under a hidden temp name beside its target; only when all are on
+    disk are they renamed into place, the last one (the file that points to the others) last, after the
+    old last one was removed: a reader that finds the last file finds the others it names. A failure
+    before the renames (a full disk) removes the temp files and leaves the old unit as it was. `None`
+    removes a file the new unit no longer has. An OS refusal is a WriteError naming the file and what
+    to free (`option` is where the user chose the folder).
+    """
+    staged: list[tuple[Path, Path]] = []
+    path = files[0][0]
+    try:
+        for path, data in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if data is not None:
+                staged.append((_staged(path, data), path))
+    except OSError as exc:
+        for tmp, _ in staged:
+            _unlink(tmp)
+        raise write_error(path, exc, sum(len(d) for _, d in files if d is not None), option) from None
+    except BaseException:
+        for tmp, _ in staged:
+            _unlink(tmp)
+        raise
+    last = files[-1][0]
+    _unlink(last)  # from here until its rename, the unit has no last file: it reads as not written
+    for tmp, target in staged:
+        os.replace(tmp, target)
+    for target, data in files:
+        if data is None:
+            _unlink(target)
+    for folder in {target.parent for target, _ in files}:
+        _sync_directory(folder)
+
+
+# errno values that say the disk itself refused (space, quota, size limit); with EROFS, every later write fails too
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+DISK_REFUSALS = frozenset({*_DISK_FULL, errno.EROFS})
+
+
+def write_error(path: Path, exc: OSError, needed: int | None = None, option: str = "--results-dir"):
+    """The one line for an OS refusal while writing `path`: the file, why, and what to free or change."""
+    from .errors import WriteError
+
+    reason = exc.strerror or type(exc).__name__
+    folder = Path(path) if Path(path).is_dir() else Path(path).parent
+    if exc.errno in _DISK_FULL:
+        try:
+            free = f", {human_bytes(shutil.disk_usage(folder).free)} free there"
+        except OSError:
+            free = ""
+        what = (
+            "the file size limit (ulimit -f) is below it"
+            if exc.errno == errno.EFBIG
+            else f"free {f'at least {human_bytes(needed)}' if needed else 'space'} on the disk holding {folder}{free}"
+        )
+        hint = f"{what}, or point {option} at another disk, then rerun (nothing of it was written)"
+    elif exc.errno == errno.EROFS:
+        hint = f"{folder} is on a read-only disk: point {option} at a writable one, then rerun"
+    else:
+        hint = f"fix the permissions of {folder} or point {option} elsewhere, then rerun (nothing of it was written)"
+    return WriteError(f"cannot write {path} ({reason})", hint)
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} TB"
 
 
 def atomic_write_text(path: Path, text: str) -> None:

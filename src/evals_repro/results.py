@@ -7,8 +7,9 @@ spend, package versions, and the saved run beside it (`<subset>.run.gz`, TREC fo
 order, with the judged qrels in `<subset>.qrels.gz`), so a result can be re-scored, compared for
 significance or checked with trec_eval. Every reader goes through `load_record` / `scan_records`.
 
-A file is complete when it validates and says `complete: true`; it is written to a temporary name
-and renamed once whole, so a killed run never leaves a partial file. `covers()` decides what
+A file is complete when it validates and says `complete: true`; it is written with its saved run,
+qrels and gains as one unit (each whole under a temporary name, then renamed, the record last), so a
+killed run or a full disk never leaves a partial file, nor a record beside files that are not its own. `covers()` decides what
 `--resume` may keep. The JSON Schema is exported to `schemas/result-record.schema.json`.
 """
 
@@ -173,8 +174,12 @@ class ResultRecord(_Model):
         return Verdict.keep()
 
     # -- files ----------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=1, exclude_none=False) + "\n"
+
     def save(self, path: Path) -> None:
-        atomic_write_text(path, self.model_dump_json(indent=1, exclude_none=False) + "\n")
+        """The record alone (a run writes it with its saved files as one unit, see `io.write_unit`)."""
+        atomic_write_text(path, self.to_json())
 
 
 class Action(StrEnum):
