@@ -41,6 +41,7 @@ from .results import (
     SavedRun,
     Setting,
     Verdict,
+    migrate_method_folder,
     read_record,
     result_path,
     run_paths,
@@ -157,6 +158,9 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
         )
         spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
+    moved = migrate_method_folder(request.results_dir, decl.name, spec.label)
+    if moved:
+        say(moved)
     decl.check_content(request.content)  # before anything is downloaded or built
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)

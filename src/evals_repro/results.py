@@ -16,6 +16,7 @@ killed run or a full disk never leaves a partial file, nor a record beside files
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -222,8 +223,54 @@ class Coverage:
 # -- paths and reading ------------------------------------------------------------------------------
 
 
+# Characters a method label keeps in its folder name: every other one (`:` of `rrf:` and `reranker:model`, the
+# `/` of a Hub model id, `%` itself) is percent-encoded, so the name is valid on Windows and in sync tools and
+# maps back to exactly one label (`method_of_folder`). Letters, digits and `_.-~` are always kept.
+FOLDER_SAFE: Final = "+@[],="
+
+
+def method_folder(label: str) -> str:
+    """The portable folder name of a method label: `rrf:bm25+minilm` -> `rrf%3Abm25+minilm`."""
+    from urllib.parse import quote
+
+    return quote(label, safe=FOLDER_SAFE)
+
+
+def method_of_folder(name: str) -> str:
+    """The method label a results folder holds (the inverse of `method_folder`)."""
+    from urllib.parse import unquote
+
+    return unquote(name)
+
+
 def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> Path:
-    return Path(results_dir) / benchmark / label / f"{subset}.json"
+    return Path(results_dir) / benchmark / method_folder(label) / f"{subset}.json"
+
+
+def migrate_method_folder(results_dir: Path, benchmark: str, label: str) -> str | None:
+    """Results an earlier version wrote under the label itself (`rrf:bm25+minilm/`) are moved to the portable
+    name, so `--resume` finds them; returns what was done, for the user, or None when there was nothing to do."""
+    root = Path(results_dir) / benchmark
+    old, new = root / label, root / method_folder(label)  # a `/` in the label made `old` nested
+    if old == new or not old.is_dir():
+        return None
+    if new.exists():
+        return (
+            f"note: {old} holds results of {label} under its old folder name; {new} is used, "
+            f"move what you need from the old folder into it"
+        )
+    try:
+        os.rename(old, new)
+    except OSError as exc:
+        return f"note: could not rename {old} to {new} ({exc.strerror}); rename it yourself to reuse its results"
+    for parent in old.parents:
+        if parent == root or not parent.is_relative_to(root):
+            break
+        try:
+            parent.rmdir()  # the folders a `/` in the label created, once empty
+        except OSError:
+            break
+    return f"moved {old} to {new} (portable folder name: no ':' or '/')"
 
 
 def run_paths(path: Path) -> tuple[Path, Path, Path]:
