@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shutil
 import stat
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 _UMASK_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def current_umask() -> int:
@@ -262,10 +264,19 @@ def replace_directory(staging: Path, target: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:
+def damaged_path(path: Path) -> Path:
+    """The side file a JSONL file's damaged lines are set aside in (`quality.jsonl.damaged`)."""
+    return Path(path).with_name(Path(path).name + ".damaged")
+
+
+def read_jsonl(path: Path, *, repair: bool = False, damaged: str = "raise") -> list[dict]:
     """Read the records of a JSONL file; a torn last line is dropped (and cut off if `repair`).
 
-    Only the final line may be torn (a kill mid-write); a bad line before it is real damage.
+    Only the final line may be torn (a kill mid-write); a bad line before it (not JSON, not an object) is
+    real damage, handled by `damaged`: "raise" (a DataError naming the line: for files whose every line is
+    needed, such as frozen candidates), "skip" (a reader: left out, with a warning) or "set-aside" (the file's
+    writer, under its lock: the line is moved to `<file>.damaged` and the file rewritten without it, with a
+    warning; every good record is kept, and what the line recorded is redone as if never done).
     """
     from .errors import DataError
 
@@ -274,6 +285,8 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:
         return []
     data = path.read_bytes()
     records: list[dict] = []
+    good: list[tuple[int, int]] = []  # (start, end) of the records' lines
+    bad: list[tuple[int, int, int]] = []  # (line number, start, end) of damaged lines before the last
     offset = 0
     while offset < len(data):
         newline = data.find(b"\n", offset)
@@ -282,22 +295,63 @@ def read_jsonl(path: Path, *, repair: bool = False) -> list[dict]:
         line = data[offset:end]
         if line.strip():
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                if terminated and data[end + 1 :].strip():
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+                records.append(record)
+                good.append((offset, end))
+            except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                if not (terminated and data[end + 1 :].strip()):  # the last line: torn by a kill
+                    if repair:
+                        with open(path, "r+b") as handle:
+                            handle.truncate(offset)
+                    break
+                number = data[:offset].count(b"\n") + 1
+                if damaged == "raise":
                     raise DataError(
-                        f"{path}: line {data[:offset].count(b'\n') + 1} is not valid JSON",
-                        "the file is damaged before its last line; move it away and rerun",
+                        f"{path}: line {number} is damaged (not a JSON object)",
+                        "restore the file from a copy: every line of it is needed",
                     ) from None
-                if repair:
-                    with open(path, "r+b") as handle:
-                        handle.truncate(offset)
-                return records
+                bad.append((number, offset, end))
+        elif not terminated:
+            break
         if not terminated and repair:
             with open(path, "ab") as handle:
                 handle.write(b"\n")
         offset = end + 1
+    if bad:
+        _damaged_lines(path, data, good, bad, set_aside=damaged == "set-aside")
     return records
+
+
+def _damaged_lines(
+    path: Path, data: bytes, good: list[tuple[int, int]], bad: list[tuple[int, int, int]], set_aside: bool
+) -> None:
+    """Warn about damaged lines; with `set_aside`, move them to the side file and rewrite `path` without them."""
+    numbers = ", ".join(str(n) for n, _, _ in bad)
+    if not set_aside:
+        log.warning(
+            "%s: line(s) %s damaged (not JSON objects) and left out; the next run of the command that writes it "
+            "sets them aside in %s",
+            path,
+            numbers,
+            damaged_path(path).name,
+        )
+        return
+    side = damaged_path(path)
+    with open(side, "ab") as handle:  # first the copy: a kill here leaves the line in both, never in neither
+        for _, start, end in bad:
+            handle.write(data[start:end].rstrip(b"\r") + b"\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    atomic_write_bytes(path, b"".join(data[start:end] + b"\n" for start, end in good))
+    log.warning(
+        "%s: line(s) %s damaged (not JSON objects): set aside in %s, every other record kept; what they "
+        "recorded is done again",
+        path,
+        numbers,
+        side,
+    )
 
 
 class JsonlAppender:
@@ -306,7 +360,7 @@ class JsonlAppender:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        read_jsonl(self.path, repair=True)
+        read_jsonl(self.path, repair=True, damaged="set-aside")
         self._handle = open(self.path, "ab")
 
     def append(self, record: dict) -> None:

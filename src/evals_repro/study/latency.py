@@ -168,7 +168,7 @@ def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: l
         return
     sessions = manifest.get("sessions", [])
     for path in (study_dir / LATENCY, study_dir / WARMUP):
-        for record in read_jsonl(path):
+        for record in read_jsonl(path, damaged="set-aside"):
             name = record.get("model")
             if name not in names:
                 continue
@@ -208,7 +208,7 @@ def _run(
             warmup_query[(bench, subset)] = item
     done = {
         (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
-        for r in read_jsonl(study_dir / LATENCY)
+        for r in read_jsonl(study_dir / LATENCY, damaged="set-aside")
         if r.get("status") == "ok"
     }
     calls = [
