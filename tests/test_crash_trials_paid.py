@@ -1,0 +1,137 @@
+"""Crash trials (tests/crash_trials.py) for the other commands that pay: `answer` (generator and judge calls,
+Gemini and an OpenAI-compatible server) and `grounding predict` (Gemini). SIGKILL at seeded random points,
+resume, and check that no completed call is paid twice and the end result equals an uninterrupted run's.
+`run` with an API embedder, `rerank-study quality|latency` and `mixedbread-upload` are in test_crash_trials.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import hub_fixtures as fx
+from crash_trials import Driver, Ledger, Scenario
+from evals_repro.io import read_jsonl
+from fakes.generators import FakeGeminiGenerate, FakeOpenAIChat
+from test_crash_trials import report
+from test_vidore_answer import respond as answer_respond
+from test_vidore_grounding import respond as grounding_respond
+
+
+def call_key(provider: str, model: str, body: dict) -> str:
+    return f"{provider}|{model}|{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]}"
+
+
+class LedgerGemini(Ledger, FakeGeminiGenerate):
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or ":generateContent" not in request.path:
+            return []
+        return [call_key("gemini", request.path.rsplit("/", 1)[-1].split(":")[0], request.json)]
+
+
+class LedgerOpenAI(Ledger, FakeOpenAIChat):
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or not request.path.endswith("/chat/completions"):
+            return []
+        return [call_key("openai", request.json["model"], request.json)]
+
+
+@pytest.fixture(scope="module")
+def hub(fake_hub):
+    return fx.install(fake_hub)
+
+
+def generator_env(fakes) -> dict[str, str]:
+    env = {"GOOGLE_GEMINI_BASE_URL": fakes["gemini"].url, "GEMINI_API_KEY": "crash-gemini-key"}
+    if "openai" in fakes:
+        env.update(OPENAI_BASE_URL=f"{fakes['openai'].url}/v1", OPENAI_API_KEY="sk-test")
+    return env
+
+
+def answer_outcome(directory: Path, fakes) -> dict:
+    """Every answer and verdict (one per call, none twice), the labels and the scores of the run."""
+    found: dict = {}
+    for path in sorted((directory / "out").rglob("*.jsonl")):
+        records = [r for r in read_jsonl(path) if r.get("status") == "ok"]
+        digests = [r["digest"] for r in records]
+        assert len(digests) == len(set(digests)), f"{path}: a call was recorded twice"
+        found[str(path.relative_to(directory))] = sorted(
+            json.dumps(
+                {k: v for k, v in r.items() if k not in ("wall_ms", "elapsed_ms", "at", "usage")}, sort_keys=True
+            )
+            for r in records
+        )
+    for path in sorted((directory / "out").rglob("result.json")):
+        result = json.loads(path.read_text())
+        found[str(path.relative_to(directory))] = {
+            k: v for k, v in result.items() if k not in ("spend", "timings", "created")
+        }
+    assert found
+    return found
+
+
+def answer_scenario() -> Scenario:
+    return Scenario(
+        name="answer (no-context panel: generators and judge)",
+        fakes=lambda: {
+            "gemini": LedgerGemini(answer_respond, slow=0.2),
+            "openai": LedgerOpenAI(answer_respond, key="sk-test", slow=0.2),
+        },
+        env=generator_env,
+        args=lambda d: [
+            "answer",
+            "--subsets",
+            "hr",
+            "--subsets",
+            "energy",
+            "--no-context",
+            "--models",
+            "gemini:fake-pro",
+            "openai:fake-oss",
+            "gemini:fake-flash",
+            "--judge",
+            "openai:fake-judge",
+            "--out-dir",
+            "out",
+            "--cache-dir",
+            "cache",
+            "--workers",
+            "2",
+        ],
+        outcome=answer_outcome,
+    )
+
+
+def grounding_scenario() -> Scenario:
+    return Scenario(
+        name="grounding predict",
+        fakes=lambda: {"gemini": LedgerGemini(grounding_respond, slow=0.3)},
+        env=generator_env,
+        args=lambda d: [
+            "grounding",
+            "predict",
+            "--subsets",
+            "hr",
+            "--subsets",
+            "energy",
+            "--generator",
+            "gemini:fake-pro",
+            "--out-dir",
+            "out",
+            "--cache-dir",
+            "cache",
+            "--workers",
+            "1",
+        ],
+        outcome=answer_outcome,
+    )
+
+
+def test_crash_trials_answer(tmp_path, hub):
+    report(Driver(answer_scenario(), tmp_path))
+
+
+def test_crash_trials_grounding_predict(tmp_path, hub):
+    report(Driver(grounding_scenario(), tmp_path))
