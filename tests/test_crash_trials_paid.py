@@ -15,7 +15,7 @@ import hub_fixtures as fx
 from crash_trials import Driver, Ledger, Scenario
 from evals_repro.io import read_jsonl
 from fakes.generators import FakeGeminiGenerate, FakeOpenAIChat
-from test_crash_trials import report
+from test_crash_trials import KEYS, LedgerCohere, report, run_outcome
 from test_vidore_answer import respond as answer_respond
 from test_vidore_grounding import respond as grounding_respond
 
@@ -127,6 +127,43 @@ def grounding_scenario() -> Scenario:
         ],
         outcome=answer_outcome,
     )
+
+
+def reranked_outcome(directory: Path, fakes) -> dict:
+    """`run_outcome`, without whether the BM25 index came from the cache (a resumed run finds it there)."""
+    found = run_outcome(directory, fakes)
+    for record in found.values():
+        record["config"]["retriever"]["first_stage"].pop("cache_hit", None)
+    return found
+
+
+RERANKED_RUN = Scenario(
+    name="run bm25+cohere (a hosted reranker)",
+    fakes=lambda: {"cohere": LedgerCohere(slow=0.1)},
+    env=lambda fakes: {"CO_API_URL": fakes["cohere"].url, **KEYS},
+    args=lambda d: [
+        "run",
+        "bm25+cohere:rerank-v4.0-fast@10",
+        "--benchmark",
+        "sample",
+        "--subsets",
+        "heat-pumps",
+        "--subsets",
+        "railway-maintenance",
+        "--results-dir",
+        "results",
+        "--cache-dir",
+        "cache",
+        "--resume",
+        "--workers",
+        "2",
+    ],
+    outcome=reranked_outcome,
+)
+
+
+def test_crash_trials_run_with_a_hosted_reranker(tmp_path):
+    report(Driver(RERANKED_RUN, tmp_path))
 
 
 def test_crash_trials_answer(tmp_path, hub):

@@ -19,6 +19,7 @@ is built, so a first stage that would not be called is never built and never nee
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .context import MethodContext
@@ -255,7 +256,14 @@ class PipelineSpec:
             return first
         from .rerankers.pipeline import RerankedRetriever
 
-        return RerankedRetriever(first, self.build_reranker(ctx), depth=self.rerank.depth, name=self.method_name)
+        paid = bool(RERANKERS.require(self.rerank.reranker).key_env)  # a hosted API: its answers are journaled
+        return RerankedRetriever(
+            first,
+            self.build_reranker(ctx),
+            depth=self.rerank.depth,
+            name=self.method_name,
+            journal_dir=Path(ctx.cache_dir) / "rerank-calls" if paid else None,
+        )
 
 
 def _with_content(name: str, content: str) -> str:
