@@ -5,8 +5,14 @@ resume, and check that no completed call is paid twice and the end result equals
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import itertools
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +21,7 @@ import hub_fixtures as fx
 from crash_trials import Driver, Ledger, Scenario
 from evals_repro.io import read_jsonl
 from fakes.generators import FakeGeminiGenerate, FakeOpenAIChat
-from test_crash_trials import KEYS, LedgerCohere, report, run_outcome
+from test_crash_trials import KEYS, LedgerCohere, LedgerStores, report, run_outcome
 from test_vidore_answer import respond as answer_respond
 from test_vidore_grounding import respond as grounding_respond
 
@@ -164,6 +170,63 @@ RERANKED_RUN = Scenario(
 
 def test_crash_trials_run_with_a_hosted_reranker(tmp_path):
     report(Driver(RERANKED_RUN, tmp_path))
+
+
+_UPLOADED: list = []  # (stores, files, next id) of the fake after the real upload, made once per session
+STORE_SUBSETS = ("heat-pumps", "railway-maintenance")
+
+
+class UploadedStores(LedgerStores):
+    """The store fake with the sample's pages already uploaded (by the real `mixedbread-upload`, once; each
+    chain starts from a copy); only store searches are billable here."""
+
+    def __enter__(self):
+        super().__enter__()
+        if not _UPLOADED:
+            with tempfile.TemporaryDirectory() as cache:
+                args = ["mixedbread-upload", "markdown", "-b", "sample", "--cache-dir", cache, "--workers", "4"]
+                for subset in STORE_SUBSETS:
+                    args += ["-s", subset]
+                env = dict(os.environ, MIXEDBREAD_BASE_URL=self.url, EVALS_REPRO_NO_PROGRESS="1", **KEYS)
+                code = "import sys; from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
+                done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+                assert done.returncode == 0, done.stderr
+            _UPLOADED.append(copy.deepcopy((self.stores, self.files, next(self._ids))))
+        stores, files, next_id = copy.deepcopy(_UPLOADED[0])
+        self.stores, self.files, self._ids = stores, files, itertools.count(next_id)
+        return self
+
+    def keys(self, request) -> list[str]:
+        if request.method != "POST" or request.path.split("?", 1)[0] != "/v1/stores/search":
+            return []
+        body = request.json
+        return [f"search|{','.join(body['store_identifiers'])}|{body['query']}"]
+
+
+STORE_RUN = Scenario(
+    name="run mixedbread-markdown (store search)",
+    fakes=lambda: {"mixedbread": UploadedStores(polls_to_complete=1, slow=0.1)},
+    env=lambda fakes: {"MIXEDBREAD_BASE_URL": fakes["mixedbread"].url, **KEYS},
+    args=lambda d: [
+        "run",
+        "mixedbread-markdown",
+        "--benchmark",
+        "sample",
+        *[arg for subset in STORE_SUBSETS for arg in ("--subsets", subset)],
+        "--results-dir",
+        "results",
+        "--cache-dir",
+        "cache",
+        "--resume",
+        "--workers",
+        "2",
+    ],
+    outcome=run_outcome,
+)
+
+
+def test_crash_trials_run_with_a_store_search(tmp_path):
+    report(Driver(STORE_RUN, tmp_path))
 
 
 def test_crash_trials_answer(tmp_path, hub):

@@ -3,22 +3,19 @@
 Candidates past the depth keep their first-stage order and are placed under every reranked
 score, so ranks 1..depth are the reranker's and the metrics there are meaningful; metrics at
 cut-offs deeper than `depth` mix two rankings and are flagged through `meaningful_depth`.
-A paid reranker's answers are journaled as they arrive (`RerankJournal`), so a killed run pays on resume
+A paid reranker's answers are journaled as they arrive (`call_journal.CallJournal`), so a killed run pays on resume
 only for the calls that had not answered.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import threading
 from pathlib import Path
 from typing import Any
 
+from ..call_journal import CallJournal, journal_path
 from ..data import Query, Run, Subset
 from ..errors import UsageError
-from ..io import JsonlAppender, read_jsonl
 from ..metrics.ranking import trec_ranked as ranked
 from ..rendering import PageStyle, page_text, query_text
 from ..rendering import describe as describe_style
@@ -39,48 +36,6 @@ def merge_reranked(candidates: list[tuple[str, float]], depth: int, scores: list
     for position, (doc_id, _) in enumerate(candidates[depth:], start=1):
         merged[doc_id] = floor - position
     return merged
-
-
-class RerankJournal:
-    """Every answered call of one reranker on one subset: `{key, scores}` appended and flushed per call, the
-    key a digest of the reranker's description, the query and the documents (so another depth, query text or
-    model never reuses an answer). Read back before the calls: an answer in it is not paid for again."""
-
-    def __init__(self, path: Path, reranker: Reranker) -> None:
-        self.path = Path(path)
-        self.identity = json.dumps(reranker.describe(), sort_keys=True, default=str)
-        self.done: dict[str, list[float]] = {
-            r["key"]: r["scores"] for r in read_jsonl(self.path, damaged="set-aside") if "key" in r and "scores" in r
-        }
-        self.reused = 0
-        self._out: JsonlAppender | None = None
-        self._lock = threading.Lock()
-
-    def key(self, query: str, documents: list[str]) -> str:
-        digest = hashlib.sha256(self.identity.encode("utf-8"))
-        for part in (query, *documents):
-            digest.update(b"\x1f" + part.encode("utf-8"))
-        return digest.hexdigest()
-
-    def scores(self, query: str, documents: list[str], rerank) -> list[float]:
-        key = self.key(query, documents)
-        with self._lock:
-            known = self.done.get(key)
-            if known is not None:
-                self.reused += 1
-                return list(known)
-        scores = [float(s) for s in rerank(query, documents)]
-        with self._lock:
-            if self._out is None:
-                self._out = JsonlAppender(self.path)
-            self._out.append({"key": key, "scores": scores})
-            self.done[key] = scores
-        return scores
-
-    def close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
 
 
 class RerankedRetriever:
@@ -121,8 +76,7 @@ class RerankedRetriever:
 
         journal = None
         if self.journal_dir is not None:
-            unit = hashlib.sha256(f"{self.name}\x1f{subset.name}".encode()).hexdigest()[:24]
-            journal = RerankJournal(self.journal_dir / f"{unit}.jsonl", self.reranker)
+            journal = CallJournal(journal_path(self.journal_dir, self.name, subset.name), self.reranker.describe())
 
         def rerank_one(query: Query) -> dict[str, float]:
             candidates = ranked(first_run.get(query.id, {}), top_k)
@@ -132,7 +86,11 @@ class RerankedRetriever:
             if not documents:
                 scores: list[float] = []
             elif journal is not None:
-                scores = journal.scores(text, documents, self.reranker.rerank)
+                scores = journal.answer(
+                    [text, *documents],
+                    lambda: self.reranker.rerank(text, documents),
+                    lambda answer: [float(s) for s in answer],
+                )
             else:
                 scores = self.reranker.rerank(text, documents)
             return merge_reranked(candidates, depth, scores)
