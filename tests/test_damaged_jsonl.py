@@ -77,3 +77,50 @@ def test_rerank_study_quality_sets_a_damaged_line_aside_and_pays_only_for_it(pre
         records = read_jsonl(study / QUALITY)
         assert len(records) == queries and records[: queries - 1] == [json.loads(x) for x in [lines[0], *lines[2:]]]
         assert records[-1]["request_digest"] == json.loads(lines[1])["request_digest"]
+
+
+def test_a_full_disk_while_appending_is_one_line_and_keeps_every_record_written(
+    prepared, tmp_path, monkeypatch, capsys
+):
+    """Issue 22, item 2 for the study: ENOSPC appending to quality.jsonl names the file, exits 2, keeps what was
+    appended (the next run sends only the rest)."""
+    import errno
+    import os
+
+    study = copy_study(prepared, tmp_path)
+    real_fsync = os.fsync
+    appended: list[int] = []
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(QUALITY):
+            appended.append(fd)
+            if len(appended) == 4:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    with FakeCohereRerank() as cohere:
+        monkeypatch.setenv("CO_API_URL", cohere.url)
+        monkeypatch.setenv("CO_API_KEY", "k")
+        args = ["rerank-study", "quality", "--models", "cohere-pro", "--study-dir", str(study)]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--quality-workers", "1"]
+        monkeypatch.setattr(os, "fsync", fsync)
+        code = main(args)
+        monkeypatch.setattr(os, "fsync", real_fsync)
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "Traceback" not in err
+        lines = [line for line in err.splitlines() if line.startswith("error: ")]
+        assert lines == [
+            f"error: cannot write {study / QUALITY} (No space left on device): free at least "
+            + lines[0].split("free at least ", 1)[1]
+        ]
+        assert f"on the disk holding {study}" in lines[0] and lines[0].endswith(
+            "then rerun (what was finished is kept)"
+        )
+        kept = read_jsonl(study / QUALITY)
+        assert len(kept) >= 3
+        sent = count_requests(cohere, "POST", "/v2/rerank")
+        assert main(args) == 0
+        final = read_jsonl(study / QUALITY)
+        assert final[: len(kept)] == kept and len(final) > len(kept)
+        assert count_requests(cohere, "POST", "/v2/rerank") - sent == len(final) - len(kept)  # only the rest

@@ -203,12 +203,14 @@ _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 DISK_REFUSALS = frozenset({*_DISK_FULL, errno.EROFS})
 
 
-def write_error(path: Path, exc: OSError, needed: int | None = None, option: str = "--results-dir"):
-    """The one line for an OS refusal while writing `path`: the file, why, and what to free or change."""
+def write_error(path: Path, exc: OSError, needed: int | None = None, option: str | None = "--results-dir"):
+    """The one line for an OS refusal while writing `path`: the file, why, and what to free or change
+    (`option`: the option that chose its folder, None when none did)."""
     from .errors import WriteError
 
     reason = exc.strerror or type(exc).__name__
     folder = Path(path) if Path(path).is_dir() else Path(path).parent
+    elsewhere = f", or point {option} at another disk" if option else ""
     if exc.errno in _DISK_FULL:
         try:
             free = f", {human_bytes(shutil.disk_usage(folder).free)} free there"
@@ -219,11 +221,13 @@ def write_error(path: Path, exc: OSError, needed: int | None = None, option: str
             if exc.errno == errno.EFBIG
             else f"free {f'at least {human_bytes(needed)}' if needed else 'space'} on the disk holding {folder}{free}"
         )
-        hint = f"{what}, or point {option} at another disk, then rerun (nothing of it was written)"
+        hint = f"{what}{elsewhere}, then rerun (what was finished is kept)"
     elif exc.errno == errno.EROFS:
-        hint = f"{folder} is on a read-only disk: point {option} at a writable one, then rerun"
+        hint = f"{folder} is on a read-only disk: " + (
+            f"point {option} at a writable one, then rerun" if option else "remount it writable, then rerun"
+        )
     else:
-        hint = f"fix the permissions of {folder} or point {option} elsewhere, then rerun (nothing of it was written)"
+        hint = f"fix the permissions of {folder}{elsewhere}, then rerun (what was finished is kept)"
     return WriteError(f"cannot write {path} ({reason})", hint)
 
 
@@ -364,9 +368,13 @@ class JsonlAppender:
         self._handle = open(self.path, "ab")
 
     def append(self, record: dict) -> None:
-        self._handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            self._handle.write(line)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        except OSError as exc:  # a full disk: what was appended before is whole; a torn line is cut on resume
+            raise write_error(self.path, exc, len(line), None) from None
 
     def close(self) -> None:
         self._handle.close()

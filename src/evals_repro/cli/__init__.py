@@ -181,6 +181,20 @@ def _handle_sigterm():
     return signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+def _unexpected(exc: BaseException, verbose: bool) -> int:
+    from ..providers.keys import redact
+
+    if verbose:
+        _print_traceback(exc)
+        print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return EXIT_UNEXPECTED
+    print(
+        f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_UNEXPECTED
+
+
 def _stopped() -> str:
     return TERMINATED if SIGNALLED["term"] else INTERRUPTED
 
@@ -201,6 +215,19 @@ def _main(args: list[str], verbose: bool) -> int:
         return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_UNEXPECTED
+    except OSError as exc:
+        from pathlib import Path
+
+        from ..io import DISK_REFUSALS, write_error
+
+        if exc.errno not in DISK_REFUSALS:
+            return _unexpected(exc, verbose)
+        # a full or read-only disk under any command: one line naming the file (a usage/data error, exit 2)
+        error = write_error(Path(exc.filename) if exc.filename else Path.cwd(), exc, None, None)
+        if verbose:
+            _print_traceback(exc)
+        print(f"error: {redact(error.one_line())}", file=sys.stderr)
+        return error.exit_code
     except Exception as exc:  # usage errors from typer's parser, and anything unexpected
         if type(exc).__name__ == "Abort":
             if SIGNALLED["term"]:
@@ -216,15 +243,7 @@ def _main(args: list[str], verbose: bool) -> int:
             message = exc.format_message().replace("Value error, ", "")
             print(f"error: {message} (see `evals-repro {command} --help`)".replace("  ", " "), file=sys.stderr)
             return int(exc.exit_code) or EXIT_USAGE
-        if verbose:
-            _print_traceback(exc)
-            print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
-            return EXIT_UNEXPECTED
-        print(
-            f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_UNEXPECTED
+        return _unexpected(exc, verbose)
     if returned == EXIT_INTERRUPTED:  # no command returns 130 itself: this is Ctrl-C (or SIGTERM)
         print(_stopped(), file=sys.stderr)
     return returned if isinstance(returned, int) and not isinstance(returned, bool) else EXIT_OK
