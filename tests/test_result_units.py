@@ -194,7 +194,7 @@ def test_resume_recomputes_a_result_whose_saved_run_is_not_its_own(finished, cap
     assert code == 0
     assert (
         "heat-pumps: recomputing, the existing result does not match (its saved heat-pumps.run.gz is not the file "
-        "heat-pumps.json records (sha256 differs))" in text
+        "heat-pumps.json records: sha256 differs)" in text
     )
     assert "skipped" not in text.split("recomputing", 1)[1]
     assert cli(["evaluate", "--result", str(folder / "heat-pumps.json")], capsys)[0] == 0

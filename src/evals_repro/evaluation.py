@@ -260,7 +260,7 @@ def _run_subset(
             verdict = Verdict.rerun(
                 f"its saved {wrong.name} is missing"
                 if missing
-                else f"its saved {wrong.name} is not the file {path.name} records (sha256 differs)"
+                else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
             )
         if verdict.action is Action.KEEP:
             say(f"{name}: complete result kept ({path}), skipped")

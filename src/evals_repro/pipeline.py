@@ -88,7 +88,8 @@ class PipelineSpec:
                 raise _unknown_method(name)
         twice = sorted({name for name in self.first_stage if self.first_stage.count(name) > 1})
         if twice:
-            others = [n for n in first_stage_names() if n not in self.first_stage and n != POOL]
+            offline = ["minilm", "bm25", "multilingual-e5-small"]  # a hint that costs nothing to try
+            others = [n for n in [*offline, *first_stage_names()] if n not in self.first_stage and n != POOL]
             raise UsageError(
                 f"method '{self.method_name}' fuses {', '.join(twice)} more than once (it would only weigh it double)",
                 f"fuse different methods, each once, e.g. rrf:{twice[0]}+{others[0] if others else 'minilm'}",
