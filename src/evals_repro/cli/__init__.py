@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE, EvalsError
+from ..errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNEXPECTED, EXIT_USAGE, EvalsError
 from .options import EPILOG
 
 app = typer.Typer(
@@ -30,6 +30,13 @@ VERBOSE = {"on": False}
 # Ctrl-C inside a command reaches main() as typer's exit code 130 (typer turns the KeyboardInterrupt into
 # Exit(130), which standalone_mode=False returns); before or after it, as KeyboardInterrupt.
 INTERRUPTED = "interrupted: finished subsets and records are kept; rerun the command to continue (`run` with --resume)"
+TERMINATED = (
+    "terminated (SIGTERM): finished subsets and records are kept; rerun the command to continue (`run` with --resume)"
+)
+# SIGTERM (what schedulers and `kill` send) is handled as Ctrl-C is: it raises KeyboardInterrupt in the main
+# thread, so every command stops the same way (workers drained, appended records flushed, results kept); this
+# flag tells main() to say "terminated" and exit 143 instead of 130.
+SIGNALLED = {"term": False}
 
 
 def given_options(**values) -> dict:
@@ -139,11 +146,57 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: one line per user error, a traceback only with --verbose (never showing a key)."""
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in args or "-v" in args
+    previous = _handle_sigterm()
     try:
-        return _main(args, verbose)
+        code = _main(args, verbose)
+        if SIGNALLED["term"] and code == EXIT_INTERRUPTED:
+            return EXIT_TERMINATED
+        return code
     finally:
+        SIGNALLED["term"] = False
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
         if verbose:
             _end_verbose_logging()
+
+
+def _on_sigterm(signum, frame) -> None:
+    if SIGNALLED["term"]:
+        return  # already stopping: a second SIGTERM must not interrupt the clean-up
+    SIGNALLED["term"] = True
+    raise KeyboardInterrupt
+
+
+def _handle_sigterm():
+    """Install the SIGTERM handler for one command; returns the handler it replaced (None: not installed,
+    e.g. main() called from a thread other than the main one)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    SIGNALLED["term"] = False
+    return signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _unexpected(exc: BaseException, verbose: bool) -> int:
+    from ..providers.keys import redact
+
+    if verbose:
+        _print_traceback(exc)
+        print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return EXIT_UNEXPECTED
+    print(
+        f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
+        file=sys.stderr,
+    )
+    return EXIT_UNEXPECTED
+
+
+def _stopped() -> str:
+    return TERMINATED if SIGNALLED["term"] else INTERRUPTED
 
 
 def _main(args: list[str], verbose: bool) -> int:
@@ -158,12 +211,27 @@ def _main(args: list[str], verbose: bool) -> int:
         print(f"error: {redact(exc.one_line())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        print(_stopped(), file=sys.stderr)
         return EXIT_INTERRUPTED
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_OK if exc.code is None else EXIT_UNEXPECTED
+    except OSError as exc:
+        from pathlib import Path
+
+        from ..io import DISK_REFUSALS, write_error
+
+        if exc.errno not in DISK_REFUSALS:
+            return _unexpected(exc, verbose)
+        # a full or read-only disk under any command: one line naming the file (a usage/data error, exit 2)
+        error = write_error(Path(exc.filename) if exc.filename else Path.cwd(), exc, None, None)
+        if verbose:
+            _print_traceback(exc)
+        print(f"error: {redact(error.one_line())}", file=sys.stderr)
+        return error.exit_code
     except Exception as exc:  # usage errors from typer's parser, and anything unexpected
         if type(exc).__name__ == "Abort":
+            if SIGNALLED["term"]:
+                print(TERMINATED, file=sys.stderr)
             return EXIT_INTERRUPTED
         if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command group: its help is the answer
             exc.show()  # type: ignore[attr-defined]
@@ -175,15 +243,7 @@ def _main(args: list[str], verbose: bool) -> int:
             message = exc.format_message().replace("Value error, ", "")
             print(f"error: {message} (see `evals-repro {command} --help`)".replace("  ", " "), file=sys.stderr)
             return int(exc.exit_code) or EXIT_USAGE
-        if verbose:
-            _print_traceback(exc)
-            print(f"error: {redact(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
-            return EXIT_UNEXPECTED
-        print(
-            f"error: {redact(f'{type(exc).__name__}: {exc}')} (rerun with --verbose for the traceback)",
-            file=sys.stderr,
-        )
-        return EXIT_UNEXPECTED
-    if returned == EXIT_INTERRUPTED:  # no command returns 130 itself: this is Ctrl-C
-        print(INTERRUPTED, file=sys.stderr)
+        return _unexpected(exc, verbose)
+    if returned == EXIT_INTERRUPTED:  # no command returns 130 itself: this is Ctrl-C (or SIGTERM)
+        print(_stopped(), file=sys.stderr)
     return returned if isinstance(returned, int) and not isinstance(returned, bool) else EXIT_OK

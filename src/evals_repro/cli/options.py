@@ -108,9 +108,10 @@ EXIT_CODES = {
     0: "success",
     1: "unexpected error (a bug: rerun with --verbose and report the traceback)",
     2: "usage, data or configuration error (bad option, unknown name, missing or garbled file, missing key, "
-    "no Hub access)",
+    "no Hub access, a full or read-only disk)",
     3: "provider error (a hosted API refused the request or failed after retries)",
     4: "some subsets of a run failed (the others' results are written; each failure is listed)",
     130: "interrupted (finished subsets and records are kept; rerun with --resume)",
+    143: "terminated by SIGTERM (handled as an interrupt)",
 }
 EPILOG = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + "."

@@ -16,7 +16,9 @@ STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
 )
-RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
+RESULTS_DIR_HELP = (
+    "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json (':' and '/' in <method> as %3A, %2F)."
+)
 
 
 @app.command("run")

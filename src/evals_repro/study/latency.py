@@ -179,7 +179,7 @@ def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: l
         return
     sessions = manifest.get("sessions", [])
     for path in (study_dir / LATENCY, study_dir / WARMUP):
-        for record in read_jsonl(path):
+        for record in read_jsonl(path, damaged="set-aside"):
             name = record.get("model")
             if name not in names:
                 continue
@@ -210,12 +210,14 @@ def warmup_queries(lookup: dict, plan: dict[str, Any]) -> dict[tuple[str, str], 
     return warmup_query
 
 
-def remaining_calls(study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None):
+def remaining_calls(
+    study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None, damaged: str = "skip"
+):
     """The timed calls still to make (in schedule order), and the (model, benchmark, subset, query, repeat)
-    keys already recorded."""
+    keys already recorded (a damaged line is skipped by a plan, set aside by the writer)."""
     done = {
         (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
-        for r in read_jsonl(Path(study_dir) / LATENCY)
+        for r in read_jsonl(Path(study_dir) / LATENCY, damaged=damaged)
         if r.get("status") == "ok"
     }
     calls = [
@@ -239,7 +241,7 @@ def _run(
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     warmup_query = warmup_queries(lookup, plan)
-    calls, done = remaining_calls(study_dir, plan, models, timed)
+    calls, done = remaining_calls(study_dir, plan, models, timed, damaged="set-aside")
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}

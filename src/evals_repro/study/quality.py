@@ -103,7 +103,7 @@ def completed_requests(study_dir: Path) -> set[tuple[str, str, str]]:
     """(model, model id, request digest) of every request answered in full."""
     return {
         (r["model"], r.get("model_id") or "", r["request_digest"])
-        for r in read_jsonl(Path(study_dir) / QUALITY)
+        for r in read_jsonl(Path(study_dir) / QUALITY, damaged="set-aside")
         if r.get("status") == "ok"
     }
 

@@ -49,7 +49,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
     answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
     cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
-    for record in read_jsonl(Path(study_dir) / QUALITY):
+    for record in read_jsonl(Path(study_dir) / QUALITY, damaged="skip"):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
                 record["request_digest"]

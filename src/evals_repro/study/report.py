@@ -30,7 +30,7 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
     if not plan_path.exists():
         return {}
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    records = [r for r in read_jsonl(study_dir / LATENCY) if r.get("status") == "ok"]
+    records = [r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok"]
     planned = {b: sum(len(q) for q in subsets.values()) * plan["repeats"] for b, subsets in plan["queries"].items()}
     per_model: dict[str, Any] = {}
     seen: dict[tuple, dict] = {}

@@ -86,7 +86,7 @@ def panel_scores(
     domains = [p.name for p in papers]
     panel = [g.name for g in generators]
     keys = [L.query_key(p.name, q.id) for p in papers for q in p.queries]
-    labels = L.labels_from_verdicts(read_jsonl(run_dir / "verdicts.jsonl"), panel, keys)
+    labels = L.labels_from_verdicts(read_jsonl(run_dir / "verdicts.jsonl", damaged="skip"), panel, keys)
     stored = {
         "panel": panel,
         "judge": result["config"]["judge"],
