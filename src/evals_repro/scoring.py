@@ -86,7 +86,7 @@ def score_run(
     )
     variants = None
     if subset.changed_docs is not None:  # instruction pairs (FollowIR): per-variant means and p-MRR
-        from .metrics.variants import variant_blocks
+        from .metrics.published.variants import variant_blocks
 
         # p-MRR: a changed document missing from a ranking takes rank depth + 1 (101 for a top 100).
         extra = variant_blocks(queries, per_query_metrics, run, subset.changed_docs, depth, protocol.score_precision)

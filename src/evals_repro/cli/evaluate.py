@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .options import ScorePrecision, TieRule, value_of
 
 MEASURE_HELP = (
@@ -75,7 +75,7 @@ def evaluate_command(
 ) -> None:
     """Score a run like `trec_eval -c`: every judged query counts, one without results scores 0."""
     from ..errors import UsageError
-    from ..metrics.evaluate_files import evaluate_files
+    from ..metrics.trec_io.evaluate_files import evaluate_files
 
     tie_rule = value_of(tie_choice) if tie_choice is not None else None
     score_precision = value_of(precision_choice) if precision_choice is not None else None

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .options import LIST_HELP, Content, Parsing, split_list, value_of
 
 
@@ -31,7 +31,7 @@ def mixedbread_upload_command(
     from ..errors import ProviderError
     from ..io import ensure_directory
     from ..stores.upload import upload_benchmark
-    from . import given_options
+    from .application import given_options
 
     ensure_directory(cache_dir, "--cache-dir")
     summaries = upload_benchmark(

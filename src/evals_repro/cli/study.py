@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app, given_options
+from .application import app, given_options
 from .options import LIST_HELP, split_list
 
 study_app = typer.Typer(

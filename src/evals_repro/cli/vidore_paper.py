@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .options import LIST_HELP, AnswerContext, split_list, value_of
 
 grounding_app = typer.Typer(
@@ -94,7 +94,7 @@ EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 def _llm_options(ctx: typer.Context, *extra: str) -> dict:
     """The provider options the user set, read from the command's parameters by name: `answer` and
     `grounding predict` take the same set (LLM_OPTIONS), so an option added there reaches both."""
-    from . import given_options
+    from .application import given_options
 
     return given_options(**{name: ctx.params[name] for name in (*LLM_OPTIONS, *extra)})
 

@@ -13,10 +13,9 @@ from itertools import chain
 from typing import Any
 
 from ..errors import DataError, EvalsError
-from .base import EvalData, Measure, PerQuery, expand_measure
-from .complete import clean
-from .protocol import ScoringProtocol
+from .protocol import EvalData, Measure, PerQuery, ScoringProtocol, expand_measure
 from .ranking import check_scores
+from .trec.complete import clean
 
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map / gm_bpref
 

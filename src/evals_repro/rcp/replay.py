@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
 from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
-from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
+from ..metrics.published.ndcg_float import TIE_RULES, ndcg_float_at_k
 from ..progress import progress_bar
 
 # Hub model id -> the paper's short name, in the card's row order.

@@ -40,7 +40,7 @@ def score(
 ) -> dict[str, float]:
     """{measure: mean over the dataset's queries} for one run over these candidates."""
     from .. import metrics as M
-    from ..metrics.p_mrr import p_mrr
+    from ..metrics.published.p_mrr import p_mrr
 
     parsed = {name: parse_study_measure(name) for name in measures}
     qrels = {c.query_id: c.qrels for c in candidates}

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from statistics import fmean
 
-from ..errors import UsageError
-from .base import EvalData, Family, Measure, PerQuery, register
-from .ranking import check_scores, ranked_docs
+from ...errors import UsageError
+from ..protocol import EvalData, Family, Measure, PerQuery, register
+from ..ranking import check_scores, ranked_docs
 
 OG, CHANGED = "og", "changed"
 
