@@ -11,7 +11,7 @@ from typing import Any
 
 from .benchmarks.declaration import BenchmarkDeclaration
 from .data import Query, Run, Subset
-from .metrics.protocol import ScoringProtocol
+from .metrics.protocol import ScoringProtocol, running_mean
 from .results import LanguageBlock, QueryEntry, Setting
 from .retrieval.base import Retriever
 
@@ -80,7 +80,7 @@ def score_run(
     }
     names = [name for name in protocol.measures if not M.get_measure(name).text]  # runid, relstring: no number
     aggregate = (
-        {name: sum(b.metrics[name] for b in language_blocks.values()) / len(language_blocks) for name in names}
+        {name: running_mean(b.metrics[name] for b in language_blocks.values()) for name in names}
         if language_blocks
         else {}
     )

@@ -13,7 +13,7 @@ from itertools import chain
 from typing import Any
 
 from ..errors import DataError, EvalsError
-from .protocol import EvalData, Measure, PerQuery, ScoringProtocol, expand_measure
+from .protocol import EvalData, Measure, PerQuery, ScoringProtocol, expand_measure, running_sum
 from .ranking import check_scores
 from .trec.complete import clean
 
@@ -165,10 +165,10 @@ def aggregate(name: str, values: list[float]) -> float:
     """The `all` value of one measure over per-query values (mean, sum or geometric mean)."""
     how = _aggregation(name)
     if how == "sum":
-        return float(sum(values))
+        return running_sum(values)
     if how == "gmean":
-        return math.exp(sum(math.log(max(v, MIN_GEO_MEAN)) for v in values) / len(values))
-    return sum(values) / len(values)
+        return math.exp(running_sum(math.log(max(v, MIN_GEO_MEAN)) for v in values) / len(values))
+    return running_sum(values) / len(values)
 
 
 def mean(per_query: Mapping[str, Mapping[str, float]], qids: Iterable[str] | None = None) -> dict[str, float]:

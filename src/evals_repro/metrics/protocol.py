@@ -33,8 +33,9 @@ several measures (`P.5,10`, `all_trec`): `parse_measures` expands them, `get_mea
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -75,6 +76,25 @@ DEFAULT_MEASURES: tuple[str, ...] = (
     "p_at_10",
     "mrr_at_10",
 )
+
+
+def running_sum(values: Iterable[float]) -> float:
+    """Values added one at a time in double, left to right, as trec_eval accumulates its `all` values.
+
+    Python 3.12's `sum()` of floats is compensated (and `statistics.fmean` exact), so it can differ from
+    trec_eval in the last printed digit (0.0088 where trec_eval prints 0.0087); every aggregate the
+    project prints goes through here instead.
+    """
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+def running_mean(values: Iterable[float]) -> float:
+    """`running_sum(values) / len(values)` (trec_eval's mean); NaN for no values."""
+    items = list(values)
+    return running_sum(items) / len(items) if items else math.nan
 
 
 def check_tie_rule(tie_rule: str) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_jsonl
+from ..metrics.protocol import running_mean
 from .quality import QUALITY, load_prepared
 from .scoring import score
 
@@ -29,7 +30,7 @@ TOP_K = 100
 def _mean(values: list[float | None]) -> float | None:
     if not values or any(v is None for v in values):
         return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    return running_mean(values)  # type: ignore[arg-type]
 
 
 def study_of(entry: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..io import atomic_write_json, atomic_write_text
+from ..metrics.protocol import running_mean
 from ..progress import progress_bar
 from .annotations import PaperSubset, load_paper_subset
 from .zones import pairwise_agreement
@@ -129,8 +130,8 @@ def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None 
     scored = [b for b in blocks.values() if b["pairs"]]
     macro = {
         "subsets": len(scored),
-        "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-        "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
+        "iou": running_mean(b["iou"] for b in scored) if scored else None,
+        "f1": running_mean(b["f1"] for b in scored) if scored else None,
     }
     overall = pooled.block()
     result = {

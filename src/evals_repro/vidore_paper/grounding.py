@@ -26,6 +26,7 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..errors import UsageError
 from ..io import atomic_write_json, atomic_write_text
+from ..metrics.protocol import running_mean
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
 from .answer import safe_name
@@ -280,8 +281,8 @@ def _scores(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:
     return {
         "overall": block(rows),
         "macro": {
-            "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-            "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
+            "iou": running_mean(b["iou"] for b in scored) if scored else None,
+            "f1": running_mean(b["f1"] for b in scored) if scored else None,
         },
         "domains": per_domain,
     }

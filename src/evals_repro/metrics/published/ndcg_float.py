@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ...errors import DataError, UsageError
-from ..protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule
+from ..protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule, running_mean
 
 __all__ = ["DEFAULT_TIE_RULE", "TIE_RULES", "check_tie_rule", "dcg_at_k", "ndcg_float_at_k", "read_trec_gains"]
 
@@ -130,7 +130,7 @@ def mean_ndcg_float(
 ) -> float:
     """Macro mean over the scored queries (see `ndcg_float_per_query`); 0.0 when none is scored."""
     values = ndcg_float_per_query(run, gains, k, tie_rule, qids)
-    return float(sum(values.values()) / len(values)) if values else 0.0
+    return running_mean(values.values()) if values else 0.0
 
 
 # -- the measure family (`ndcg_float_at_10` in `evaluate`, result files and reports) -------------------

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable
 
-from ..protocol import EvalData, Family, Measure, PerQuery
+from ..protocol import EvalData, Family, Measure, PerQuery, expand_measure, parse_measures, split_measure_list
 from . import dcg, iprec, judged, pytrec, rbp, text
 from .table import BASES, LOWER_NAMES, NICKNAMES, Base, TrecMeasure
 
@@ -138,6 +138,37 @@ def parse_trec(text: str) -> list[Measure] | None:
                 if found is not None:
                     return found
     return None
+
+
+def _base_named(name: str) -> Base | None:
+    return BASES.get(name) or BASES.get(LOWER_NAMES.get(name.lower(), ""))
+
+
+def trec_eval_measure_args(items: list[str] | tuple[str, ...]) -> list[str]:
+    """Canonical names for `-m` arguments read as trec_eval reads them: a measure is computed once, with the
+    parameters of the first `base.params` naming it (meas_init.c stops at the first match), so
+    `-m all_trec -m P.5` gives P_5 alone and `-m all_trec -m relstring.3` relstring_3 alone. Spellings that
+    are not trec_eval's (`p_at_10`, `P_10`) are added as `parse_measures` adds them."""
+    specs = [spec for item in items for spec in split_measure_list(str(item))]
+    chosen: dict[str, list[Measure]] = {}
+    for spec in specs:
+        name, dot, params = spec.partition(".")
+        base = _base_named(name) if dot else None
+        if base is not None and base.name not in chosen:
+            found = expand_base(base.name, params)
+            if found:
+                chosen[base.name] = found
+    if not chosen:
+        return parse_measures(list(items))
+    seen: dict[str, None] = {}
+    for spec in specs:
+        spelled = parse_trec(spec) if "." in spec or spec in NICKNAMES or _base_named(spec) else None
+        for measure in spelled if spelled is not None else expand_measure(spec):
+            if spelled is not None and isinstance(measure, TrecMeasure) and measure.base in chosen:
+                seen.update(dict.fromkeys(m.name for m in chosen[measure.base]))
+            else:
+                seen.setdefault(measure.name, None)
+    return list(seen)
 
 
 # Registered last (metrics/__init__.py), so its form closes the list of valid forms in errors.

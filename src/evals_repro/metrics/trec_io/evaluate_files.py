@@ -60,14 +60,14 @@ def evaluate_files(
     spelling, ours otherwise.
     """
     from ..evaluate import evaluate
-    from ..protocol import parse_measures
     from ..published.diversity import qrels_from_subtopics, read_subtopic_qrels
     from ..published.ndcg_float import read_trec_gains
+    from ..trec.names import trec_eval_measure_args
     from ..trec.text import relstrings
     from .read import read_trec_qrels, read_trec_run_and_tag
     from .write import trec_eval_lines
 
-    names = parse_measures(list(measures)) if measures else list(DEFAULT_MEASURES)
+    names = trec_eval_measure_args(list(measures)) if measures else list(DEFAULT_MEASURES)
     float_gains = read_trec_gains(gains) if gains else None
     if float_gains is not None and not any(m.startswith("ndcg_float_at_") for m in names):
         names.append("ndcg_float_at_10")
