@@ -79,6 +79,11 @@ def prepare(
     # pytrec_eval reads plain dicts of float scores and int grades. The checks run at C speed over
     # the whole run and fall back to the per-query work only when something needs fixing or naming.
     given = {qid: run.get(qid) or {} for qid in qids}
+    if protocol.ignore_identical_ids:  # BEIR's / mteb's evaluator: the query's own id is not a result
+        given = {
+            qid: {doc: s for doc, s in scores.items() if doc != qid} if qid in scores else scores
+            for qid, scores in given.items()
+        }
     prepared: dict[str, dict[str, float]] = (
         given  # type: ignore[assignment]
         if all(type(scores) is dict for scores in given.values())

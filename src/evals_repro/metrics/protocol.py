@@ -19,6 +19,9 @@ that lack a field get its default). Two scores are comparable only under equal p
 - `judged_only` (-J): unjudged documents are removed from rankings before scoring.
 - `complete` (-c): every judged query is scored, an absent one as an empty ranking; when
   False, judged queries without results are skipped (trec_eval 9 without -c).
+- `ignore_identical_ids`: a retrieved document whose id equals the query id is dropped before
+  scoring, as BEIR's and mteb's evaluator do for the tasks that set it (mteb's FiQA2018, ArguAna,
+  Quora, ...): their query and corpus ids share one numbering, and such a document is the query itself.
 
 The measures: a `Measure` is one named number per query, a `Family` parses and computes them.
 
@@ -131,6 +134,7 @@ class ScoringProtocol:
     max_results: int | None = None
     judged_only: bool = False
     complete: bool = True
+    ignore_identical_ids: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.measures, str):
@@ -147,7 +151,7 @@ class ScoringProtocol:
         _int_option(self.relevance_level, "relevance level (-l)", 1, "-l 1")
         if self.max_results is not None:
             _int_option(self.max_results, "max results per query (-M)", 1, "-M 1000")
-        for name in ("judged_only", "complete"):
+        for name in ("judged_only", "complete", "ignore_identical_ids"):
             if not isinstance(getattr(self, name), bool):
                 raise UsageError(f"{name} {getattr(self, name)!r} must be true or false", f"set {name} to a boolean")
 

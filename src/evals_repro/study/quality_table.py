@@ -41,6 +41,19 @@ def study_of(entry: dict[str, Any]) -> dict[str, Any]:
     return study
 
 
+def identical_ids(entry: dict[str, Any]) -> bool:
+    """The dataset's `ignore_identical_ids` as prepared (a manifest from before it was recorded: its declaration's)."""
+    if "ignore_identical_ids" in entry:
+        return bool(entry["ignore_identical_ids"])
+    from ..benchmarks import get_benchmark
+    from ..errors import EvalsError
+
+    try:
+        return bool(get_benchmark(entry["benchmark"]).subset_source(entry["subset"]).get("ignore_identical_ids"))
+    except EvalsError:
+        return False
+
+
 def quality_scores(study_dir: Path) -> dict[str, Any]:
     """{"models", "groups", "benchmarks": {bench: {subset: {"queries", "first_stage", "group", "measure",
     "measures", "scores": {model: {measure: value | None}}}}}}."""
@@ -73,7 +86,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
         scores: dict[str, dict[str, float | None]] = {}
         for name in [BASELINE, *models]:
             if name in runs:
-                values = score(candidates, runs[name], measures, TOP_K)
+                values = score(candidates, runs[name], measures, TOP_K, ignore_identical_ids=identical_ids(entry))
                 scores[name] = {m: (None if math.isnan(v) else v) for m, v in values.items()}
             else:
                 scores[name] = dict.fromkeys(measures)
