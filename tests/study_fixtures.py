@@ -270,7 +270,13 @@ def freshstack_topic(topic: str) -> tuple[list[dict], list[dict]]:
                     "text": "n",
                     "relevant_corpus_ids": [docs[1]],
                     "non_relevant_corpus_ids": [],
-                }
+                },
+                {  # listed both relevant and non-relevant: FreshStack's loader writes 1, then 0 (last wins)
+                    "_id": f"{len(topic)}9000001_1",
+                    "text": "m",
+                    "relevant_corpus_ids": [docs[0]],
+                    "non_relevant_corpus_ids": [docs[0]],
+                },
             ],
             "answer_id": "a",
             "answer_text": "An answer.",

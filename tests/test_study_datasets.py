@@ -89,6 +89,15 @@ def test_freshstack_nuggets_belong_to_their_row_not_an_id_prefix(hub):
     assert subset.qrels["78000002"] == {LC["E"]: 1, LC["F"]: 0}
 
 
+def test_freshstack_relevant_and_non_relevant_for_one_nugget_is_non_relevant(hub):
+    # FreshStack's DataLoader (fresh-stack/freshstack, datasets/data_loader.py) writes each relevant id as 1,
+    # then each non-relevant id as 0 into the same nugget's qrels: the last write wins.
+    subset = load("freshstack", "yolo")
+    qid, guide, main_py = "49000001", "yolo/docs/guide.md_0_100", "yolo/src/main.py_0_200"
+    assert subset.subtopics[qid] == {f"{qid}_0": {main_py: 1}, f"{qid}_1": {guide: 0}}
+    assert subset.qrels[qid] == {main_py: 1, guide: 0}  # judged, supports no nugget
+
+
 def test_freshstack_revision_override_for_both_repos(hub):
     q, c = sfx.UNPINNED_SHA["freshstack/queries-oct-2024"], sfx.UNPINNED_SHA["freshstack/corpus-oct-2024"]
     subset = load("freshstack", "yolo", revision=f"queries={q},corpus={c}")
