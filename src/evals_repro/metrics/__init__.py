@@ -23,7 +23,7 @@ from __future__ import annotations
 # Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
 # isort: off
 from .trec import ours, judged  # noqa: F401
-from .published import ndcg_float, diversity, coverage, p_mrr  # noqa: F401
+from .published import ndcg_float, diversity, coverage, p_mrr, passage_in_context  # noqa: F401
 from .trec import names as trec_names
 
 # isort: on
