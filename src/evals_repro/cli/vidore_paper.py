@@ -215,7 +215,8 @@ def predict_command(
     openai_interval: Optional[float] = OPENAI_INTERVAL,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
-    """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
+    """Answer with inline boxes over each query's relevant pages only (unlike the paper: the pages annotators
+    rejected are not published); score against every annotator (resumable)."""
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
     from ..vidore_paper.llm import GenerationSettings
 

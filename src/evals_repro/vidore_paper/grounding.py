@@ -1,7 +1,8 @@
 """`grounding predict`: a generator answers with inline boxes over the query's annotated pages; the
 boxes are scored against each annotator with the zone method of `agreement`, best annotator per query.
 
-The candidate pages are the query's relevant pages (qrels, grade descending), shown as images
+The candidate pages are the query's relevant pages only (qrels, grade descending): unlike the paper, which
+also showed the pages its annotators saw and rejected, because those are not published. They are shown as images
 numbered 1..N; the pinned prompt asks for `<bboxes image="N">[x1, y1, x2, y2]</bboxes>` on a 0..scale
 grid (bboxes.py parses it, never failing on a malformed answer). Queries no annotator drew a box for
 are not asked.
