@@ -65,7 +65,7 @@ class _Scores:
 
     def block(self) -> dict[str, Any]:
         n = len(self.iou)
-        return {"pairs": n, "iou": sum(self.iou) / n if n else None, "f1": sum(self.f1) / n if n else None}
+        return {"pairs": n, "iou": running_mean(self.iou) if n else None, "f1": running_mean(self.f1) if n else None}
 
 
 def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[str, _Scores]]:

@@ -272,8 +272,8 @@ def _scores(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:
         n = len(scored)
         return {
             "queries": n,
-            "iou": sum(r["iou"] for r in scored) / n if n else None,
-            "f1": sum(r["f1"] for r in scored) / n if n else None,
+            "iou": running_mean(r["iou"] for r in scored) if n else None,
+            "f1": running_mean(r["f1"] for r in scored) if n else None,
             "missing": len(subset_rows) - n,
         }
 
