@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import random
 
-import pytest
+import pandas as pd  # dev dependency: the reference arithmetic (mteb computes p-MRR with pandas)
 
 from evals_repro.metrics.published.p_mrr import p_mrr, pair_scores
-
-pd = pytest.importorskip("pandas")
 
 
 def test_a_pair_without_its_changed_ranking_is_skipped():
