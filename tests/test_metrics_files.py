@@ -87,7 +87,7 @@ def test_trec_eval_input_conventions(tmp_path):
     qrels = write(tmp_path, "qrels.txt", "# judged by hand\nq1 0 d#1 1\n\n#q1 0 d2 1\nq1 0 d2 0\n")
     assert M.read_trec_run(run) == {"q1": {"d#1": 2.5, "d2": 1.5}}
     assert M.read_trec_qrels(qrels) == {"q1": {"d#1": 1, "d2": 0}}
-    from evals_repro.metrics.trec_files import read_trec_run_and_tag
+    from evals_repro.metrics.trec_io.read import read_trec_run_and_tag
 
     assert read_trec_run_and_tag(run)[1] == "tag"
 

@@ -372,6 +372,12 @@ def subset_coverage(
 
 def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
     """The protocol with what a subset's declaration fixes: `relevance_level` (the minimum grade binary
-    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)."""
-    level = decl.subset_source(name).get("relevance_level")
-    return protocol if level is None else protocol.replace(relevance_level=int(level))
+    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)
+    and `ignore_identical_ids` (mteb's flag of the task the subset reproduces, e.g. FiQA2018's)."""
+    source = decl.subset_source(name)
+    changes: dict[str, Any] = {}
+    if source.get("relevance_level") is not None:
+        changes["relevance_level"] = int(source["relevance_level"])
+    if source.get("ignore_identical_ids") is not None:
+        changes["ignore_identical_ids"] = source["ignore_identical_ids"]
+    return protocol.replace(**changes) if changes else protocol

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .benchmarks.declaration import BenchmarkDeclaration
 from .errors import DataError, UsageError, choices
+from .metrics.protocol import running_mean
 from .results import ResultRecord, Setting, scan_records
 
 DEFAULT_TIE_RULE = "group-mean"
@@ -196,7 +197,7 @@ def _mean(values: list[float | None]) -> float | None:
     """The mean, only when every value is present: a partial mean is not comparable."""
     if not values or any(v is None for v in values):
         return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    return running_mean(values)  # type: ignore[arg-type]
 
 
 def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measure: str) -> list[Table]:

@@ -95,6 +95,8 @@ def hub_provenance(
         "origin": origin,
         **facts,
         **({"licence": source["licence"]} if source.get("licence") else {}),
+        # the benchmark's own published measures, scored beside the requested ones (pooling.measures_for)
+        **({"own_measures": list(source["own_measures"])} if source.get("own_measures") else {}),
         **({"counts": counts} if counts is not None else {}),
         **({"notes": notes} if notes else {}),
     }

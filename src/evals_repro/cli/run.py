@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app, given_options
+from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
@@ -187,7 +187,7 @@ def report_command(
     language-mean views per domain."""
     from ..benchmarks import get_benchmark
     from ..io import check_output_file, write_output_text
-    from ..metrics.ndcg_float import check_tie_rule
+    from ..metrics.published.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
     if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
 from .options import LIST_HELP, Content, Parsing, split_list, value_of
 
@@ -38,7 +38,7 @@ def mixedbread_upload_command(
     from ..providers.prices import spend_text
     from ..stores.upload import upload_benchmark
     from ..usage import Usage
-    from . import given_options
+    from .application import given_options
 
     options = given_options(timeout=timeout, max_attempts=max_attempts)
     chosen = split_list(subsets, "--subsets")

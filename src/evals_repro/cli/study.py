@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app, given_options
+from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
 from .options import LIST_HELP, split_list
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .costs import MAX_COST, PLAN, PRICES
 from .options import LIST_HELP, AnswerContext, BoxConventionChoice, split_list, value_of
 
@@ -95,7 +95,7 @@ EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 def _llm_options(ctx: typer.Context, *extra: str) -> dict:
     """The provider options the user set, read from the command's parameters by name: `answer` and
     `grounding predict` take the same set (LLM_OPTIONS), so an option added there reaches both."""
-    from . import given_options
+    from .application import given_options
 
     return given_options(**{name: ctx.params[name] for name in (*LLM_OPTIONS, *extra)})
 
@@ -238,7 +238,8 @@ def predict_command(
     openai_interval: Optional[float] = OPENAI_INTERVAL,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
-    """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
+    """Answer with inline boxes over each query's relevant pages only (unlike the paper: the pages annotators
+    rejected are not published); score against every annotator (resumable)."""
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
     from ..vidore_paper.llm import GenerationSettings
 

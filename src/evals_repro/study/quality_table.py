@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_jsonl
+from ..metrics.protocol import running_mean
 from .quality import QUALITY, load_prepared
 from .scoring import score
 
@@ -29,7 +30,7 @@ TOP_K = 100
 def _mean(values: list[float | None]) -> float | None:
     if not values or any(v is None for v in values):
         return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    return running_mean(values)  # type: ignore[arg-type]
 
 
 def study_of(entry: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +39,19 @@ def study_of(entry: dict[str, Any]) -> dict[str, Any]:
     study.setdefault("measure", "ndcg_at_10")
     study.setdefault("measures", list(LEGACY_MEASURES))
     return study
+
+
+def identical_ids(entry: dict[str, Any]) -> bool:
+    """The dataset's `ignore_identical_ids` as prepared (a manifest from before it was recorded: its declaration's)."""
+    if "ignore_identical_ids" in entry:
+        return bool(entry["ignore_identical_ids"])
+    from ..benchmarks import get_benchmark
+    from ..errors import EvalsError
+
+    try:
+        return bool(get_benchmark(entry["benchmark"]).subset_source(entry["subset"]).get("ignore_identical_ids"))
+    except EvalsError:
+        return False
 
 
 def quality_scores(study_dir: Path) -> dict[str, Any]:
@@ -72,7 +86,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
         scores: dict[str, dict[str, float | None]] = {}
         for name in [BASELINE, *models]:
             if name in runs:
-                values = score(candidates, runs[name], measures, TOP_K)
+                values = score(candidates, runs[name], measures, TOP_K, ignore_identical_ids=identical_ids(entry))
                 scores[name] = {m: (None if math.isnan(v) else v) for m, v in values.items()}
             else:
                 scores[name] = dict.fromkeys(measures)

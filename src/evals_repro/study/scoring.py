@@ -36,17 +36,24 @@ def check_measures(names: Iterable[str]) -> None:
 
 
 def score(
-    candidates: list[Candidate], run: Mapping[str, Mapping[str, float]], measures: list[str], depth: int
+    candidates: list[Candidate],
+    run: Mapping[str, Mapping[str, float]],
+    measures: list[str],
+    depth: int,
+    *,
+    ignore_identical_ids: bool = False,
 ) -> dict[str, float]:
-    """{measure: mean over the dataset's queries} for one run over these candidates."""
+    """{measure: mean over the dataset's queries} for one run over these candidates (`ignore_identical_ids`:
+    mteb's rule for tasks such as FiQA2018, a document whose id is the query's is dropped first)."""
     from .. import metrics as M
-    from ..metrics.p_mrr import p_mrr
+    from ..metrics.published.p_mrr import p_mrr
 
     parsed = {name: parse_study_measure(name) for name in measures}
     qrels = {c.query_id: c.qrels for c in candidates}
     subtopics = {c.query_id: c.extra["subtopics"] for c in candidates if "subtopics" in c.extra}
     bases = list(dict.fromkeys(base for base, _ in parsed.values() if base != "p_mrr"))
-    per_query = M.evaluate(qrels, run, bases, subtopics=subtopics or None) if bases else {}
+    protocol = M.ScoringProtocol(measures=tuple(bases), ignore_identical_ids=ignore_identical_ids) if bases else None
+    per_query = M.evaluate(qrels, run, protocol, subtopics=subtopics or None) if protocol is not None else {}
     out: dict[str, float] = {}
     for name, (base, variant) in parsed.items():
         if base == "p_mrr":

@@ -21,6 +21,7 @@ from typing import Any
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..io import atomic_write_json, atomic_write_text
+from ..metrics.protocol import running_mean
 from ..progress import progress_bar
 from .annotations import PaperSubset, clip_to_pages, load_paper_subset
 from .zones import pairwise_agreement
@@ -64,7 +65,7 @@ class _Scores:
 
     def block(self) -> dict[str, Any]:
         n = len(self.iou)
-        return {"pairs": n, "iou": sum(self.iou) / n if n else None, "f1": sum(self.f1) / n if n else None}
+        return {"pairs": n, "iou": running_mean(self.iou) if n else None, "f1": running_mean(self.f1) if n else None}
 
 
 def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[str, _Scores]]:
@@ -131,8 +132,8 @@ def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None 
     scored = [b for b in blocks.values() if b["pairs"]]
     macro = {
         "subsets": len(scored),
-        "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-        "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
+        "iou": running_mean(b["iou"] for b in scored) if scored else None,
+        "f1": running_mean(b["f1"] for b in scored) if scored else None,
     }
     overall = pooled.block()
     cut = {k: sum(b["human_boxes"][k] for b in blocks.values()) for k in ("boxes", "cut", "emptied")}

@@ -95,7 +95,10 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
     if not request.judge:
-        raise UsageError("--judge is required", "e.g. --judge openai:gpt-5.2 (the paper's judge)")
+        raise UsageError(
+            "--judge is required",
+            "e.g. --judge openai:gpt-5.2 (the paper does not name its judge model: report the one you use)",
+        )
     request.pipeline.validate()
     if request.panel_mode:
         if request.generator or not request.panel:

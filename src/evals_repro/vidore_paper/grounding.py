@@ -1,7 +1,8 @@
 """`grounding predict`: a generator answers with inline boxes over the query's annotated pages; the
 boxes are scored against each annotator with the zone method of `agreement`, best annotator per query.
 
-The candidate pages are the query's relevant pages (qrels, grade descending), shown as images
+The candidate pages are the query's relevant pages only (qrels, grade descending): unlike the paper, which
+also showed the pages its annotators saw and rejected, because those are not published. They are shown as images
 numbered 1..N; the pinned prompt asks for `<bboxes image="N">[...]</bboxes>` in the model family's own
 box convention (conventions.py: Gemini y-first on 0..1000, Qwen3-VL x-first on 0..1000, Qwen2.5-VL
 resized-image pixels), which bboxes.py reads back, never failing on a malformed answer. Queries no

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.protocol import running_mean
 from .zones import EMPTY, Box, Overlap, overlap, zone_area
 
 QUERY_UNIT = "query: pixels pooled over its candidate pages"
@@ -68,8 +69,8 @@ def mean_scores(rows: list[dict[str, Any]], domains: list[str], unit: str, count
         n = len(scored)
         return {
             count: n,
-            "iou": sum(r["iou"] for r in scored) / n if n else None,
-            "f1": sum(r["f1"] for r in scored) / n if n else None,
+            "iou": running_mean(r["iou"] for r in scored) if n else None,
+            "f1": running_mean(r["f1"] for r in scored) if n else None,
             "missing": len(subset_rows) - n,
         }
 
@@ -79,8 +80,8 @@ def mean_scores(rows: list[dict[str, Any]], domains: list[str], unit: str, count
         "unit": unit,
         "overall": block(rows),
         "macro": {
-            "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-            "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
+            "iou": running_mean(b["iou"] for b in scored) if scored else None,
+            "f1": running_mean(b["f1"] for b in scored) if scored else None,
         },
         "domains": per_domain,
     }

@@ -18,6 +18,8 @@ from itertools import combinations
 
 import numpy as np
 
+from ..metrics.protocol import running_mean
+
 
 @dataclass(frozen=True)
 class Box:
@@ -128,8 +130,8 @@ def pairwise_agreement(zones: dict[str, list[Box]]) -> Agreement | None:
         return None
     pairs = [overlap(drawn[a], drawn[b]) for a, b in combinations(sorted(drawn), 2)]
     return Agreement(
-        iou=sum(p.iou for p in pairs) / len(pairs),
-        f1=sum(p.f1 for p in pairs) / len(pairs),
+        iou=running_mean(p.iou for p in pairs),
+        f1=running_mean(p.f1 for p in pairs),
         annotators=len(drawn),
         comparisons=len(pairs),
     )

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import UsageError
-from .base import EvalData, Family, Measure, PerQuery, register
-from .ranking import check_scores, ranked_docs
+from ...errors import UsageError
+from ..protocol import EvalData, Family, Measure, PerQuery, register
+from ..ranking import check_scores, ranked_docs
 
 SubtopicQrels = Mapping[str, Mapping[str, Mapping[str, int]]]
 

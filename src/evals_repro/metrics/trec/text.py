@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery, ScoringProtocol
 from .complete import absent
-from .protocol import ScoringProtocol
 from .rels import NONPOOL, UNJUDGED, ranked
 
 
@@ -41,8 +40,8 @@ def relstrings(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], protocol: ScoringProtocol
 ) -> dict[str, dict[str, str]]:
     """`{relstring measure name: {qid: string}}` for the relstring measures of `protocol`."""
-    from .base import expand_measure
-    from .evaluate import prepare
+    from ..evaluate import prepare
+    from ..protocol import expand_measure
 
     wanted = [m for name in protocol.measures for m in expand_measure(name) if m.text and m.trec_name != "runid"]
     if not wanted:

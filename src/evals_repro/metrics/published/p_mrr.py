@@ -13,6 +13,12 @@ A document missing from a ranking takes rank `depth + 1` (the ranking's length +
 s; p-MRR is the mean over pairs, in [-1, 1]. Rankings follow the trec_eval order (float32 ties
 by doc id descending; mteb's HEAD breaks exact ties by doc id descending too).
 
+As mteb's `calculate_pmrr` (mteb a905523d0, _evaluators/retrieval_metrics.py), to the last digit: a
+pair whose og or changed ranking is absent from the run is skipped (not scored as an empty ranking;
+an empty ranking counts as absent, since a TREC run file cannot hold one); s is computed as
+(1/R_og)/(1/R_new) - 1 and 1 - (1/R_new)/(1/R_og); a pair's mean is pandas' groupby mean
+(compensated, Kahan) and p-MRR the pandas/NumPy mean over pairs in pair-id order (pairwise sum).
+
 As a per-query measure (`evaluate(..., ["p_mrr"], options={"changed_docs": ...})`) both rows of
 a pair carry the pair's score, so the mean over rows equals the mean over pairs whenever both
 variants of every pair are scored; `p_mrr()` averages over pairs directly.
@@ -21,20 +27,38 @@ variants of every pair are scored; `p_mrr()` averages over pairs directly.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from statistics import fmean
 
-from ..errors import UsageError
-from .base import EvalData, Family, Measure, PerQuery, register
-from .ranking import check_scores, ranked_docs
+from ...errors import UsageError
+from ..protocol import EvalData, Family, Measure, PerQuery, register
+from ..ranking import check_scores, ranked_docs
 
 OG, CHANGED = "og", "changed"
 
 
 def rank_change(og_rank: int, new_rank: int) -> float:
-    """One document's score: negative when the changed instruction moved it up, positive when down."""
+    """One document's score: negative when the changed instruction moved it up, positive when down
+    (mteb's `rank_score` arithmetic: ratios of reciprocal ranks)."""
     if og_rank >= new_rank:
-        return new_rank / og_rank - 1.0
-    return 1.0 - og_rank / new_rank
+        return (1 / og_rank) / (1 / new_rank) - 1
+    return 1 - (1 / new_rank) / (1 / og_rank)
+
+
+def kahan_mean(values: list[float]) -> float:
+    """pandas' groupby mean: a compensated (Kahan) sum over the values in order, divided by their count."""
+    total = compensation = 0.0
+    for value in values:
+        y = value - compensation
+        t = total + y
+        compensation = t - total - y
+        total = t
+    return total / len(values)
+
+
+def numpy_mean(values: list[float]) -> float:
+    """pandas' Series.mean: NumPy's pairwise sum of a float64 array, divided by the count."""
+    import numpy as np
+
+    return float(np.asarray(values, dtype=np.float64).sum() / len(values))
 
 
 def _ranks(scores: Mapping[str, float], precision: str) -> dict[str, int]:
@@ -48,20 +72,22 @@ def pair_scores(
     depth: int | None = None,
     score_precision: str = "float32",
 ) -> dict[str, float]:
-    """pair -> mean rank change of its changed documents (pairs with no changed document are left out)."""
+    """pair -> mean rank change of its changed documents, in pair-id order (pairs with no changed document,
+    or whose og or changed ranking is absent from the run, are left out, as mteb leaves them out)."""
     scores = {}
-    for pair, docs in changed_docs.items():
-        if not docs:
+    for pair in sorted(changed_docs):
+        docs = changed_docs[pair]
+        if not docs or not run.get(f"{pair}-{OG}") or not run.get(f"{pair}-{CHANGED}"):
             continue
         rankings = []
         for variant in (OG, CHANGED):
-            ranking = run.get(f"{pair}-{variant}") or {}
+            ranking = run[f"{pair}-{variant}"]
             check_scores(f"{pair}-{variant}", ranking)
             ranks = _ranks(ranking, score_precision)
             missing = (len(ranks) if depth is None else max(depth, len(ranks))) + 1
             rankings.append((ranks, missing))
         (og, og_missing), (new, new_missing) = rankings
-        scores[pair] = fmean(rank_change(og.get(doc, og_missing), new.get(doc, new_missing)) for doc in docs)
+        scores[pair] = kahan_mean([rank_change(og.get(doc, og_missing), new.get(doc, new_missing)) for doc in docs])
     return scores
 
 
@@ -72,9 +98,9 @@ def p_mrr(
     depth: int | None = None,
     score_precision: str = "float32",
 ) -> float:
-    """The mean of `pair_scores` over pairs (0.0 when no pair has a changed document)."""
+    """The mean of `pair_scores` over pairs (0.0 when no pair can be scored)."""
     scores = pair_scores(run, changed_docs, depth=depth, score_precision=score_precision)
-    return fmean(scores.values()) if scores else 0.0
+    return numpy_mean(list(scores.values())) if scores else 0.0
 
 
 def pair_of(qid: str) -> str | None:

@@ -24,8 +24,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import DataError, UsageError
-from .protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule
+from ...errors import DataError, UsageError
+from ..protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule, running_mean
 
 __all__ = ["DEFAULT_TIE_RULE", "TIE_RULES", "check_tie_rule", "dcg_at_k", "ndcg_float_at_k", "read_trec_gains"]
 
@@ -130,7 +130,7 @@ def mean_ndcg_float(
 ) -> float:
     """Macro mean over the scored queries (see `ndcg_float_per_query`); 0.0 when none is scored."""
     values = ndcg_float_per_query(run, gains, k, tie_rule, qids)
-    return float(sum(values.values()) / len(values)) if values else 0.0
+    return running_mean(values.values()) if values else 0.0
 
 
 # -- the measure family (`ndcg_float_at_10` in `evaluate`, result files and reports) -------------------
@@ -159,7 +159,7 @@ def _compute(measures: list, data) -> dict[str, dict[str, float]]:
 
 
 def _parse(text: str):
-    from .base import Measure
+    from ..protocol import Measure
 
     match = _FORM.fullmatch(text)
     if not match or int(match.group(1)) < 1:
@@ -170,7 +170,7 @@ def _parse(text: str):
 
 def read_trec_gains(path) -> dict[str, dict[str, float]]:
     """Float gains in TREC qrels layout (`q1 0 doc7 0.8970193041430923`); one line per query and page."""
-    from .trec_files import iter_columns
+    from ..trec_io.read import iter_columns
 
     gains: dict[str, dict[str, float]] = {}
     for number, (qid, _iteration, docid, text) in iter_columns(path, 4, "gains", GAINS_LAYOUT):
@@ -189,7 +189,7 @@ def read_trec_gains(path) -> dict[str, dict[str, float]]:
 
 
 def _register():
-    from .base import FAMILIES, Family, register
+    from ..protocol import FAMILIES, Family, register
 
     if not any(f.name == "ndcg_float" for f in FAMILIES):
         register(Family("ndcg_float", ("ndcg_float_at_{k}",), _parse))

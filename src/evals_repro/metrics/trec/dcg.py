@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery
 from .rels import Ranked, ranked
-from .trec_measures import TrecMeasure
+from .table import TrecMeasure
 
 
 def _pairs(param: str | None) -> list[tuple[int, float]]:

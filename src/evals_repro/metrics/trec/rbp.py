@@ -11,9 +11,9 @@ rbp_resid with parameters 1 (trec_eval zeroes only the name `rbp_resid`).
 
 from __future__ import annotations
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery
 from .rels import ranked
-from .trec_measures import TrecMeasure
+from .table import TrecMeasure
 
 DEFAULT_P = 0.9
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from .base import EvalData, Family, Measure, PerQuery, register
+from ..protocol import EvalData, Family, Measure, PerQuery, register
 from .rels import ranked
-from .trec_measures import TrecMeasure
+from .table import TrecMeasure
 
 
 def compute_unj(measures: list[Measure], data: EvalData) -> PerQuery:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from operator import itemgetter
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery
+from ..ranking import rank_scores, ranked_docs, truncate
 from .complete import scores
-from .ranking import rank_scores, ranked_docs, truncate
-from .trec_measures import BASES, TrecMeasure
+from .table import BASES, TrecMeasure
 
 
 def prepared_run(data: EvalData) -> Mapping[str, Mapping[str, float]]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import EvalData
+from ..protocol import EvalData
+from ..ranking import ranked_docs
 from .complete import scores
-from .ranking import ranked_docs
 
 NONPOOL = -1
 UNJUDGED = -2

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import split_measure_list
-from .protocol import DEFAULT_MEASURES, ScoringProtocol
+from ..protocol import DEFAULT_MEASURES, ScoringProtocol, split_measure_list
 
 
 @dataclass
@@ -20,7 +19,7 @@ class Outcome:
 
 def trec_spelled(items: Sequence[str]) -> bool:
     """Is every measure item written the trec_eval way (`P.5`, `ndcg_cut_10`, `all_trec`, `map`)?"""
-    from .trec_measures import parse_trec
+    from ..trec.names import parse_trec
 
     specs = [spec for item in items for spec in split_measure_list(item)]
     return bool(specs) and all(parse_trec(spec) is not None for spec in specs)
@@ -28,8 +27,8 @@ def trec_spelled(items: Sequence[str]) -> bool:
 
 def trec_order(names: Sequence[str]) -> list[str]:
     """trec_eval's print order: its measure table's order, parameters ascending within a measure."""
-    from .base import get_measure
-    from .trec_measures import ORDER, TrecMeasure
+    from ..protocol import get_measure
+    from ..trec.table import ORDER, TrecMeasure
 
     def key(item: tuple[int, str]) -> tuple[int, float, int]:
         index, name = item
@@ -60,13 +59,15 @@ def evaluate_files(
     `trec_names=None` prints trec_eval's names when every measure was given in trec_eval's
     spelling, ours otherwise.
     """
-    from . import evaluate, parse_measures, read_trec_qrels, trec_eval_lines
-    from .diversity import qrels_from_subtopics, read_subtopic_qrels
-    from .ndcg_float import read_trec_gains
-    from .text import relstrings
-    from .trec_files import read_trec_run_and_tag
+    from ..evaluate import evaluate
+    from ..published.diversity import qrels_from_subtopics, read_subtopic_qrels
+    from ..published.ndcg_float import read_trec_gains
+    from ..trec.names import trec_eval_measure_args
+    from ..trec.text import relstrings
+    from .read import read_trec_qrels, read_trec_run_and_tag
+    from .write import trec_eval_lines
 
-    names = parse_measures(list(measures)) if measures else list(DEFAULT_MEASURES)
+    names = trec_eval_measure_args(list(measures)) if measures else list(DEFAULT_MEASURES)
     float_gains = read_trec_gains(gains) if gains else None
     if float_gains is not None and not any(m.startswith("ndcg_float_at_") for m in names):
         names.append("ndcg_float_at_10")
@@ -108,8 +109,8 @@ def evaluate_files(
     shown = trec_order(protocol.measures) if spelled else list(protocol.measures)
     summary_values = {}
     if protocol.complete:  # trec_eval's -c `all` num_rel: grades > 0 over every judged query, -l ignored
-        from .base import get_measure
-        from .complete import num_rel_total
+        from ..protocol import get_measure
+        from ..trec.complete import num_rel_total
 
         for name in shown:
             if getattr(get_measure(name), "trec_name", "") == "num_rel":

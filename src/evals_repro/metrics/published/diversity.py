@@ -22,9 +22,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import DataError, UsageError
-from .base import EvalData, Family, Measure, PerQuery, register
-from .ranking import check_scores, ranked_docs
+from ...errors import DataError, UsageError
+from ..protocol import EvalData, Family, Measure, PerQuery, register
+from ..ranking import check_scores, ranked_docs
 
 SubtopicQrels = Mapping[str, Mapping[str, Mapping[str, int]]]
 
@@ -137,7 +137,7 @@ def qrels_from_subtopics(subtopic_qrels: SubtopicQrels) -> dict[str, dict[str, i
 
 def read_subtopic_qrels(path) -> dict[str, dict[str, dict[str, int]]]:
     """ndeval qrels (`qid subtopic docid relevance`; `#` comments and blank lines skipped)."""
-    from .trec_files import iter_columns
+    from ..trec_io.read import iter_columns
 
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     for number, (qid, subtopic, docid, text) in iter_columns(path, 4, "subtopic qrels", SUBTOPIC_QRELS_LAYOUT):

@@ -1,13 +1,8 @@
-"""trec_eval's measures under trec_eval's own names and parameter syntax.
-
-One table (`BASES`) describes every trec_eval measure the harness offers: its parameters
-(none, long cutoffs `P.5,10`, double cutoffs `Rprec_mult.0.2,0.5`, a parameter string
-`utility.2,-1,0,0` or gain pairs `ndcg.1=3,2=9`), its defaults, how `all` aggregates it, our
-name for it where we have one (`P_5` is `p_at_5`, `recip_rank` is `mrr`) and who computes it:
-pytrec_eval, or a module of ours where pytrec_eval lacks the measure or trec_eval 10 changed it.
+"""trec_eval's `-m` spellings read into measures, and our `<name>_at_{k}` names for its measures.
 
 Spellings accepted (as trec_eval's `-m`): `base`, `base.params`, the printed `base_params`,
-and the nicknames `official`, `set`, `all_trec`, expanded in trec_eval's print order.
+and the nicknames `official`, `set`, `all_trec`, expanded in trec_eval's print order. Each
+measure is computed by pytrec_eval or by the module of ours its table row names (table.py).
 """
 
 from __future__ import annotations
@@ -15,122 +10,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from .base import EvalData, Family, Measure, PerQuery
-
-STANDARD_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-
-
-@dataclass(frozen=True)
-class TrecMeasure(Measure):
-    """A trec_eval measure: `base` (`P`), `param` (this measure's parameter text, None for the
-    default), `key` (pytrec_eval's result key), `rr_cut` (mrr_at_k: recip_rank kept only when the
-    first relevant document is within rank k)."""
-
-    base: str = ""
-    param: str | None = None
-    key: str = ""
-    rr_cut: int | None = None
-
-
-@dataclass(frozen=True)
-class Base:
-    """One trec_eval measure family. `params`: none | long | double | text | pairs."""
-
-    name: str
-    params: str = "none"
-    defaults: tuple = ()
-    ours: str | None = None  # our name, "{k}" filled for long cutoffs
-    backend: str = "pytrec"  # pytrec | own module name | text
-    aggregate: str = "mean"
-    integer: bool = False
-    per_query_line: bool = True
-    key: str | None = None  # pytrec_eval key when it differs from the name (gm_map reads map)
-
-
-BASES: dict[str, Base] = {
-    b.name: b
-    for b in (
-        Base("runid", backend="text", per_query_line=False),
-        Base("num_q", backend="counts", aggregate="sum", integer=True, per_query_line=False),
-        Base("num_ret", aggregate="sum", integer=True),
-        Base("num_rel", aggregate="sum", integer=True),
-        Base("num_rel_ret", aggregate="sum", integer=True),
-        Base("map"),
-        Base("gm_map", aggregate="gmean", per_query_line=False, key="map"),
-        Base("Rprec"),
-        Base("bpref"),
-        Base("recip_rank", ours="mrr"),
-        Base("iprec_at_recall", "double", RECALL_POINTS, backend="iprec"),
-        Base("P", "long", STANDARD_CUTOFFS, ours="p_at_{k}"),
-        Base("relstring", "text", ("10",), backend="text"),
-        Base("recall", "long", STANDARD_CUTOFFS, ours="recall_at_{k}"),
-        Base("infAP"),
-        Base("gm_bpref", aggregate="gmean", per_query_line=False, key="bpref"),
-        Base("Rprec_mult", "double", RPREC_MULTS),
-        Base("utility", "text"),
-        Base("11pt_avg", "text", backend="iprec"),
-        Base("binG"),  # no parameters in trec_eval (it ignores any given)
-        Base("G", "pairs"),
-        Base("dcg", "pairs", backend="dcg"),
-        Base("ideal_dcg", "pairs", backend="dcg"),
-        Base("ndcg", "pairs", ours="ndcg"),
-        Base("ndcg_rel", "pairs"),
-        Base("Rndcg", "pairs"),
-        Base("ndcg_cut", "long", STANDARD_CUTOFFS, ours="ndcg_at_{k}"),
-        Base("map_cut", "long", STANDARD_CUTOFFS, ours="map_at_{k}"),
-        Base("relative_P", "long", STANDARD_CUTOFFS),
-        Base("success", "long", (1, 5, 10), ours="success_at_{k}"),
-        Base("set_P"),
-        Base("set_relative_P"),
-        Base("set_recall"),
-        Base("set_map"),
-        Base("set_F", "text"),
-        Base("num_nonrel_judged_ret", aggregate="sum", integer=True),
-        Base("yaap", backend="dcg"),
-        Base("rbp", "pairs", backend="rbp"),
-        Base("rbp_resid", "pairs", backend="rbp"),
-        Base("unj", "long", (5, 10, 20), backend="judged"),
-    )
-}
-ORDER = {name: i for i, name in enumerate(BASES)}  # trec_eval's print order (measures.c)
-NOT_IN_ALL_TREC = ("dcg", "ideal_dcg", "yaap")  # offered by trec_eval 10 under -m only
-
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-    ),
-    "set": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "utility",
-        "set_P",
-        "set_recall",
-        "set_relative_P",
-        "set_map",
-        "set_F",
-    ),
-    "all_trec": tuple(name for name in BASES if name not in NOT_IN_ALL_TREC),
-}
-
-_LOWER = {name.lower(): name for name in BASES}
+from ..protocol import EvalData, Family, Measure, PerQuery, expand_measure, parse_measures, split_measure_list
+from . import dcg, iprec, judged, pytrec, rbp, text
+from .table import BASES, LOWER_NAMES, NICKNAMES, Base, TrecMeasure
 
 
 def _long_params(text: str) -> list[int] | None:
@@ -168,12 +51,16 @@ def _valid_text(base: Base, text: str) -> bool:
     return bool(parts) and all(_is_number(part) for part in parts)
 
 
-def _compute_for(base: Base) -> Callable[[list[Measure], EvalData], PerQuery]:
-    from . import counts, dcg, iprec, judged, pytrec, rbp, text
+def count_queries(measures: list[Measure], data: EvalData) -> PerQuery:
+    """`num_q`: each scored query counts 1; its `all` value is the number of queries (trec_eval prints it
+    only as a summary). The other counts (num_ret, num_rel, ...) come from pytrec_eval."""
+    return {qid: {m.name: 1.0 for m in measures} for qid in data.qids}
 
+
+def _compute_for(base: Base) -> Callable[[list[Measure], EvalData], PerQuery]:
     return {
         "pytrec": pytrec.compute,
-        "counts": counts.compute,
+        "counts": count_queries,
         "dcg": dcg.compute,
         "iprec": iprec.compute,
         "rbp": rbp.compute,
@@ -238,11 +125,11 @@ def parse_trec(text: str) -> list[Measure] | None:
     if text in BASES:
         return expand_base(text)
     name, dot, params = text.partition(".")
-    base = BASES.get(name) or BASES.get(_LOWER.get(name.lower(), "")) if dot else None
+    base = BASES.get(name) or BASES.get(LOWER_NAMES.get(name.lower(), "")) if dot else None
     if base is not None:
         return expand_base(base.name, params)
-    if text.lower() in _LOWER:
-        return expand_base(_LOWER[text.lower()])
+    if text.lower() in LOWER_NAMES:
+        return expand_base(LOWER_NAMES[text.lower()])
     # The printed form `base_params` (P_5, ndcg_cut_10, utility_2,-1,0,0): the longest base that fits.
     for base_name in sorted(BASES, key=len, reverse=True):
         for candidate in (base_name, base_name.lower()):
@@ -251,6 +138,37 @@ def parse_trec(text: str) -> list[Measure] | None:
                 if found is not None:
                     return found
     return None
+
+
+def _base_named(name: str) -> Base | None:
+    return BASES.get(name) or BASES.get(LOWER_NAMES.get(name.lower(), ""))
+
+
+def trec_eval_measure_args(items: list[str] | tuple[str, ...]) -> list[str]:
+    """Canonical names for `-m` arguments read as trec_eval reads them: a measure is computed once, with the
+    parameters of the first `base.params` naming it (meas_init.c stops at the first match), so
+    `-m all_trec -m P.5` gives P_5 alone and `-m all_trec -m relstring.3` relstring_3 alone. Spellings that
+    are not trec_eval's (`p_at_10`, `P_10`) are added as `parse_measures` adds them."""
+    specs = [spec for item in items for spec in split_measure_list(str(item))]
+    chosen: dict[str, list[Measure]] = {}
+    for spec in specs:
+        name, dot, params = spec.partition(".")
+        base = _base_named(name) if dot else None
+        if base is not None and base.name not in chosen:
+            found = expand_base(base.name, params)
+            if found:
+                chosen[base.name] = found
+    if not chosen:
+        return parse_measures(list(items))
+    seen: dict[str, None] = {}
+    for spec in specs:
+        spelled = parse_trec(spec) if "." in spec or spec in NICKNAMES or _base_named(spec) else None
+        for measure in spelled if spelled is not None else expand_measure(spec):
+            if spelled is not None and isinstance(measure, TrecMeasure) and measure.base in chosen:
+                seen.update(dict.fromkeys(m.name for m in chosen[measure.base]))
+            else:
+                seen.setdefault(measure.name, None)
+    return list(seen)
 
 
 # Registered last (metrics/__init__.py), so its form closes the list of valid forms in errors.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .evaluate import mean
+from ..evaluate import mean
 from .p_mrr import p_mrr
 
 

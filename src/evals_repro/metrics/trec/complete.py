@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery
 
 STAND_IN_DOC = "ceci_nest_pas_un_docno"
 STAND_IN: dict[str, float] = {STAND_IN_DOC: 1.0}
@@ -40,7 +40,7 @@ def zeroed(trec_name: str) -> bool:
 
 def clean(per_query: PerQuery, measures: Iterable[Measure], data: EvalData) -> None:
     """Zero, in place, what trec_eval 10 zeroes for absent queries (trec_eval measures only)."""
-    from .trec_measures import TrecMeasure
+    from .table import TrecMeasure
 
     names = [m.name for m in measures if isinstance(m, TrecMeasure) and zeroed(m.trec_name)]
     if not names or not data.protocol.complete:

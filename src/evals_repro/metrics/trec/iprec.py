@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from .base import EvalData, Measure, PerQuery
+from ..protocol import EvalData, Measure, PerQuery
 from .rels import ranked
-from .trec_measures import RECALL_POINTS, TrecMeasure
+from .table import RECALL_POINTS, TrecMeasure
 
 
 def _relevant_count(point: float, num_rel: int, v10: bool) -> int:

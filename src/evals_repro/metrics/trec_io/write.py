@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from .base import Measure, get_measure
-from .evaluate import aggregate
+from ..evaluate import aggregate
+from ..protocol import Measure, get_measure
 
 
 def _line(name: str, qid: str, value: str) -> str:
