@@ -163,6 +163,16 @@ def report_command(
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="Compare every method with this one: differences with 95% bootstrap intervals, randomization and "
+        "t-test p-values (Holm-adjusted per table), markers in the tables.",
+    ),
+    compare: bool = typer.Option(False, "--compare", help="Compare every pair of methods (as --baseline does)."),
+    permutations: int = typer.Option(
+        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -186,6 +196,10 @@ def report_command(
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
+    if by is not None and (baseline is not None or compare):
+        from ..errors import UsageError
+
+        raise UsageError("--by breaks scores down; it does not take --baseline or --compare", "run them separately")
     if by is not None:
         from ..breakdown import breakdown_report
 
@@ -209,6 +223,20 @@ def report_command(
                 ),
                 "--output",
             )
+        return
+    if baseline is not None or compare:
+        from ..comparisons import compared_report, comparisons_csv, render_markdown
+
+        compared, compared_notes, comparisons = compared_report(
+            results_dir, decl, measures, first_stage_only, tie_rule, baseline, compare, permutations
+        )
+        for note in compared_notes:
+            typer.echo(f"note: {note}", err=True)
+        text = render_markdown(compared, comparisons, decimals)
+        typer.echo(text)
+        if output is not None:
+            csv_out = output.suffix.lower() == ".csv"
+            write_output_text(output, comparisons_csv(comparisons, decimals) if csv_out else text, "--output")
         return
     tables: list = []
     notes: list[str] = []
