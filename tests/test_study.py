@@ -270,3 +270,36 @@ def test_the_library_logs_and_the_cli_shows_the_same_lines(tmp_path, capsys, cap
     assert main([*args, "--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache")]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "sample/heat-pumps: candidates already frozen" in err
+
+
+def test_report_compares_every_reranker_with_the_first_stage_and_each_other(study, providers, tmp_path):
+    """comparisons.csv and quality.csv: each model against the first stage and the other model, per dataset, per
+    group and overall; the differences are those of the quality table's scores (computed apart, from the means),
+    the p-values are randomization p-values (never below 1 / (1 + permutations)), Holm-adjusted."""
+    models = ["cohere-fast", "voyage"]
+    run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    paths = write_report(study, resamples=500, permutations=999)
+    quality = {(r["subset"], r["metric"]): r for r in csv.DictReader(paths["quality"].open())}
+    rows = list(csv.DictReader(paths["comparisons"].open()))
+    pairs = {("cohere-fast", "first stage"), ("voyage", "first stage"), ("voyage", "cohere-fast")}
+    scopes = {"overall", "sample", "sample/heat-pumps", "sample/railway-maintenance"}
+    assert {(r["model"], r["vs"], r["scope"]) for r in rows} == {(*p, s) for p in pairs for s in scopes}
+    for r in rows:
+        assert 1 / 1000 - 1e-9 <= float(r["p"]) <= float(r["p_adjusted"]) <= 1
+        assert r["low"] and float(r["low"]) <= float(r["diff"]) <= float(r["high"])
+        if r["kind"] == "dataset":
+            row = quality[(r["scope"].split("/")[1], "ndcg_at_10")]
+            vs = row["baseline"] if r["vs"] == "first stage" else row[r["vs"]]
+            assert float(r["diff"]) == pytest.approx(float(row[r["model"]]) - float(vs), abs=0.051)
+    for model in models:  # quality.csv: each model's comparison with the first stage on the headline row
+        for subset in ("heat-pumps", "railway-maintenance"):
+            row = quality[(subset, "ndcg_at_10")]
+            found = next(
+                r for r in rows if (r["model"], r["vs"], r["scope"]) == (model, "first stage", f"sample/{subset}")
+            )
+            assert row[f"{model} diff"] == found["diff"] and row[f"{model} p_adjusted"] == found["p_adjusted"]
+            assert quality[(subset, "recall_at_10")][f"{model} diff"] == ""
+    report = paths["report"].read_text()
+    assert "## Paired comparisons (headline measure, x100)" in report
+    assert "better / worse than the first stage at p < 0.05" in report
+    assert f"Holm-Bonferroni adjusted over all {len(rows)} comparisons of the study" in report

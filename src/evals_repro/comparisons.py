@@ -20,7 +20,15 @@ from itertools import combinations
 from .errors import DataError, UsageError, choices
 from .report import Table, to_markdown
 from .results import ResultRecord, Setting
-from .significance import ALPHA, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, PairedStats, Stratum
+from .significance import (
+    ALPHA,
+    DEFAULT_PERMUTATIONS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    PairedStats,
+    Stratum,
+    check_permutations,
+)
 
 BETTER, WORSE = "▲", "▼"
 
@@ -63,14 +71,6 @@ class TableComparisons:
             return {}
         signs = {"better": BETTER, "worse": WORSE}
         return {(r.method, r.column): signs[r.verdict] for r in self.rows if r.verdict}
-
-
-def check_permutations(permutations: int) -> None:
-    if permutations < 1:
-        raise UsageError(
-            f"--permutations {permutations} must be at least 1",
-            f"use the default {DEFAULT_PERMUTATIONS} (p-values below 0.05 need well over 100)",
-        )
 
 
 def check_measure(measure: str) -> None:

@@ -79,6 +79,17 @@ class Interval:
     high: float | None
 
 
+def check_permutations(permutations: int) -> None:
+    """`--permutations` below 1 is refused in one line (a test with no draws has no p-value)."""
+    if permutations < 1:
+        from .errors import UsageError
+
+        raise UsageError(
+            f"--permutations {permutations} must be at least 1",
+            f"use the default {DEFAULT_PERMUTATIONS} (p-values below 0.05 need well over 100)",
+        )
+
+
 def _rng(seed: int, name: str, purpose: str) -> np.random.Generator:
     """A generator fixed by (seed, stratum name, purpose): never by call order."""
     words = np.frombuffer(hashlib.sha256(f"{name}\0{purpose}".encode()).digest()[:16], dtype=np.uint32)

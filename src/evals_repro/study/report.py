@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
+from ..significance import DEFAULT_PERMUTATIONS, check_permutations
+from .comparisons import StudyComparisons, compare_study, comparisons_csv, comparisons_markdown, legend
 from .latency import LATENCY, PLAN
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
@@ -83,8 +85,12 @@ def _ms(stat: dict[str, float] | None) -> str:
     return f"{stat['estimate']:.0f}"
 
 
-def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
-    lines = ["# Reranking study", "", *quality_markdown(quality)]
+def render_markdown(
+    quality: dict[str, Any], latency: dict[str, Any], comparisons: StudyComparisons | None = None
+) -> str:
+    lines = ["# Reranking study", "", *quality_markdown(quality, comparisons.marks() if comparisons else None)]
+    if comparisons is not None:
+        lines += ["", legend(comparisons), "", *comparisons_markdown(comparisons)]
     for bench in quality["benchmarks"]:
         lines += ["", f"## {bench}", "", *benchmark_markdown(quality, bench)]
         if latency:
@@ -128,16 +134,20 @@ def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(study_dir: Path, resamples: int = 2000) -> dict[str, Path]:
+def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Path]:
+    check_permutations(permutations)
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
     latency = latency_summary(study_dir, resamples=resamples)
+    comparisons = compare_study(quality, resamples=resamples, permutations=permutations)
     paths = {
         "report": study_dir / "report.md",
         "quality": study_dir / "quality.csv",
+        "comparisons": study_dir / "comparisons.csv",
         "latency": study_dir / "latency-summary.json",
     }
-    atomic_write_text(paths["report"], render_markdown(quality, latency))
-    atomic_write_text(paths["quality"], quality_csv(quality))
+    atomic_write_text(paths["report"], render_markdown(quality, latency, comparisons))
+    atomic_write_text(paths["quality"], quality_csv(quality, comparisons.against_first_stage()))
+    atomic_write_text(paths["comparisons"], comparisons_csv(comparisons))
     atomic_write_json(paths["latency"], latency)
     return paths

@@ -39,6 +39,14 @@ def score(
     candidates: list[Candidate], run: Mapping[str, Mapping[str, float]], measures: list[str], depth: int
 ) -> dict[str, float]:
     """{measure: mean over the dataset's queries} for one run over these candidates."""
+    return score_queries(candidates, run, measures, depth)[0]
+
+
+def score_queries(
+    candidates: list[Candidate], run: Mapping[str, Mapping[str, float]], measures: list[str], depth: int
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """`score`'s means, and {measure: {query: value}} for every measure that is a mean over queries (not
+    p-MRR, a pair measure): the queries each mean is taken over, for paired comparisons."""
     from .. import metrics as M
     from ..metrics.p_mrr import p_mrr
 
@@ -48,6 +56,7 @@ def score(
     bases = list(dict.fromkeys(base for base, _ in parsed.values() if base != "p_mrr"))
     per_query = M.evaluate(qrels, run, bases, subtopics=subtopics or None) if bases else {}
     out: dict[str, float] = {}
+    queries: dict[str, dict[str, float]] = {}
     for name, (base, variant) in parsed.items():
         if base == "p_mrr":
             changed = {
@@ -57,4 +66,5 @@ def score(
             continue
         qids = [c.query_id for c in candidates if variant is None or c.extra.get("variant") == variant]
         out[name] = M.mean(per_query, qids).get(base, 0.0) if qids else float("nan")
-    return out
+        queries[name] = {q: float(per_query[q][base]) for q in qids if q in per_query}
+    return out, queries
