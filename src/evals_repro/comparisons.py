@@ -322,31 +322,6 @@ def comparisons_csv(comparisons: list[TableComparisons], decimals: int = 1) -> s
     return buffer.getvalue()
 
 
-def compared_report(
-    results_dir,
-    decl,
-    measures: list[str],
-    first_stage_only: bool = False,
-    tie_rule: str | None = None,
-    baseline: str | None = None,
-    all_pairs: bool = False,
-    permutations: int = DEFAULT_PERMUTATIONS,
-) -> tuple[list[Table], list[str], list[TableComparisons]]:
-    """`report --baseline/--compare`: every table of `declared_report`, the notes, and each table's comparisons."""
-    from .report import declared_report, select_results
-
-    check_permutations(permutations)
-    tables: list[Table] = []
-    notes: list[str] = []
-    for m in measures:
-        check_measure(m)
-        found, more = declared_report(results_dir, decl, m, first_stage_only, tie_rule)
-        tables += found
-        notes += [note for note in more if note not in notes]
-    results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
-    return tables, notes, compare_tables(results, tables, decl.name, baseline, all_pairs, permutations)
-
-
 def render_markdown(tables: list[Table], comparisons: list[TableComparisons], decimals: int = 1) -> str:
     """Each table with its markers, then its legend and comparisons."""
     by_table = {id(tc.table): tc for tc in comparisons}

@@ -10,7 +10,7 @@ import typer
 from . import app, given_options
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
-REPORT_SUFFIXES = (".md", ".csv")
+REPORT_SUFFIXES = (".md", ".csv", ".html")
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -173,6 +173,11 @@ def report_command(
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
     ),
+    plots: Optional[Path] = typer.Option(
+        None,
+        "--plots",
+        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -188,18 +193,26 @@ def report_command(
 
         raise UsageError(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
-            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables, CSV or a self-contained HTML page)",
         )
     if output is not None:
         check_output_file(output, "--output")
+    if plots is not None:
+        from ..io import ensure_directory
+
+        ensure_directory(plots, "--plots")
+    output_html = output is not None and output.suffix.lower() == ".html"
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and (baseline is not None or compare):
+    if by is not None and (baseline is not None or compare or plots is not None or output_html):
         from ..errors import UsageError
 
-        raise UsageError("--by breaks scores down; it does not take --baseline or --compare", "run them separately")
+        raise UsageError(
+            "--by breaks scores down; it does not take --baseline, --compare, --plots or an .html --output",
+            "run them separately",
+        )
     if by is not None:
         from ..breakdown import breakdown_report
 
@@ -224,19 +237,38 @@ def report_command(
                 "--output",
             )
         return
-    if baseline is not None or compare:
-        from ..comparisons import compared_report, comparisons_csv, render_markdown
+    if baseline is not None or compare or plots is not None or output_html:
+        from ..report_bundle import build_bundle
 
-        compared, compared_notes, comparisons = compared_report(
-            results_dir, decl, measures, first_stage_only, tie_rule, baseline, compare, permutations
+        bundle = build_bundle(
+            results_dir,
+            decl,
+            measures,
+            first_stage_only,
+            tie_rule,
+            baseline,
+            compare,
+            permutations,
+            figures=plots is not None or output_html,
         )
-        for note in compared_notes:
+        for note in bundle.notes:
             typer.echo(f"note: {note}", err=True)
-        text = render_markdown(compared, comparisons, decimals)
+        text = bundle.markdown(decimals)
         typer.echo(text)
+        if plots is not None:
+            from ..plots import save
+
+            written = save(bundle.figures, plots)
+            typer.echo(
+                f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+            )
         if output is not None:
-            csv_out = output.suffix.lower() == ".csv"
-            write_output_text(output, comparisons_csv(comparisons, decimals) if csv_out else text, "--output")
+            if output_html:
+                from ..html_report import report_html
+
+                write_output_text(output, report_html(bundle, decimals), "--output")
+            else:
+                write_output_text(output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output")
         return
     tables: list = []
     notes: list[str] = []
