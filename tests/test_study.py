@@ -303,3 +303,32 @@ def test_report_compares_every_reranker_with_the_first_stage_and_each_other(stud
     assert "## Paired comparisons (headline measure, x100)" in report
     assert "better / worse than the first stage at p < 0.05" in report
     assert f"Holm-Bonferroni adjusted over all {len(rows)} comparisons of the study" in report
+
+
+def test_report_plots_and_html_page_render_offline_in_chromium(study, providers, tmp_path):
+    """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
+    as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""
+    from chromium import load, non_blank_share
+    from test_report_html import browser
+
+    binary = browser()
+    models = ["cohere-fast", "voyage"]
+    run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    latency = LatencyRequest(
+        study_dir=study, models=models, samples=4, repeats=2, host_location="test-host", cache_dir=tmp_path / "cache"
+    )
+    run_latency(latency, echo=QUIET)
+    paths = write_report(study, resamples=300, permutations=500)
+    stems = {"sample-quality", "sample-quality-latency", "sample-latency-ecdf", "overall-quality-latency"}
+    assert {p.name for p in paths["plots"].iterdir()} == {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    page = paths["html"]
+    text = page.read_text(encoding="utf-8")
+    assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text
+    assert "test-host" in text and "sample/heat-pumps" in text  # provenance: host, datasets
+    loaded = load(page, ["table", "figure svg"], binary)
+    (tmp_path / "study.png").write_bytes(loaded.screenshot)
+    assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == [] and loaded.errors == []
+    assert len(loaded.boxes["table"]) == text.count("<table")
+    assert len(loaded.boxes["figure svg"]) == len(stems)
+    for box in loaded.boxes["table"] + loaded.boxes["figure svg"]:
+        assert box.width > 50 and box.height > 20 and non_blank_share(loaded.screenshot, box) > 0.03, box

@@ -172,7 +172,7 @@ def report_command(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
     ),
 ) -> None:
-    """Write report.md, quality.csv, comparisons.csv and latency-summary.json, and print report.md."""
+    """Write report.md, quality.csv, comparisons.csv, latency-summary.json, plots/ and report.html; print report.md."""
     from ..study.report import write_report
 
     paths = write_report(study_dir, resamples=resamples, permutations=permutations)

@@ -65,59 +65,92 @@ class StudyComparisons:
         return {(r.model, r.scope): r for r in self.rows if r.vs == BASELINE and r.kind == "dataset"}
 
 
+class StudyData:
+    """The headline measure's per-query scores, one stratum per dataset, and the cells the study averages."""
+
+    def __init__(
+        self, quality: dict[str, Any], resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42
+    ):
+        self.quality = quality
+        self.names = [BASELINE, *quality["models"]]
+        strata: list[Stratum] = []
+        self.where: dict[str, int] = {}  # "bench/subset" -> stratum
+        self.measure_of: dict[str, str] = {}
+        self.members: dict[str, list[str]] = {g: [] for g in quality["groups"]}
+        self.benches: dict[str, list[str]] = {}
+        for bench, subsets in quality["benchmarks"].items():
+            for subset, row in subsets.items():
+                key = f"{bench}/{subset}"
+                self.members.setdefault(row["group"], []).append(key)
+                self.benches.setdefault(bench, []).append(key)
+                per_query = row.get("per_query", {})
+                present = [n for n in self.names if per_query.get(n)]
+                if not present:
+                    continue
+                order = sorted(per_query[present[0]])
+                columns = [
+                    [per_query[n][q] for q in order] if n in present and set(per_query[n]) == set(order) else None
+                    for n in self.names
+                ]
+                self.where[key] = len(strata)
+                self.measure_of[key] = row["measure"]
+                strata.append(Stratum.from_columns(key, columns))
+        self.stats = PairedStats(strata, permutations, resamples, seed)
+
+    def usable(self, weights: dict[int, float], *names: str) -> bool:
+        return bool(weights) and all(self.stats.strata[s].present[self.names.index(n)] for s in weights for n in names)
+
+    def weights(self, keys: list[str]) -> dict[int, float] | None:
+        """Equal weights over these datasets; None when one has no scores."""
+        if not keys or any(k not in self.where for k in keys):
+            return None
+        return {self.where[k]: 1 / len(keys) for k in keys}
+
+    def overall_weights(self) -> dict[int, float] | None:
+        groups = self.quality["groups"]
+        if not groups or any(self.weights(self.members.get(g, [])) is None for g in groups):
+            return None
+        return {self.where[k]: 1 / (len(groups) * len(self.members[g])) for g in groups for k in self.members[g]}
+
+    def interval(self, weights: dict[int, float] | None, name: str) -> tuple[float, float | None, float | None] | None:
+        """A model's (or the first stage's) score on a cell with its cluster bootstrap interval."""
+        if weights is None or not self.usable(weights, name):
+            return None
+        found = self.stats.interval(weights, self.names.index(name))
+        return found.estimate, found.low, found.high
+
+
 def compare_study(
-    quality: dict[str, Any], resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42
+    quality: dict[str, Any],
+    resamples: int = 2000,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 42,
+    data: StudyData | None = None,
 ) -> StudyComparisons:
-    names = [BASELINE, *quality["models"]]
-    strata: list[Stratum] = []
-    where: dict[str, int] = {}  # "bench/subset" -> stratum
-    measure_of: dict[str, str] = {}
-    members: dict[str, list[str]] = {g: [] for g in quality["groups"]}
-    for bench, subsets in quality["benchmarks"].items():
-        for subset, row in subsets.items():
-            key = f"{bench}/{subset}"
-            members.setdefault(row["group"], []).append(key)
-            per_query = row.get("per_query", {})
-            present = [n for n in names if per_query.get(n)]
-            if not present:
-                continue
-            order = sorted(per_query[present[0]])
-            columns = [
-                [per_query[n][q] for q in order] if n in present and set(per_query[n]) == set(order) else None
-                for n in names
-            ]
-            where[key] = len(strata)
-            measure_of[key] = row["measure"]
-            strata.append(Stratum.from_columns(key, columns))
-    stats = PairedStats(strata, permutations, resamples, seed)
+    data = data or StudyData(quality, resamples, permutations, seed)
     groups = group_scores(quality)
     overall = overall_scores(quality, groups)
-
-    def usable(weights: dict[int, float], a: int, b: int) -> bool:
-        return all(stats.strata[s].present[a] and stats.strata[s].present[b] for s in weights)
-
     cells: list[tuple[str, str, str, dict[int, float]]] = []  # kind, scope, measure, weights
-    complete_groups = [g for g in quality["groups"] if members.get(g) and all(k in where for k in members[g])]
-    if len(complete_groups) == len(quality["groups"]) and complete_groups:
-        weights = {where[k]: 1 / (len(complete_groups) * len(members[g])) for g in complete_groups for k in members[g]}
-        cells.append(("overall", OVERALL, _measures(members, measure_of, complete_groups), weights))
-    for g in complete_groups:
-        weights = {where[k]: 1 / len(members[g]) for k in members[g]}
-        cells.append(("group", g, _measures(members, measure_of, [g]), weights))
-    for key in sorted(where):
-        cells.append(("dataset", key, measure_of[key], {where[key]: 1.0}))
+    every = data.overall_weights()
+    if every is not None:
+        cells.append(("overall", OVERALL, _measures(data.members, data.measure_of, quality["groups"]), every))
+    for g in quality["groups"]:
+        weights = data.weights(data.members.get(g, []))
+        if weights is not None:
+            cells.append(("group", g, _measures(data.members, data.measure_of, [g]), weights))
+    for key in sorted(data.where):
+        cells.append(("dataset", key, data.measure_of[key], {data.where[key]: 1.0}))
     pairs = [(m, BASELINE) for m in quality["models"]] + [(b, a) for a, b in combinations(quality["models"], 2)]
     rows = []
     for kind, scope, measure, weights in cells:
         for a, b in pairs:
-            ia, ib = names.index(a), names.index(b)
-            if not usable(weights, ia, ib):
+            if not data.usable(weights, a, b):
                 continue
             if kind == "overall" and (overall[a] is None or overall[b] is None):
                 continue
             if kind == "group" and (groups[scope][a] is None or groups[scope][b] is None):
                 continue
-            found = stats.compare(weights, ia, ib)
+            found = data.stats.compare(weights, data.names.index(a), data.names.index(b))
             rows.append(
                 StudyComparison(
                     a, b, scope, kind, measure, found.diff, found.low, found.high,
@@ -125,7 +158,9 @@ def compare_study(
                 )
             )  # fmt: skip
     adjusted = holm([r.p for r in rows])
-    return StudyComparisons([replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)], permutations, resamples)
+    return StudyComparisons(
+        [replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)], data.stats.permutations, data.stats.resamples
+    )
 
 
 def _measures(members: dict[str, list[str]], measure_of: dict[str, str], groups: list[str]) -> str:

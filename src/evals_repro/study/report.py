@@ -1,4 +1,5 @@
-"""`rerank-study report`: `report.md`, `quality.csv` and `latency-summary.json`.
+"""`rerank-study report`: `report.md`, `quality.csv`, `comparisons.csv`, `latency-summary.json`, the figures
+under `plots/` (PNG and SVG) and the self-contained `report.html`.
 
 Quality (`quality_table`): per benchmark, the first-stage baseline and each model on the frozen
 candidates, on the benchmark's declared measures; a subset score only when every query was
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
 from ..significance import DEFAULT_PERMUTATIONS, check_permutations
-from .comparisons import StudyComparisons, compare_study, comparisons_csv, comparisons_markdown, legend
+from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .latency import LATENCY, PLAN
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
@@ -139,15 +140,29 @@ def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEF
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
     latency = latency_summary(study_dir, resamples=resamples)
-    comparisons = compare_study(quality, resamples=resamples, permutations=permutations)
+    data = StudyData(quality, resamples=resamples, permutations=permutations)
+    comparisons = compare_study(quality, data=data)
     paths = {
         "report": study_dir / "report.md",
         "quality": study_dir / "quality.csv",
         "comparisons": study_dir / "comparisons.csv",
         "latency": study_dir / "latency-summary.json",
+        "html": study_dir / "report.html",
+        "plots": study_dir / "plots",
     }
-    atomic_write_text(paths["report"], render_markdown(quality, latency, comparisons))
+    markdown = render_markdown(quality, latency, comparisons)
+    atomic_write_text(paths["report"], markdown)
     atomic_write_text(paths["quality"], quality_csv(quality, comparisons.against_first_stage()))
     atomic_write_text(paths["comparisons"], comparisons_csv(comparisons))
     atomic_write_json(paths["latency"], latency)
+    from ..plots import close, save
+    from .figures import study_figures
+    from .html import study_html
+
+    figures = study_figures(study_dir, data, latency)
+    try:
+        save(figures, paths["plots"])
+        atomic_write_text(paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations))
+    finally:
+        close(figures)
     return paths
