@@ -104,3 +104,27 @@ def test_html_output_refused_with_by(results, tmp_path, capsys):  # noqa: F811
 
 def _unused(_: Path, __: Oracle) -> None:  # keeps the Oracle import (the fixture's registry entries) explicit
     return None
+
+
+def test_results_without_per_query_scores_plot_bare_means_and_refuse_comparisons(tmp_path, capsys):
+    from records import write_record
+
+    native = {"heat-pumps": "english", "railway-maintenance": "french", "clinical-trials": "english"}
+    for method, value in (("a", 0.5), ("b", 0.6)):
+        for subset, language in native.items():
+            write_record(
+                tmp_path / "r" / "sample" / method / f"{subset}.json",
+                benchmark="sample",
+                subset=subset,
+                method=method,
+                native_language=language,
+                languages={language: {"ndcg_at_10": value}},
+            )
+    folder = tmp_path / "r"
+    assert main(report(folder, "--plots", str(tmp_path / "p"))) == 0
+    svg = (tmp_path / "p" / "sample-monolingual-ndcg_at_10-bars.svg").read_text()
+    assert svg.startswith("<?xml")
+    capsys.readouterr()
+    assert main(report(folder, "--baseline", "a")) == 2
+    err = capsys.readouterr().err
+    assert "error: sample/a/heat-pumps: the result file has no per-query ndcg_at_10 (english queries)" in err

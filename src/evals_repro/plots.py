@@ -89,6 +89,9 @@ def save(figures: Sequence[Figure], directory: Path) -> list[Path]:
 
 
 def close(figures: Sequence[Figure]) -> None:
+    """Release the figures (pyplot keeps every open one); matplotlib is not imported when there are none."""
+    if not figures:
+        return
     plt = _pyplot()
     for item in figures:
         plt.close(item.figure)

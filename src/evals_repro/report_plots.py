@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from .comparisons import TableData, index_records
+from .comparisons import TableData, check_measure, index_records
+from .errors import DataError, UsageError
 from .plots import Figure, bars, heatmap, slug
 from .report import Table
 from .results import ResultRecord, Setting
@@ -31,6 +32,24 @@ def table_bars(table: Table, data: TableData) -> Figure:
     return bars(
         f"{slug(title)}-bars",
         f"{title}: means with 95% bootstrap intervals",
+        columns,
+        series,
+        f"{table.measure} (x100)",
+    )
+
+
+def plain_bars(table: Table) -> Figure:
+    """Bars of the table's values without intervals (a measure with no per-query mean to resample)."""
+    columns = [c for k, c in enumerate(table.columns) if any(v[k] is not None for _, v in table.rows)]
+    index = {c: k for k, c in enumerate(table.columns)}
+    series = [
+        (method, [None if values[index[c]] is None else (values[index[c]] * 100, None, None) for c in columns])  # type: ignore[operator]
+        for method, values in table.rows
+    ]
+    title = table.title.replace(" (x100)", "")
+    return bars(
+        f"{slug(title)}-bars",
+        f"{title} (no intervals: no per-query scores)",
         columns,
         series,
         f"{table.measure} (x100)",
@@ -83,8 +102,13 @@ def report_figures(
     for table in tables:
         if not table.rows:
             continue
-        data = TableData(table, records, benchmark, permutations=1, resamples=resamples, seed=seed)
-        figures.append(table_bars(table, data))
+        try:
+            check_measure(table.measure)
+            data = TableData(table, records, benchmark, permutations=1, resamples=resamples, seed=seed)
+        except (UsageError, DataError):  # not a mean over queries, or no per-query scores: the means alone
+            figures.append(plain_bars(table))
+        else:
+            figures.append(table_bars(table, data))
         if table.setting == Setting.CROSSLINGUAL.value:
             figures.extend(language_heatmaps(table, records))
     return figures

@@ -251,24 +251,31 @@ def report_command(
             permutations,
             figures=plots is not None or output_html,
         )
-        for note in bundle.notes:
-            typer.echo(f"note: {note}", err=True)
-        text = bundle.markdown(decimals)
-        typer.echo(text)
-        if plots is not None:
-            from ..plots import save
+        try:
+            for note in bundle.notes:
+                typer.echo(f"note: {note}", err=True)
+            text = bundle.markdown(decimals)
+            typer.echo(text)
+            if plots is not None:
+                from ..plots import save
 
-            written = save(bundle.figures, plots)
-            typer.echo(
-                f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
-            )
-        if output is not None:
-            if output_html:
-                from ..html_report import report_html
+                written = save(bundle.figures, plots)
+                typer.echo(
+                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+                )
+            if output is not None:
+                if output_html:
+                    from ..html_report import report_html
 
-                write_output_text(output, report_html(bundle, decimals), "--output")
-            else:
-                write_output_text(output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output")
+                    write_output_text(output, report_html(bundle, decimals), "--output")
+                else:
+                    write_output_text(
+                        output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
+                    )
+        finally:
+            from ..plots import close
+
+            close(bundle.figures)
         return
     tables: list = []
     notes: list[str] = []
