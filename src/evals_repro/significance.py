@@ -33,7 +33,8 @@ DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 42
 ALPHA = 0.05
-CHUNK = 2_000  # draws per matrix product (bounds memory at CHUNK x queries floats)
+CHUNK = 2_000  # draws per matrix product at most ...
+CHUNK_CELLS = 4_000_000  # ... and at most this many draw x query cells (32 MB of floats) per product
 # |T*| >= |T| up to rounding: the sign patterns that give the observed sum again must count.
 TIE_TOLERANCE = 1e-9
 
@@ -102,8 +103,9 @@ def flip_means(scores: np.ndarray, permutations: int, rng: np.random.Generator) 
     n, m = scores.shape
     out = np.empty((permutations, m))
     total = scores.sum(axis=0)
-    for start in range(0, permutations, CHUNK):
-        rows = min(CHUNK, permutations - start)
+    step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    for start in range(0, permutations, step):
+        rows = min(step, permutations - start)
         bits = rng.integers(0, 2, size=(rows, n), dtype=np.uint8).astype(np.float64)
         out[start : start + rows] = (2.0 * (bits @ scores) - total) / n  # sum of (+x | -x) = 2 * sum(+) - total
     return out
@@ -114,8 +116,9 @@ def resample_means(scores: np.ndarray, resamples: int, rng: np.random.Generator)
     draw of queries shared by all methods)."""
     n, m = scores.shape
     out = np.empty((resamples, m))
-    for start in range(0, resamples, CHUNK):
-        rows = min(CHUNK, resamples - start)
+    step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
         picks = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
         counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
         out[start : start + rows] = (counts @ scores) / n
