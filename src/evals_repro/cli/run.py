@@ -11,7 +11,7 @@ from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
-REPORT_SUFFIXES = (".md", ".csv")
+REPORT_SUFFIXES = (".md", ".csv", ".html")
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -180,6 +180,21 @@ def report_command(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
     cost: bool = typer.Option(False, "--cost", help="Add a column: what each method's results cost (USD)."),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="Compare every method with this one: differences with 95% bootstrap intervals, randomization and "
+        "t-test p-values (Holm-adjusted per table), markers in the tables.",
+    ),
+    compare: bool = typer.Option(False, "--compare", help="Compare every pair of methods (as --baseline does)."),
+    permutations: int = typer.Option(
+        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
+    ),
+    plots: Optional[Path] = typer.Option(
+        None,
+        "--plots",
+        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -195,18 +210,26 @@ def report_command(
 
         raise UsageError(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
-            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables, CSV or a self-contained HTML page)",
         )
     if output is not None:
         check_output_file(output, "--output")
+    if plots is not None:
+        from ..io import ensure_directory
+
+        ensure_directory(plots, "--plots")
+    output_html = output is not None and output.suffix.lower() == ".html"
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and cost:
+    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
         from ..errors import UsageError
 
-        raise UsageError("--cost adds a column to the method tables, not to a --by breakdown", "drop --by or --cost")
+        raise UsageError(
+            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
+            "run them separately",
+        )
     if by is not None:
         from ..breakdown import breakdown_report
 
@@ -230,6 +253,47 @@ def report_command(
                 ),
                 "--output",
             )
+        return
+    if baseline is not None or compare or plots is not None or output_html:
+        from ..report_bundle import build_bundle
+
+        bundle = build_bundle(
+            results_dir,
+            decl,
+            measures,
+            first_stage_only,
+            tie_rule,
+            baseline,
+            compare,
+            permutations,
+            figures=plots is not None or output_html,
+            cost=cost,
+        )
+        try:
+            for note in bundle.notes:
+                typer.echo(f"note: {note}", err=True)
+            text = bundle.markdown(decimals)
+            typer.echo(text)
+            if plots is not None:
+                from ..plots import save
+
+                written = save(bundle.figures, plots)
+                typer.echo(
+                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+                )
+            if output is not None:
+                if output_html:
+                    from ..html_report import report_html
+
+                    write_output_text(output, report_html(bundle, decimals), "--output")
+                else:
+                    write_output_text(
+                        output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
+                    )
+        finally:
+            from ..plots import close
+
+            close(bundle.figures)
         return
     tables: list = []
     notes: list[str] = []

@@ -179,11 +179,15 @@ def latency_command(
 
 @study_app.command("report")
 def report_command(
-    study_dir: Path = STUDY_DIR, resamples: int = typer.Option(2000, help="Bootstrap resamples.")
+    study_dir: Path = STUDY_DIR,
+    resamples: int = typer.Option(2000, help="Bootstrap resamples (latency and quality intervals)."),
+    permutations: int = typer.Option(
+        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
+    ),
 ) -> None:
-    """Write report.md, quality.csv and latency-summary.json, and print report.md."""
+    """Write report.md, quality.csv, comparisons.csv, latency-summary.json, plots/ and report.html; print report.md."""
     from ..study.report import write_report
 
-    paths = write_report(study_dir, resamples=resamples)
+    paths = write_report(study_dir, resamples=resamples, permutations=permutations)
     typer.echo(paths["report"].read_text(encoding="utf-8"))
     _echo("wrote " + ", ".join(str(p) for p in paths.values()))
