@@ -84,3 +84,199 @@ def test_a_line_at_the_cap_is_read(tmp_path, capsys):
     assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "P.1"]) == 0
     out = capsys.readouterr().out
     assert "P_1" in out and "1.0000" in out  # d1 judged 1 at rank 1: P@1 = 1 by hand
+
+
+# -- items 5 and 8: .env and keys, checked before any work --------------------------------------------------
+
+KEY_VARIABLES = (
+    "VOYAGE_API_KEY",
+    "COHERE_API_KEY",
+    "CO_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MXBAI_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
+@pytest.fixture
+def no_keys(monkeypatch, tmp_path):
+    """No key in the environment, a fresh `.env` read, the working directory a temp folder (for `.env`)."""
+    from evals_repro.providers import keys
+
+    for name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(keys, "_loaded", False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Any data load fails the test: a refusal must come before it."""
+    import evals_repro.evaluation as evaluation
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("data was loaded before the refusal")
+
+    monkeypatch.setattr(evaluation, "load_subset", refuse)
+
+
+def key_commands(tmp_path: Path) -> dict[str, list[str]]:
+    """A command of each kind that reads `.env` (for its keys)."""
+    return {
+        "run": ["run", "voyage-4-lite", "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"],
+        "rerank-study quality": ["rerank-study", "quality", "--study-dir", str(tmp_path / "study")],
+        "rerank-study latency": ["rerank-study", "latency", "--study-dir", str(tmp_path / "study")],
+        "answer": ["answer", "--oracle", "--generator", "gemini:g", "--judge", "openai:j", "--out-dir", "out"],
+    }
+
+
+@pytest.mark.parametrize("command", ["run", "rerank-study quality", "rerank-study latency", "answer"])
+def test_a_dotenv_that_is_not_utf8_is_one_line_naming_it(no_keys, no_loading, tmp_path, capsys, command):
+    (no_keys / ".env").write_bytes(b"# keys\nVOYAGE_API_KEY=caf\xe9\xff\n")
+    code = main(key_commands(tmp_path)[command])
+    line, _ = one_error_line(capsys)
+    assert code == 2, line
+    assert line.startswith(f"error: {no_keys / '.env'}:2: the .env file is not valid UTF-8 (byte 0xe9)")
+    assert "caf" not in line  # nothing of the value is shown
+
+
+@pytest.mark.parametrize("command", ["run", "rerank-study quality", "rerank-study latency", "answer"])
+def test_a_dotenv_line_that_does_not_parse_is_one_line_naming_it(no_keys, no_loading, tmp_path, capsys, command):
+    (no_keys / ".env").write_text("# keys\nGEMINI_API_KEY=abc\nVOYAGE_API_KEY='abc' def\n")
+    code = main(key_commands(tmp_path)[command])
+    line, err = one_error_line(capsys)
+    assert code == 2, line
+    assert line.startswith(f"error: {no_keys / '.env'}:3: the .env file has a line that cannot be parsed")
+    assert "python-dotenv" not in err and "abc" not in err
+
+
+def test_a_good_dotenv_still_sets_keys_without_overriding_the_environment(no_keys, monkeypatch):
+    from evals_repro.providers import keys
+
+    (no_keys / ".env").write_text('\ufeffVOYAGE_API_KEY="from-dotenv"\nCOHERE_API_KEY=${VOYAGE_API_KEY}-too\n')
+    monkeypatch.setenv("GEMINI_API_KEY", "from-env")
+    assert keys.require_keys(["VOYAGE_API_KEY", "COHERE_API_KEY", "GEMINI_API_KEY"]) == {
+        "VOYAGE_API_KEY": "from-dotenv",
+        "COHERE_API_KEY": "from-dotenv-too",  # python-dotenv's ${VAR} expansion is kept
+        "GEMINI_API_KEY": "from-env",
+    }
+    monkeypatch.delenv("VOYAGE_API_KEY")  # load_dotenv_once set it; monkeypatch does not know
+    monkeypatch.delenv("COHERE_API_KEY")
+
+
+def test_bm25_with_a_language_it_cannot_stem_is_refused_before_loading(no_loading, tmp_path, capsys):
+    from beir_folder import write_beir_folder
+
+    folder = write_beir_folder(tmp_path / "beir", {"d1": "tlhIngan Hol"}, {"q1": "Hol"}, [("q1", "d1", 1)])
+    args = ["run", "bm25", "-b", folder, "--language", "klingon", "--results-dir", str(tmp_path / "r")]
+    code = main([*args, "--cache-dir", str(tmp_path / "c")])
+    line, err = one_error_line(capsys)
+    assert code == 2
+    assert line.startswith("error: --language klingon: method bm25 has no text analysis for corpus language")
+    assert err.count("english") == 1  # the list of languages, once
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*.json"))
+
+
+def test_bm25_in_a_fusion_checks_the_language_too(no_loading, tmp_path, capsys):
+    from beir_folder import write_beir_folder
+
+    folder = write_beir_folder(tmp_path / "beir", {"d1": "x"}, {"q1": "x"}, [("q1", "d1", 1)])
+    code = main(["run", "rrf:bm25+minilm", "-b", folder, "--language", "xx", "--results-dir", str(tmp_path / "r")])
+    line, _ = one_error_line(capsys)
+    assert code == 2 and line.startswith("error: --language xx: method bm25 has no text analysis")
+
+
+def test_a_key_with_a_newline_is_refused_before_loading_or_any_request(no_keys, no_loading, tmp_path, capsys):
+    from fakes.voyage import FakeVoyage
+
+    with FakeVoyage() as fake:
+        import os
+
+        os.environ["VOYAGE_BASE_URL"] = fake.url + "/v1"
+        os.environ["VOYAGE_API_KEY"] = "pa-abc\ndef-1234567890"
+        try:
+            code = main(key_commands(tmp_path)["run"])
+        finally:
+            del os.environ["VOYAGE_BASE_URL"], os.environ["VOYAGE_API_KEY"]
+        assert fake.requests == []
+    line, err = one_error_line(capsys)
+    assert code == 2
+    assert line.startswith("error: malformed API key: VOYAGE_API_KEY holds a line break (character 7 of 21)")
+    assert "abc" not in err and "1234567890" not in err and "spent" not in err
+
+
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        ("rerank-study quality", "MXBAI_API_KEY, VOYAGE_API_KEY, COHERE_API_KEY or CO_API_KEY are not set"),
+        ("rerank-study latency", "MXBAI_API_KEY, VOYAGE_API_KEY, COHERE_API_KEY or CO_API_KEY are not set"),
+        ("answer", "GEMINI_API_KEY or GOOGLE_API_KEY, OPENAI_API_KEY are not set"),
+    ],
+)
+def test_every_missing_key_is_named_in_one_line(no_keys, tmp_path, capsys, command, expected):
+    code = main(key_commands(tmp_path)[command])
+    line, _ = one_error_line(capsys)
+    assert code == 2 and line.startswith(f"error: missing API keys: {expected}")
+    assert not (tmp_path / "study").exists() and not (no_keys / "out").exists()
+
+
+def test_a_run_needing_three_keys_names_them_all(no_keys, no_loading, tmp_path, capsys):
+    method = "rrf:voyage-4-lite+gemini-embedding-2+cohere@10"
+    code = main(["run", method, "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"])
+    line, _ = one_error_line(capsys)
+    assert code == 2 and line.startswith(
+        "error: missing API keys: COHERE_API_KEY or CO_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, VOYAGE_API_KEY "
+        "are not set"
+    )
+
+
+# -- item 9: a refusal imports nothing heavy (the timings: tests/perf/test_refusal_perf.py) ------------------
+
+HEAVY = ("voyageai", "langchain_text_splitters", "cohere", "google.genai", "datasets", "pandas", "pyarrow", "numba")
+
+
+def modules_loaded_by(args: list[str], env: dict[str, str], cwd: Path) -> tuple[set[str], int, str]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\nfrom evals_repro.cli import main\ncode = main(sys.argv[1:])\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\nsys.exit(code)"
+    )
+    base = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES and not k.startswith("HF_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env={**base, **env}, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    *lines, modules = done.stderr.strip().splitlines()
+    return set(json.loads(modules)), done.returncode, "\n".join(lines)
+
+
+def test_a_missing_key_is_refused_before_any_sdk_is_imported(tmp_path):
+    args = ["run", "voyage-4-large", "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"]
+    loaded, code, err = modules_loaded_by(args, {}, tmp_path)
+    assert code == 2 and "missing API key: VOYAGE_API_KEY" in err
+    assert sorted(m for m in HEAVY if m in loaded) == []
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_a_hub_benchmark_without_a_cache_is_refused_before_datasets_is_imported(tmp_path, offline):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on: the Hub is unreachable
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{port}"}
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    args = ["run", "bm25", "-b", "vidore-v3", "-s", "hr", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"]
+    loaded, code, err = modules_loaded_by(args, env, tmp_path)
+    assert code == 2
+    assert ("is not in the offline cache" if offline else "cannot reach the Hugging Face Hub") in err
+    assert sorted(m for m in HEAVY if m in loaded) == []

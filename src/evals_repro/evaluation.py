@@ -131,7 +131,7 @@ def _validate(request: RunRequest) -> None:
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
     from .providers.settings import check_provider_options
-    from .retrieval.dense import parse_size
+    from .retrieval.sizes import parse_size
 
     check_provider_options(request.options)  # a bad number is refused even for a method that calls no provider
     parse_size(request.options.get("index_ram"))
@@ -156,6 +156,11 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
         spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
     decl.check_content(request.content)  # before anything is downloaded or built
+    natives = {name: decl.subset(name).native_language for name in subset_names}
+    spec.check_languages(natives, "--language" if request.language is not None else None)
+    from .providers.keys import require_keys
+
+    require_keys(spec.key_envs())  # every missing or malformed key named at once, before any SDK is imported
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
