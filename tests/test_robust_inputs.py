@@ -227,7 +227,9 @@ def test_every_missing_key_is_named_in_one_line(no_keys, tmp_path, capsys, comma
 
 def test_a_run_needing_three_keys_names_them_all(no_keys, no_loading, tmp_path, capsys):
     method = "rrf:voyage-4-lite+gemini-embedding-2+cohere@10"
-    code = main(["run", method, "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"])
+    code = main(
+        ["run", method, "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    )
     line, _ = one_error_line(capsys)
     assert code == 2 and line.startswith(
         "error: missing API keys: COHERE_API_KEY or CO_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, VOYAGE_API_KEY "
@@ -280,3 +282,97 @@ def test_a_hub_benchmark_without_a_cache_is_refused_before_datasets_is_imported(
     assert code == 2
     assert ("is not in the offline cache" if offline else "cannot reach the Hugging Face Hub") in err
     assert sorted(m for m in HEAVY if m in loaded) == []
+
+
+# -- item 6: rerank-study report --resamples ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resamples", ["-5", "0", "39"])
+def test_report_refuses_too_few_resamples_in_one_line(tmp_path, capsys, resamples):
+    study = tmp_path / "study"
+    code = main(["rerank-study", "report", "--study-dir", str(study), "--resamples", resamples])
+    line, _ = one_error_line(capsys)
+    assert code == 2
+    assert line.startswith(f"error: --resamples {resamples} is too few: a 95% bootstrap interval needs at least 40")
+    assert not study.exists()
+
+
+# -- item 10: every subset refused on its data: the reason once, exit 2, no --resume advice --------------------
+
+
+def beir(folder: Path, corpus: str, queries: str, qrels: str) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(corpus)
+    (folder / "queries.jsonl").write_text(queries)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    return folder
+
+
+CORPUS = '{"_id": "d1", "text": "heat pumps"}\n{"_id": "d2", "text": "railway maintenance"}\n'
+QUERIES = '{"_id": "q1", "text": "heat pump"}\n'
+QRELS = "q1\td1\t1\n"
+BROKEN = {
+    "bad JSON": (CORPUS + '{"_id": "d3", "text": \n', QUERIES, QRELS, "corpus.jsonl:3: not valid JSON"),
+    "empty corpus": ("", QUERIES, QRELS, "corpus.jsonl: file is empty"),
+    "duplicate ids": (CORPUS + '{"_id": "d1", "text": "again"}\n', QUERIES, QRELS, "1 duplicate page ids, first: d1"),
+    "conflicting grades": (CORPUS, QUERIES, QRELS + "q1\td1\t2\n", "judges page d1 2, but line 2 judged it 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_one_broken_beir_folder_is_one_line_exit_2(tmp_path, capsys, case):
+    corpus, queries, qrels, reason = BROKEN[case]
+    folder = beir(tmp_path / "mine", corpus, queries, qrels)
+    code = main(
+        ["run", "bm25", "-b", str(folder), "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    )
+    line, err = one_error_line(capsys)
+    assert code == 2 and reason in line
+    assert err.count(reason) == 1 and "--resume" not in err and "revision" not in err
+
+
+def test_every_broken_subset_of_a_folder_is_said_once_then_exit_2(tmp_path, capsys):
+    corpus, queries, qrels, _ = BROKEN["duplicate ids"]
+    for name in ("one", "two"):
+        beir(tmp_path / "mine" / name, corpus, queries, qrels)
+    code = main(
+        [
+            "run",
+            "bm25",
+            "-b",
+            str(tmp_path / "mine"),
+            "--results-dir",
+            str(tmp_path / "r"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
+    )
+    line, err = one_error_line(capsys)
+    assert code == 2
+    assert line == (
+        "error: all 2 subsets failed on their data or options (each reason above): "
+        "fix what each names, then run the command again"
+    )
+    assert err.count("1 duplicate page ids") == 2  # one line per subset (each names its own folder), no repeat
+    assert "--resume" not in err and "revision" not in err
+
+
+def test_a_partly_failed_run_still_exits_4_and_advises_resume(tmp_path, capsys):
+    corpus, queries, qrels, _ = BROKEN["duplicate ids"]
+    beir(tmp_path / "mine" / "bad", corpus, queries, qrels)
+    beir(tmp_path / "mine" / "good", CORPUS, QUERIES, QRELS)
+    code = main(
+        [
+            "run",
+            "bm25",
+            "-b",
+            str(tmp_path / "mine"),
+            "--results-dir",
+            str(tmp_path / "r"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
+    )
+    line, err = one_error_line(capsys)
+    assert code == 4 and line.startswith("error: 1 subset(s) failed (bad: ") and "--resume" in line
+    assert (tmp_path / "r" / "mine" / "bm25" / "good.json").exists()

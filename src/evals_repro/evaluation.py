@@ -24,7 +24,7 @@ from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Query, Run, Subset
-from .errors import ConfigurationError, EvalsError, UsageError, choices
+from .errors import EXIT_USAGE, ConfigurationError, DataError, EvalsError, UsageError, choices
 from .io import ensure_directories
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
@@ -83,6 +83,7 @@ class SubsetOutcome:
     status: str  # "written", "rescored", "skipped" or "failed"
     metrics: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    error: EvalsError | None = field(default=None, compare=False, repr=False)  # a failure's own error, if typed
 
 
 @dataclass
@@ -95,6 +96,24 @@ class RunSummary:
     @property
     def failures(self) -> list[SubsetOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
+
+    def refusal(self) -> EvalsError | None:
+        """The one error to stop with when every subset failed on its data or options (exit 2, nothing written,
+        so no `--resume` advice): a single subset's own error, else one line pointing at the failures listed
+        as they happened. None when something was done or a failure was of another kind (a provider, a bug)."""
+        failures = self.failures
+        if not failures or len(failures) != len(self.outcomes):
+            return None
+        if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
+            return None
+        if len(failures) == 1:
+            return failures[0].error
+        reasons = len({f.reason for f in failures})
+        return DataError(
+            f"all {len(failures)} subsets failed on their data or options "
+            + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
+            "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
+        )
 
 
 def package_versions() -> dict[str, str]:
@@ -170,6 +189,15 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     retriever = spec.build(ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
     outcomes: list[SubsetOutcome] = []
+
+    def failed(name: str, path: Path, reason: str, error: EvalsError | None) -> None:
+        """Say a subset failed, as it happens: the reason once (a repeated one points at its first subset); a
+        run of one subset refused on its data says it only in its final error line."""
+        first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == reason), None)
+        if len(subset_names) > 1 or error is None or error.exit_code != EXIT_USAGE:
+            say(f"{name}: failed: {reason}" if first is None else f"{name}: failed: the same reason as {first}")
+        outcomes.append(SubsetOutcome(name, path, "failed", reason=reason, error=error))
+
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
@@ -179,12 +207,10 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
                 raise  # a bad option or an unusable environment fails every subset alike: stop now
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
-                say(f"{name}: failed: {exc.one_line()}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=exc.one_line()))
+                failed(name, path, exc.one_line(), exc)
             except Exception as exc:  # noqa: BLE001 - one subset's bug must not lose the others' results
                 log.debug("subset %s failed", name, exc_info=True)
-                say(f"{name}: failed: {type(exc).__name__}: {exc}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
+                failed(name, path, f"{type(exc).__name__}: {exc}", None)
             bar.advance()
     return RunSummary(decl.name, spec.label, outcomes, ctx.usage)
 

@@ -130,6 +130,9 @@ def run_command(
     summary = run_benchmark(  # every line a run prints passes the key redaction (a failure may quote a provider)
         request, echo=lambda line: console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
     )
+    refusal = summary.refusal()
+    if refusal is not None and not summary.usage.as_dict():
+        raise refusal  # every subset refused on its data or options, nothing spent: that reason is the answer
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     console.print(
@@ -138,6 +141,8 @@ def run_command(
         highlight=False,
         soft_wrap=True,
     )
+    if refusal is not None:
+        raise refusal
     if summary.failures:
         from ..errors import SubsetsFailed
 

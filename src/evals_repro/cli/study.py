@@ -166,7 +166,8 @@ def latency_command(
 
 @study_app.command("report")
 def report_command(
-    study_dir: Path = STUDY_DIR, resamples: int = typer.Option(2000, help="Bootstrap resamples.")
+    study_dir: Path = STUDY_DIR,
+    resamples: int = typer.Option(2000, help="Bootstrap resamples of the latency intervals (at least 40)."),
 ) -> None:
     """Write report.md, quality.csv and latency-summary.json, and print report.md."""
     from ..study.report import write_report
