@@ -376,3 +376,96 @@ def test_a_partly_failed_run_still_exits_4_and_advises_resume(tmp_path, capsys):
     line, err = one_error_line(capsys)
     assert code == 4 and line.startswith("error: 1 subset(s) failed (bad: ") and "--resume" in line
     assert (tmp_path / "r" / "mine" / "bm25" / "good.json").exists()
+
+
+# -- item 15: help text ------------------------------------------------------------------------------------
+
+
+def help_text(monkeypatch, capsys, *command: str) -> list[str]:
+    """The lines of `command --help`, rendered wide enough that no cell wraps; box borders dropped."""
+    monkeypatch.setenv("COLUMNS", "1000")
+    monkeypatch.setenv("TERMINAL_WIDTH", "1000")
+    main([*command, "--help"])
+    out = capsys.readouterr().out
+    return [" ".join(line.replace("│", " ").split()) for line in out.splitlines()]
+
+
+def leaf_commands():
+    import typer.main
+
+    from evals_repro.cli import app
+
+    pending = [((), typer.main.get_command(app))]
+    while pending:
+        path, command = pending.pop()
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            pending.extend(((*path, name), sub) for name, sub in subcommands.items())
+        else:
+            yield path, command
+
+
+def test_every_option_help_is_shown_whole_and_no_flag_shows_a_type(monkeypatch, capsys):
+    """Rich markup once swallowed `[study]` ("(a benchmark, or each subset: )"); flags showed `<bool>`."""
+    checked = 0
+    for path, command in leaf_commands():
+        lines = help_text(monkeypatch, capsys, *path)
+        shown = " ".join(lines)
+        assert "<bool>" not in shown, path
+        for param in command.params:
+            text = " ".join((param.help or "").replace("\\[", "[").split())
+            if text and path + (param.name,) != ("run", "rerank"):  # `run --rerank`: filled in at render, below
+                assert text in shown, (path, param.name)
+                checked += 1
+    assert checked > 150
+
+
+def test_run_help_lists_every_registered_reranker(monkeypatch, capsys):
+    from evals_repro.registry import RERANKERS
+
+    row = next(line for line in help_text(monkeypatch, capsys, "run") if line.startswith("--rerank <str>"))
+    names = RERANKERS.names()
+    assert len(names) >= 7 and row.endswith(": " + ", ".join(names) + ".")
+
+
+def test_run_help_shows_the_defaults_of_options_left_unset(monkeypatch, capsys):
+    from evals_repro.pipeline import DEFAULT_RERANK_DEPTH
+    from evals_repro.providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
+    from evals_repro.stores.search import DEFAULT_RERANK_TOP_K
+
+    lines = help_text(monkeypatch, capsys, "run")
+
+    def row(option: str) -> str:
+        return next(line for line in lines if line.startswith(option + " "))
+
+    assert row("--rerank-depth").endswith(f"[default: ({DEFAULT_RERANK_DEPTH})]")
+    assert row("--rerank-top-k").endswith(f"[default: ({DEFAULT_RERANK_TOP_K})]")
+    assert row("--timeout").endswith(f"[default: ({DEFAULT_TIMEOUT:g})]")
+    assert row("--max-attempts").endswith(f"[default: ({DEFAULT_MAX_ATTEMPTS})]")
+    # The published per-provider budgets (providers/settings.py's table), tokens and requests per minute.
+    published = {"voyage": ("3,000,000", "2,000"), "cohere": ("none", "2,000"), "gemini": ("1,000,000", "3,000")}
+    published["mixedbread"] = ("1,000,000", "300")
+    for provider, (tpm, rpm) in published.items():
+        assert DEFAULTS[provider][:2] == (int(tpm.replace(",", "").replace("none", "0")), int(rpm.replace(",", "")))
+        assert row(f"--{provider}-tpm").endswith(f"[default: ({tpm})]")
+        assert row(f"--{provider}-rpm").endswith(f"[default: ({rpm})]")
+        assert row(f"--{provider}-interval").endswith("[default: (none)]")
+
+
+def test_study_help_shows_the_study_defaults(monkeypatch, capsys):
+    from evals_repro.providers.settings import DEFAULT_TIMEOUT
+    from evals_repro.study.quality import STUDY_DEFAULT_OPTIONS
+
+    assert STUDY_DEFAULT_OPTIONS == {"voyage_tpm": 2_000_000, "voyage_interval": 3.0}
+    for command in ("quality", "latency"):
+        lines = help_text(monkeypatch, capsys, "rerank-study", command)
+        assert next(x for x in lines if x.startswith("--voyage-tpm ")).endswith("[default: (2,000,000)]")
+        assert next(x for x in lines if x.startswith("--voyage-interval ")).endswith("[default: (3)]")
+        assert next(x for x in lines if x.startswith("--timeout ")).endswith(f"[default: ({DEFAULT_TIMEOUT:g})]")
+
+
+@pytest.mark.parametrize("decimals", ["7", "20"])
+def test_report_decimals_past_the_cap_are_refused(tmp_path, capsys, decimals):
+    code = main(["report", "-b", "sample", "--results-dir", str(tmp_path), "--decimals", decimals])
+    line, _ = one_error_line(capsys)
+    assert code == 2 and "'--decimals'" in line and "less than or equal to 6" in line

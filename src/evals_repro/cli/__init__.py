@@ -128,6 +128,23 @@ def _end_verbose_logging() -> None:
 from . import commands  # noqa: E402,F401  (registers the subcommands)
 
 
+def command_tree():
+    """`app` as the click command tree it runs as, with one change to its help: a flag (`--resume`, `--help`)
+    shows no `<bool>` type, since it takes no value."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    pending = [root]
+    while pending:
+        command = pending.pop()
+        pending.extend(getattr(command, "commands", {}).values())
+        help_option = command.get_help_option(typer.Context(command, **(command.context_settings or {})))
+        for param in [*command.params, *([help_option] if help_option is not None else [])]:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+    return root
+
+
 def _print_traceback(exc: BaseException) -> None:
     """`--verbose`: the traceback with its whole exception chain, every API key redacted."""
     from ..providers.keys import redacted_traceback
@@ -151,7 +168,7 @@ def _main(args: list[str], verbose: bool) -> int:
 
     try:
         # standalone_mode=False: click returns a `typer.Exit(code)` as the value instead of exiting.
-        returned = app(args=args, standalone_mode=False)
+        returned = command_tree()(args=args, standalone_mode=False)
     except EvalsError as exc:
         if verbose:
             _print_traceback(exc)

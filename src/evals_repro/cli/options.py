@@ -92,6 +92,8 @@ def split_list(values: Iterable[str] | None, option: str = "") -> list[str] | No
 
 
 LIST_HELP = "repeat the option or separate with commas"
+# `report --decimals`: x100 scores are means of float32-compared values; past 6 decimals the digits are noise.
+MAX_DECIMALS = 6
 
 EXIT_CODES = {
     0: "success",
