@@ -469,3 +469,20 @@ def test_report_decimals_past_the_cap_are_refused(tmp_path, capsys, decimals):
     code = main(["report", "-b", "sample", "--results-dir", str(tmp_path), "--decimals", decimals])
     line, _ = one_error_line(capsys)
     assert code == 2 and "'--decimals'" in line and "less than or equal to 6" in line
+
+
+# -- item 7 for BEIR folders: their qrels and JSONL files are read with a line cap too ------------------------
+
+
+@pytest.mark.parametrize("target", ["qrels/test.tsv", "corpus.jsonl"])
+def test_a_beir_file_without_line_breaks_is_refused_naming_the_line(tmp_path, capsys, monkeypatch, target):
+    from evals_repro.benchmarks import beir as beir_loader
+
+    monkeypatch.setattr(beir_loader, "MAX_JSONL_LINE", 2 << 20)  # the real cap is 16 MiB: a smaller file here
+    folder = beir(tmp_path / "mine", CORPUS, QUERIES, QRELS)
+    with open(folder / target, "a") as handle:  # the next line: one character past its cap, no line break
+        handle.write("x" * ((2 << 20 if target.endswith("jsonl") else 1 << 20) + 1))
+    code = main(["run", "bm25", "-b", str(folder), "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path)])
+    line, _ = one_error_line(capsys)
+    expected_line = 3  # corpus: 2 records before it; qrels: a header and 1 row
+    assert code == 2 and line.startswith(f"error: {folder / target}:{expected_line}: line is longer than")

@@ -149,3 +149,17 @@ def test_a_hub_benchmark_without_a_cache_is_refused_fast(tmp_path, mode):
     args = ["run", "bm25", "-b", "vidore-v3", "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
     _, cpu, _ = side_by_side(f"Hub benchmark, no cache, {mode}", args, tmp_path, env, 2, expect)
     assert cpu <= 1.5
+
+
+def test_a_beir_folder_with_a_2gb_corpus_without_newlines_is_refused_fast_and_small(tmp_path):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    with open(folder / "corpus.jsonl", "wb") as handle:  # sparse, as above
+        handle.truncate(2 << 30)
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "x"}\n')
+    (folder / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
+    args = ["run", "bm25", "-b", str(folder), "--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    _, cpu, rss = side_by_side(
+        "BEIR 2 GB corpus.jsonl, no newline", args, tmp_path, clean_env(tmp_path), 2, "longer than"
+    )
+    assert cpu <= 1.0 and rss <= 100
