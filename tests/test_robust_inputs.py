@@ -267,6 +267,15 @@ def test_a_missing_key_is_refused_before_any_sdk_is_imported(tmp_path):
     assert sorted(m for m in HEAVY if m in loaded) == []
 
 
+@pytest.mark.parametrize("benchmark", ["vidore-v3-rcp", "vidore-v3-rcp-retrieval"])
+def test_an_rcp_benchmark_offline_without_a_cache_is_one_line(tmp_path, benchmark):
+    """It said "no file <subset>/corpus.parquet: check the subset name" once per subset (48), then exit 2."""
+    args = ["run", "bm25", "-b", benchmark, "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"]
+    _, code, err = modules_loaded_by(args, {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}, tmp_path)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("error: fabianschmidt-cohere/rcp-ndcg-vidore-v3@") and "not in the offline cache" in err
+
+
 @pytest.mark.parametrize("offline", [True, False])
 def test_a_hub_benchmark_without_a_cache_is_refused_before_datasets_is_imported(tmp_path, offline):
     import socket
