@@ -495,3 +495,30 @@ def test_a_beir_file_without_line_breaks_is_refused_naming_the_line(tmp_path, ca
     line, _ = one_error_line(capsys)
     expected_line = 3  # corpus: 2 records before it; qrels: a header and 1 row
     assert code == 2 and line.startswith(f"error: {folder / target}:{expected_line}: line is longer than")
+
+
+def test_every_command_shows_the_defaults_of_its_provider_options(monkeypatch, capsys):
+    """--timeout, --max-attempts and the per-provider budgets are None when not given (the library default
+    applies): --help still says what that default is, in every command that has them."""
+    import re
+
+    budget = re.compile(r"^(timeout|max_attempts|(voyage|cohere|gemini|mixedbread|openai)_(tpm|rpm|interval))$")
+    seen = 0
+    for path, command in leaf_commands():
+        names = [p.name for p in command.params if p.name and budget.match(p.name)]
+        if not names:
+            continue
+        lines = help_text(monkeypatch, capsys, *path)
+        for name in names:
+            flag = "--" + name.replace("_", "-")
+            row = next(line for line in lines if line.startswith(flag + " "))
+            assert re.search(r"\[default: \((none|[\d,.]+)\)\]$", row), (path, row)
+            seen += 1
+    assert seen >= 30
+
+
+def test_a_missing_argument_with_choices_is_one_line(capsys):
+    code = main(["mixedbread-upload", "-b", "sample"])
+    line, err = one_error_line(capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert line.startswith("error: Missing argument 'content'. Choose from: markdown, images")

@@ -189,7 +189,8 @@ def _main(args: list[str], verbose: bool) -> int:
             words = [a for a in args if not a.startswith("-")][:2]
             command = " ".join(words[:2] if words and words[0] in GROUPS else words[:1])
             # typer words a bad choice "Invalid value for '--x': Value error, 'y' is not one of ...".
-            message = exc.format_message().replace("Value error, ", "")
+            # and lists choices of a missing argument on lines of their own: one line, whatever typer wrote.
+            message = " ".join(exc.format_message().replace("Value error, ", "").split())
             print(f"error: {message} (see `evals-repro {command} --help`)".replace("  ", " "), file=sys.stderr)
             return int(exc.exit_code) or EXIT_USAGE
         if verbose:

@@ -7,16 +7,18 @@ from typing import Optional
 
 import typer
 
-from ..providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
 from . import app, given_options
 from .options import (
     LIST_HELP,
+    MAX_ATTEMPTS_DEFAULT,
     MAX_DECIMALS,
+    TIMEOUT_DEFAULT,
     BreakdownField,
     Content,
     ScorePrecision,
     Setting,
     TieRule,
+    budget_default,
     split_list,
     value_of,
 )
@@ -30,14 +32,6 @@ RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/
 # Defaults the library applies when an option is not given (the option itself stays None: "not given").
 RERANK_DEPTH_DEFAULT = 50  # pipeline.DEFAULT_RERANK_DEPTH
 RERANK_TOP_K_DEFAULT = 10  # stores.search.DEFAULT_RERANK_TOP_K
-
-
-def budget_default(provider: str, kind: str) -> str:
-    """The default a provider budget option shows in --help (providers.settings.DEFAULTS; 0 = no budget)."""
-    if kind == "interval":
-        return "none"
-    value = DEFAULTS[provider][0 if kind == "tpm" else 1]
-    return f"{value:,}" if value else "none"
 
 
 class RunCommand(typer.core.TyperCommand):
@@ -103,11 +97,9 @@ def run_command(
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
-    timeout: Optional[float] = typer.Option(
-        None, show_default=f"{DEFAULT_TIMEOUT:g}", help="API request timeout in seconds."
-    ),
+    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(
-        None, "--max-attempts", show_default=str(DEFAULT_MAX_ATTEMPTS), help="Attempts per API request."
+        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
     ),
     voyage_tpm: Optional[int] = typer.Option(
         None, "--voyage-tpm", show_default=budget_default("voyage", "tpm"), help="Voyage tokens per minute."

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import app, given_options
-from .options import LIST_HELP, split_list
+from .options import LIST_HELP, TIMEOUT_DEFAULT, split_list
 
 study_app = typer.Typer(
     help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
@@ -25,7 +25,7 @@ MODELS = typer.Option(
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
 # The study's own defaults (study.quality.STUDY_DEFAULT_OPTIONS; tests/test_robust_inputs.py keeps them equal).
 STUDY_VOYAGE_TPM, STUDY_VOYAGE_INTERVAL = 2_000_000, 3.0
-TIMEOUT = typer.Option(None, "--timeout", show_default="120", help="API request timeout in seconds.")
+TIMEOUT = typer.Option(None, "--timeout", show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
 VOYAGE_TPM = typer.Option(None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute.")
 VOYAGE_INTERVAL = typer.Option(
     None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
