@@ -182,6 +182,15 @@ def test_bm25_with_a_language_it_cannot_stem_is_refused_before_loading(no_loadin
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").rglob("*.json"))
 
 
+def test_an_empty_language_is_refused_not_read_as_english(no_loading, tmp_path, capsys):
+    from beir_folder import write_beir_folder
+
+    folder = write_beir_folder(tmp_path / "beir", {"d1": "x"}, {"q1": "x"}, [("q1", "d1", 1)])
+    code = main(["run", "bm25", "-b", folder, "--language", " ", "--results-dir", str(tmp_path / "r")])
+    line, _ = one_error_line(capsys)
+    assert code == 2 and line.startswith("error: --language was given an empty value")
+
+
 def test_bm25_in_a_fusion_checks_the_language_too(no_loading, tmp_path, capsys):
     from beir_folder import write_beir_folder
 

@@ -149,6 +149,8 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
+    if request.language is not None and not request.language.strip():  # read as "not given" it would mean english
+        raise UsageError("--language was given an empty value", "name the folder's language, e.g. --language french")
     from .providers.settings import check_provider_options
     from .retrieval.sizes import parse_size
 
