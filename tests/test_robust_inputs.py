@@ -531,3 +531,15 @@ def test_a_missing_argument_with_choices_is_one_line(capsys):
     line, err = one_error_line(capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert line.startswith("error: Missing argument 'content'. Choose from: markdown, images")
+
+
+def test_missing_and_malformed_keys_are_named_together(no_keys, no_loading, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COHERE_API_KEY", "co-abc\tdef")
+    method = "rrf:voyage-4-lite+cohere-embed-v4.0"
+    code = main(["run", method, "-b", "sample", "--results-dir", str(tmp_path / "r"), "--cache-dir", "c"])
+    line, err = one_error_line(capsys)
+    assert code == 2 and line.startswith(
+        "error: missing API key: VOYAGE_API_KEY is not set; "
+        "malformed API key: COHERE_API_KEY holds whitespace (character 7 of 10): export VOYAGE_API_KEY=..."
+    )
+    assert "co-abc" not in err

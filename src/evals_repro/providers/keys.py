@@ -96,19 +96,22 @@ def _keys(env_vars: list[str]) -> dict[str, str]:
             malformed.append(f"{name} {flaw}")
             continue
         found[env_var] = value
-    if malformed:
-        raise ConfigurationError(
-            f"malformed API key: {'; '.join(malformed)}",
-            "set the key again as the provider shows it (one line, no quotes or spaces), in the environment or .env",
-        )
+    parts, hints = [], []
     if missing:
         many = len(missing) > 1
         first = missing[0].split(" or ")[0]
-        raise ConfigurationError(
-            f"missing API key{'s' if many else ''}: {', '.join(missing)} {'are' if many else 'is'} not set",
+        parts.append(f"missing API key{'s' if many else ''}: {', '.join(missing)} {'are' if many else 'is'} not set")
+        hints.append(
             f"export {'each (' if many else ''}{first}=...{')' if many else ''} or add {'them' if many else 'it'} "
-            "to a .env file in the working directory (see .env.example)",
+            "to a .env file in the working directory (see .env.example)"
         )
+    if malformed:
+        parts.append(f"malformed API key{'s' if len(malformed) > 1 else ''}: {'; '.join(malformed)}")
+        hints.append(
+            "set the key again as the provider shows it (one line, no quotes or spaces), in the environment or .env"
+        )
+    if parts:
+        raise ConfigurationError("; ".join(parts), "; ".join(hints))
     return found
 
 
