@@ -23,7 +23,7 @@ from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Subset
-from .errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
+from .errors import EXIT_USAGE, ConfigurationError, DataError, EvalsError, UsageError, WriteError, choices
 from .io import DISK_REFUSALS, ensure_directories, jsonable, write_error
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
@@ -86,6 +86,7 @@ class SubsetOutcome:
     status: str  # "written", "rescored", "skipped" or "failed"
     metrics: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    error: EvalsError | None = field(default=None, compare=False, repr=False)  # a failure's own error, if typed
 
 
 @dataclass
@@ -99,14 +100,34 @@ class RunSummary:
     def failures(self) -> list[SubsetOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
 
+    def refusal(self) -> EvalsError | None:
+        """The one error to stop with when every subset failed on its data or options (exit 2, nothing written,
+        so no `--resume` advice): a single subset's own error, else one line pointing at the failures listed
+        as they happened. None when something was done or a failure was of another kind (a provider, a bug)."""
+        failures = self.failures
+        if not failures or len(failures) != len(self.outcomes):
+            return None
+        if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
+            return None
+        if len(failures) == 1:
+            return failures[0].error
+        reasons = len({f.reason for f in failures})
+        return DataError(
+            f"all {len(failures)} subsets failed on their data or options "
+            + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
+            "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
+        )
+
 
 def _validate(request: RunRequest) -> None:
     if request.setting not in SETTINGS:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
+    if request.language is not None and not request.language.strip():  # read as "not given" it would mean english
+        raise UsageError("--language was given an empty value", "name the folder's language, e.g. --language french")
     from .providers.settings import check_provider_options
-    from .retrieval.dense import parse_size
+    from .retrieval.sizes import parse_size
 
     check_provider_options(request.options)  # a bad number is refused even for a method that calls no provider
     parse_size(request.options.get("index_ram"))
@@ -147,6 +168,12 @@ def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool 
     if moved:
         say(moved)
     decl.check_content(request.content)  # before anything is downloaded or built
+    natives = {name: decl.subset(name).native_language for name in subset_names}
+    spec.check_languages(natives, "--language" if request.language is not None else None)
+    if not planning:  # a plan needs no key
+        from .providers.keys import require_keys
+
+        require_keys(spec.key_envs())  # every missing or malformed key named at once, before any SDK is imported
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
@@ -181,6 +208,15 @@ def _run_subsets(
 ) -> None:
     spec, decl, subset_names, protocol = prepared.spec, prepared.decl, prepared.subset_names, prepared.protocol
     ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
+
+    def failed(name: str, path: Path, reason: str, error: EvalsError | None) -> None:
+        """Say a subset failed, as it happens: the reason once (a repeated one points at its first subset); a
+        run of one subset refused on its data says it only in its final error line."""
+        first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == reason), None)
+        if len(subset_names) > 1 or error is None or error.exit_code != EXIT_USAGE:
+            say(f"{name}: failed: {reason}" if first is None else f"{name}: failed: the same reason as {first}")
+        outcomes.append(SubsetOutcome(name, path, "failed", reason=reason, error=error))
+
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
@@ -194,20 +230,17 @@ def _run_subsets(
             except OSError as exc:
                 if exc.errno not in DISK_REFUSALS:
                     log.debug("subset %s failed", name, exc_info=True)
-                    say(f"{name}: failed: {type(exc).__name__}: {exc}")
-                    outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
+                    failed(name, path, f"{type(exc).__name__}: {exc}", None)
                 else:  # a cache or index write: the disk refuses every later write too
                     where = Path(exc.filename) if exc.filename else Path(request.cache_dir)
                     option = "--results-dir" if Path(request.results_dir) in where.parents else "--cache-dir"
                     raise write_error(where, exc, None, option) from None
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
-                say(f"{name}: failed: {exc.one_line()}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=exc.one_line()))
+                failed(name, path, exc.one_line(), exc)
             except Exception as exc:  # noqa: BLE001 - one subset's bug must not lose the others' results
                 log.debug("subset %s failed", name, exc_info=True)
-                say(f"{name}: failed: {type(exc).__name__}: {exc}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
+                failed(name, path, f"{type(exc).__name__}: {exc}", None)
             bar.advance()
 
 

@@ -228,6 +228,24 @@ class PipelineSpec:
             entries.append(RERANKERS.get(self.rerank.reranker))
         return sorted({e.key_env for e in entries if e is not None and e.key_env})
 
+    def check_languages(self, languages: dict[str, str], option: str | None = None) -> None:
+        """Refuse, before any data is loaded, a corpus language a first stage cannot analyse (`languages`:
+        subset -> native language; BM25 declares the languages it has a stemmer for). `option` names the
+        option that set the language, if the user gave it (`--language`)."""
+        for name in self.first_stage:
+            entry = first_stage_entry(name)
+            known = entry.extra.get("languages") if entry is not None else None
+            if not known:
+                continue
+            for subset, language in languages.items():
+                if language.strip().lower() in known:
+                    continue
+                where = f"{option} {language}" if option else f"subset {subset} (language '{language}')"
+                raise UsageError(
+                    f"{where}: method {name} has no text analysis for corpus language '{language}'",
+                    f"use one of {choices(sorted(known))}",
+                )
+
     def for_pooled_view(self) -> PipelineSpec:
         """On a benchmark whose queries rank judged pools, a reranker reranks the whole pool."""
         if self.rerank is None:

@@ -31,6 +31,24 @@ SIGNALLED = {"term": False}
 GROUPS = ("rerank-study", "rcp", "grounding")  # commands with subcommands
 
 
+def command_tree():
+    """`app` as the click command tree it runs as, with one change to its help: a flag (`--resume`, `--help`)
+    shows no `<bool>` type, since it takes no value."""
+    import typer
+    import typer.main
+
+    root = typer.main.get_command(app)
+    pending = [root]
+    while pending:
+        command = pending.pop()
+        pending.extend(getattr(command, "commands", {}).values())
+        help_option = command.get_help_option(typer.Context(command, **(command.context_settings or {})))
+        for param in [*command.params, *([help_option] if help_option is not None else [])]:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+    return root
+
+
 def _print_traceback(exc: BaseException) -> None:
     """`--verbose`: the traceback with its whole exception chain, every API key redacted."""
     from ..providers.keys import redacted_traceback
@@ -100,7 +118,7 @@ def _main(args: list[str], verbose: bool) -> int:
 
     try:
         # standalone_mode=False: click returns a `typer.Exit(code)` as the value instead of exiting.
-        returned = app(args=args, standalone_mode=False)
+        returned = command_tree()(args=args, standalone_mode=False)
     except EvalsError as exc:
         if verbose:
             _print_traceback(exc)
@@ -136,7 +154,8 @@ def _main(args: list[str], verbose: bool) -> int:
             words = [a for a in args if not a.startswith("-")][:2]
             command = " ".join(words[:2] if words and words[0] in GROUPS else words[:1])
             # typer words a bad choice "Invalid value for '--x': Value error, 'y' is not one of ...".
-            message = exc.format_message().replace("Value error, ", "")
+            # and lists choices of a missing argument on lines of their own: one line, whatever typer wrote.
+            message = " ".join(exc.format_message().replace("Value error, ", "").split())
             print(f"error: {message} (see `evals-repro {command} --help`)".replace("  ", " "), file=sys.stderr)
             return int(exc.exit_code) or EXIT_USAGE
         return _unexpected(exc, verbose)

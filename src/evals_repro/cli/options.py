@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum, StrEnum
 
+from ..providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
+
 
 class Setting(StrEnum):
     """Which query languages a run scores."""
@@ -103,6 +105,22 @@ def split_list(values: Iterable[str] | None, option: str = "") -> list[str] | No
 
 
 LIST_HELP = "repeat the option or separate with commas"
+# What --help shows as the default of a provider option left unset (the option stays None: "not given", and the
+# library applies providers/settings.py's default).
+TIMEOUT_DEFAULT = f"{DEFAULT_TIMEOUT:g}"
+MAX_ATTEMPTS_DEFAULT = str(DEFAULT_MAX_ATTEMPTS)
+
+
+def budget_default(provider: str, kind: str) -> str:
+    """The default a provider budget option (`tpm`, `rpm`, `interval`) shows in --help; 0 = no budget."""
+    if kind == "interval":
+        return "none"
+    value = DEFAULTS[provider][0 if kind == "tpm" else 1]
+    return f"{value:,}" if value else "none"
+
+
+# `report --decimals`: x100 scores are means of float32-compared values; past 6 decimals the digits are noise.
+MAX_DECIMALS = 6
 
 EXIT_CODES = {
     0: "success",

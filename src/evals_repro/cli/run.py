@@ -9,7 +9,20 @@ import typer
 
 from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES
-from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
+from .options import (
+    LIST_HELP,
+    MAX_ATTEMPTS_DEFAULT,
+    MAX_DECIMALS,
+    TIMEOUT_DEFAULT,
+    BreakdownField,
+    Content,
+    ScorePrecision,
+    Setting,
+    TieRule,
+    budget_default,
+    split_list,
+    value_of,
+)
 
 REPORT_SUFFIXES = (".md", ".csv", ".html")
 STATUSES = ("written", "rescored", "skipped", "failed")
@@ -19,9 +32,27 @@ TIE_RULE_HELP = (
 RESULTS_DIR_HELP = (
     "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json (':' and '/' in <method> as %3A, %2F)."
 )
+# Defaults the library applies when an option is not given (the option itself stays None: "not given").
+RERANK_DEPTH_DEFAULT = 50  # pipeline.DEFAULT_RERANK_DEPTH
+RERANK_TOP_K_DEFAULT = 10  # stores.search.DEFAULT_RERANK_TOP_K
 
 
-@app.command("run")
+class RunCommand(typer.core.TyperCommand):
+    """`run`: its --help lists the rerankers registered now (the registry is read only when help is shown)."""
+
+    def format_help(self, ctx, formatter) -> None:
+        from ..registry import RERANKERS
+
+        for param in self.params:
+            if param.name == "rerank" and isinstance(param, typer.core.TyperOption):
+                param.help = (
+                    f"Rerank the first stage with a registered reranker, NAME or NAME:model: "
+                    f"{', '.join(RERANKERS.names())}."
+                )
+        super().format_help(ctx, formatter)
+
+
+@app.command("run", cls=RunCommand)
 def run_command(
     method: str = typer.Argument(
         ..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."
@@ -51,30 +82,78 @@ def run_command(
         "--score-precision",
         help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
-    rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
+    rerank: Optional[str] = typer.Option(
+        None, help="Rerank the first stage with a registered reranker (listed by `run --help`)."
+    ),
     rerank_depth: Optional[int] = typer.Option(
-        None, "--rerank-depth", help="Candidates reranked per query by --rerank (default 50)."
+        None,
+        "--rerank-depth",
+        show_default=str(RERANK_DEPTH_DEFAULT),
+        help="Candidates reranked per query by --rerank.",
     ),
     rerank_top_k: Optional[int] = typer.Option(
-        None, "--rerank-top-k", min=1, help="Store reranking: results reranked by the store (default 10)."
+        None,
+        "--rerank-top-k",
+        min=1,
+        show_default=str(RERANK_TOP_K_DEFAULT),
+        help="Store reranking: results reranked by the store.",
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
-    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
-    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
-    voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
-    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
-    cohere_tpm: Optional[int] = typer.Option(None, "--cohere-tpm", help="Cohere tokens per minute."),
-    cohere_rpm: Optional[int] = typer.Option(None, "--cohere-rpm", help="Cohere requests per minute."),
-    cohere_interval: Optional[float] = typer.Option(None, "--cohere-interval", help="Seconds between Cohere calls."),
-    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute."),
-    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute."),
-    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls."),
-    mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm", help="Mixedbread tokens per minute."),
-    mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm", help="Mixedbread requests per minute."),
+    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(
+        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
+    ),
+    voyage_tpm: Optional[int] = typer.Option(
+        None, "--voyage-tpm", show_default=budget_default("voyage", "tpm"), help="Voyage tokens per minute."
+    ),
+    voyage_rpm: Optional[int] = typer.Option(
+        None, "--voyage-rpm", show_default=budget_default("voyage", "rpm"), help="Voyage requests per minute."
+    ),
+    voyage_interval: Optional[float] = typer.Option(
+        None,
+        "--voyage-interval",
+        show_default=budget_default("voyage", "interval"),
+        help="Seconds between Voyage calls.",
+    ),
+    cohere_tpm: Optional[int] = typer.Option(
+        None, "--cohere-tpm", show_default=budget_default("cohere", "tpm"), help="Cohere tokens per minute."
+    ),
+    cohere_rpm: Optional[int] = typer.Option(
+        None, "--cohere-rpm", show_default=budget_default("cohere", "rpm"), help="Cohere requests per minute."
+    ),
+    cohere_interval: Optional[float] = typer.Option(
+        None,
+        "--cohere-interval",
+        show_default=budget_default("cohere", "interval"),
+        help="Seconds between Cohere calls.",
+    ),
+    gemini_tpm: Optional[int] = typer.Option(
+        None, "--gemini-tpm", show_default=budget_default("gemini", "tpm"), help="Gemini tokens per minute."
+    ),
+    gemini_rpm: Optional[int] = typer.Option(
+        None, "--gemini-rpm", show_default=budget_default("gemini", "rpm"), help="Gemini requests per minute."
+    ),
+    gemini_interval: Optional[float] = typer.Option(
+        None,
+        "--gemini-interval",
+        show_default=budget_default("gemini", "interval"),
+        help="Seconds between Gemini calls.",
+    ),
+    mixedbread_tpm: Optional[int] = typer.Option(
+        None, "--mixedbread-tpm", show_default=budget_default("mixedbread", "tpm"), help="Mixedbread tokens per minute."
+    ),
+    mixedbread_rpm: Optional[int] = typer.Option(
+        None,
+        "--mixedbread-rpm",
+        show_default=budget_default("mixedbread", "rpm"),
+        help="Mixedbread requests per minute.",
+    ),
     mixedbread_interval: Optional[float] = typer.Option(
-        None, "--mixedbread-interval", help="Seconds between Mixedbread calls."
+        None,
+        "--mixedbread-interval",
+        show_default=budget_default("mixedbread", "interval"),
+        help="Seconds between Mixedbread calls.",
     ),
     index_ram: Optional[str] = typer.Option(
         None,
@@ -143,6 +222,9 @@ def run_command(
     if table is None:
         return
     summary = with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
+    refusal = summary.refusal()
+    if refusal is not None and not summary.usage.as_dict():
+        raise refusal  # every subset refused on its data or options, nothing spent: that reason is the answer
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     from ..providers.prices import spend_text
@@ -154,6 +236,8 @@ def run_command(
         highlight=False,
         soft_wrap=True,
     )
+    if refusal is not None:
+        raise refusal
     if summary.failures:
         from ..errors import SubsetsFailed
 
@@ -174,7 +258,9 @@ def report_command(
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
-    decimals: int = typer.Option(1, min=0, help="Decimals of the x100 scores (0 or more)."),
+    decimals: int = typer.Option(
+        1, min=0, max=MAX_DECIMALS, help=f"Decimals of the x100 scores (0 to {MAX_DECIMALS}: past that, float noise)."
+    ),
     by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."

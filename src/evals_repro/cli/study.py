@@ -9,7 +9,7 @@ import typer
 
 from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
-from .options import LIST_HELP, split_list
+from .options import LIST_HELP, TIMEOUT_DEFAULT, split_list
 
 study_app = typer.Typer(
     help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
@@ -24,9 +24,13 @@ MODELS = typer.Option(
     f"offline: minilm, e5), or reranker:model; {LIST_HELP} (several may also follow one --models).",
 )
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
-TIMEOUT = typer.Option(None, "--timeout", help="API request timeout in seconds.")
-VOYAGE_TPM = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000).")
-VOYAGE_INTERVAL = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3).")
+# The study's own defaults (study.quality.STUDY_DEFAULT_OPTIONS; tests/test_robust_inputs.py keeps them equal).
+STUDY_VOYAGE_TPM, STUDY_VOYAGE_INTERVAL = 2_000_000, 3.0
+TIMEOUT = typer.Option(None, "--timeout", show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
+VOYAGE_TPM = typer.Option(None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute.")
+VOYAGE_INTERVAL = typer.Option(
+    None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
+)
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -63,7 +67,10 @@ def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
 @study_app.command("prepare")
 def prepare_command(
     benchmark: list[str] = typer.Option(
-        ["all"], "--benchmark", "-b", help=f"'all' = the study's seven groups (every [study] benchmark); {LIST_HELP}."
+        ["all"],
+        "--benchmark",
+        "-b",
+        help=f"'all' = the study's seven groups (every benchmark with a \\[study] table); {LIST_HELP}.",
     ),
     subsets: Optional[list[str]] = typer.Option(
         None, "--subsets", "-s", help=f"Subsets (default: all of each benchmark); {LIST_HELP}."
@@ -143,7 +150,9 @@ def latency_command(
     benchmark: list[str] = typer.Option(
         ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to time; {LIST_HELP}."
     ),
-    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
+    samples: int = typer.Option(
+        20, help="Timed queries per dataset: a benchmark, or each of its subsets where its \\[study] table says so."
+    ),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42, help="Seed of the query sample (the same seed times the same queries)."),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
@@ -180,7 +189,7 @@ def latency_command(
 @study_app.command("report")
 def report_command(
     study_dir: Path = STUDY_DIR,
-    resamples: int = typer.Option(2000, help="Bootstrap resamples (latency and quality intervals)."),
+    resamples: int = typer.Option(2000, help="Bootstrap resamples of the latency and quality intervals (at least 40)."),
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
     ),

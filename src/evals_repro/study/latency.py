@@ -32,7 +32,17 @@ from .candidates import Candidate
 from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
-from .models import DEFAULT_MODELS, StudyModel, add_spent, build_all, call_costs, call_record, parse_models, preflight
+from .models import (
+    DEFAULT_MODELS,
+    StudyModel,
+    add_spent,
+    build_all,
+    call_costs,
+    call_record,
+    parse_models,
+    preflight,
+    require_model_keys,
+)
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
@@ -143,6 +153,7 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = No
     if request.samples < 1 or request.repeats < 1:
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
     models = parse_models(request.models)
+    require_model_keys(models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)

@@ -140,7 +140,24 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
+# A 95% percentile interval needs a draw in each 2.5% tail: 40 resamples at the very least.
+MIN_RESAMPLES = 40
+
+
+def check_resamples(resamples: int) -> int:
+    """`--resamples`: a whole number of bootstrap draws, at least MIN_RESAMPLES; anything else is one UsageError."""
+    from ..errors import UsageError
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < MIN_RESAMPLES:
+        raise UsageError(
+            f"--resamples {resamples} is too few: a 95% bootstrap interval needs at least {MIN_RESAMPLES} draws",
+            "use e.g. --resamples 2000 (the default)",
+        )
+    return resamples
+
+
 def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Path]:
+    check_resamples(resamples)
     check_permutations(permutations)
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)

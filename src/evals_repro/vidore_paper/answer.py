@@ -25,7 +25,6 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..errors import UsageError
 from ..io import atomic_write_json, atomic_write_text
-from ..providers.keys import require_key
 from ..usage import Usage
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
@@ -122,9 +121,7 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None
     from ..evaluation import package_versions
 
     generators, judge = _validate(request)
-    require_keys([*generators, judge])
-    for variable in request.pipeline.key_variables():
-        require_key(variable)
+    require_keys([*generators, judge], request.pipeline.key_variables())
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
     names = resolve_subsets(decl, request.subsets)

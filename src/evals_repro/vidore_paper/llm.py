@@ -65,19 +65,26 @@ class Completion:
     finish_reason: str | None
 
 
-def require_keys(specs: list[ModelSpec]) -> None:
-    """Fail before any work when a needed key is missing (naming the variable, never a value)."""
-    for spec in specs:
-        if spec.provider == "gemini":
-            require_key(KEY_ENV["gemini"])
-        elif spec.provider == "openai":
-            openai_key(provider_settings("openai"))
+def require_keys(specs: list[ModelSpec], more: list[str] | tuple[str, ...] = ()) -> None:
+    """Fail before any work when needed keys are missing, naming every one of them in one line (the
+    variables, never a value); `more` adds other variables the command needs (its retrieval pipeline's)."""
+    from ..providers.keys import require_keys as require_all
+
+    needed = [KEY_ENV[spec.provider] for spec in specs if spec.provider == "gemini"]
+    if any(spec.provider == "openai" for spec in specs) and openai_key_required(provider_settings("openai")):
+        needed.append(KEY_ENV["openai"])
+    require_all([*needed, *more])
+
+
+def openai_key_required(settings: ProviderSettings) -> bool:
+    """OPENAI_API_KEY is optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
+    return not (settings.base_url and settings.base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL)
 
 
 def openai_key(settings: ProviderSettings) -> str | None:
     """OPENAI_API_KEY; optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
     load_dotenv_once()
-    if settings.base_url and settings.base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:
+    if not openai_key_required(settings):
         import os
 
         return os.environ.get(KEY_ENV["openai"], "").strip() or None

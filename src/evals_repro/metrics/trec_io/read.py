@@ -5,6 +5,11 @@ As trec_eval reads them: columns are whitespace-separated; blank lines and lines
 which are ignored. A path `-` reads standard input; gzip files are read as such (detected by
 their magic bytes). Every problem is one DataError naming `file:line`. The rank column is
 ignored, as in trec_eval: the order comes from the scores.
+
+Files are read a line at a time, and a line longer than `MAX_LINE_BYTES` is refused as soon as that
+many bytes are read: a file that is not a TREC file (a binary, a 2 GB JSON blob without line breaks)
+costs a megabyte of memory and a moment, not its whole size. A damaged gzip body is one DataError
+naming the file, as is any other read failure.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import gzip
 import math
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -22,6 +28,10 @@ STDIN = "-"
 
 RUN_LAYOUT = "`qid Q0 docid rank score tag`"
 QRELS_LAYOUT = "`qid 0 docid relevance`"
+# Far above any real TREC line (a few ids and numbers); a longer "line" means the file is something else.
+MAX_LINE_BYTES = 1 << 20
+# What a damaged file raises while it is read: truncated or corrupt gzip, an I/O error.
+READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 def _open(path: str | Path, kind: str) -> IO[bytes]:
@@ -33,10 +43,46 @@ def _open(path: str | Path, kind: str) -> IO[bytes]:
         raise DataError(f"{path}: {kind} file not found", "check the path")
     if not path.is_file():
         raise DataError(f"{path}: {kind} path is not a file", "give the path of a file")
-    handle = open(path, "rb")
-    if handle.peek(2)[:2] == b"\x1f\x8b":
+    try:
+        handle = open(path, "rb")
+        gzipped = handle.peek(2)[:2] == b"\x1f\x8b"
+    except OSError as exc:
+        raise DataError(
+            f"{path}: cannot read the {kind} file ({exc.strerror or type(exc).__name__})",
+            "check the file's permissions",
+        ) from None
+    if gzipped:
         return gzip.GzipFile(fileobj=handle)  # type: ignore[return-value]
     return handle
+
+
+def _raw_lines(handle: IO[bytes], name: str, kind: str, layout: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each line, never holding more than MAX_LINE_BYTES of one line."""
+    number = 0
+    while True:
+        raw = handle.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            raise DataError(
+                f"{name}:{number}: line is longer than {MAX_LINE_BYTES // (1 << 20)} MiB; "
+                f"this does not look like a {kind} file",
+                f"{kind} lines are {layout}, one per line",
+            )
+        yield number, raw
+
+
+def _read_failure(name: str, kind: str, exc: BaseException) -> DataError:
+    """A damaged file, in one line: the gzip body (bad data, cut short) or the disk."""
+    if isinstance(exc, (zlib.error, EOFError, gzip.BadGzipFile)):
+        why = str(exc) or type(exc).__name__
+        return DataError(
+            f"{name}: the {kind} file is not valid gzip ({why})",
+            "the file is damaged or cut short: copy or download it again, or give it uncompressed",
+        )
+    why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return DataError(f"{name}: cannot read the {kind} file ({why})", "check that the file is complete and readable")
 
 
 def _where(path: str | Path) -> str:
@@ -55,7 +101,7 @@ def iter_columns(
     seen_any = False
     handle = _open(path, kind)
     try:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in _raw_lines(handle, name, kind, layout):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -71,8 +117,8 @@ def iter_columns(
                 )
             seen_any = True
             yield number, fields[:n_columns]
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise DataError(f"{name}: cannot read the {kind} file ({exc})", "check that the file is complete") from None
+    except READ_ERRORS as exc:
+        raise _read_failure(name, kind, exc) from None
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
