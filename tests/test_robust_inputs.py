@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from evals_repro.metrics.trec_files import MAX_LINE_BYTES
+from evals_repro.metrics.trec_io.read import MAX_LINE_BYTES
 
 from evals_repro.cli import main
 
