@@ -173,8 +173,9 @@ def test_box_convention_options_refuse_contradictions(serve, tmp_path, capsys):
     assert "--box-scale applies to --box-convention xyxy only" in capsys.readouterr().err
     assert main([*args, "--box-convention", "sideways"]) == 2
     assert "qwen2.5-vl" in capsys.readouterr().err
-    assert main([*args, "--box-scale", "-1"]) == 2
-    assert "--box-scale -1 is negative" in capsys.readouterr().err
+    for value in ("-1", "nan", "inf"):
+        assert main([*args, "--box-scale", value]) == 2
+        assert f"--box-scale {value} is not a grid size" in capsys.readouterr().err
     assert main([*args, "--max-pixels", "1003520"]) == 2
     assert "--min-pixels/--max-pixels apply to the qwen2.5-vl convention only, not gemini" in capsys.readouterr().err
 

@@ -1,9 +1,10 @@
 """`grounding agreement`: how much ViDoRe v3's annotators agree on where the evidence is (offline).
 
 Per query-page pair with two or three annotators who drew boxes: each annotator's boxes, cut to the
-page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values
-are averaged. A pair with one annotator (or none) is counted but not scored. Per modality, zones hold
-only that modality's boxes and a pair is scored when two annotators drew boxes of it.
+page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones
+are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values are averaged.
+A pair with one annotator (or none) is counted but not scored. Per modality, zones hold only that
+modality's boxes and a pair is scored when two annotators drew boxes of it.
 
 Aggregates: per domain, the mean over its pairs; `overall`, the mean over all pairs pooled; `macro`,
 the mean of the domain means. Each question is counted once, in one language (native by default).

@@ -1,9 +1,9 @@
 """Zones: the union of an annotator's (or a model's) boxes on a page, compared pixel-wise.
 
 A box covers the pixels [x1, x2) x [y1, y2) (so its area is (x2 - x1) * (y2 - y1)); boxes given with
-x1 > x2 or y1 > y2 are read with their ends swapped. Pixels exist only on the page image: every box,
-an annotator's or a model's, is clipped to its page (`Box.clip`) before any pixel is counted. Overlapping boxes of one zone count their shared
-pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
+x1 > x2 or y1 > y2 are read with their ends swapped. Pixels exist only on the page image: every box
+is on its page before any pixel is counted (an annotator's cut by `Box.clip`, a model's cut to its grid
+over the image by bboxes.py). Overlapping boxes of one zone count their shared pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
 cell is in or out of a zone, and areas are sums of cell sizes; no page-sized bitmap is drawn.
 
 IoU = |A ∩ B| / |A ∪ B| and F1 (the Dice coefficient) = 2 |A ∩ B| / (|A| + |B|). Both are undefined when
