@@ -12,11 +12,19 @@ both zones are empty; callers leave such comparisons out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+
+
+def _edge(value: float) -> int:
+    """The pixel edge a fractional coordinate falls to: pixel i (centre i + 0.5) is inside [x1, x2) when
+    x1 <= i + 0.5 < x2, so an edge is ceil(x - 0.5). Python's round() sends halves to the even side: a
+    one-pixel box [10.5, 11.5] became 2 pixels wide and [11.5, 12.5] none."""
+    return math.ceil(value - 0.5)
 
 
 @dataclass(frozen=True)
@@ -28,9 +36,9 @@ class Box:
 
     @classmethod
     def of(cls, x1: float, x2: float, y1: float, y2: float) -> Box:
-        """A box with ordered ends (x1 <= x2, y1 <= y2), rounded to whole pixels."""
-        a, b = sorted((round(x1), round(x2)))
-        c, d = sorted((round(y1), round(y2)))
+        """A box with ordered ends (x1 <= x2, y1 <= y2) on whole pixels: the pixels whose centres it covers."""
+        a, b = sorted((_edge(x1), _edge(x2)))
+        c, d = sorted((_edge(y1), _edge(y2)))
         return cls(a, b, c, d)
 
     @property
