@@ -10,7 +10,9 @@ The fixture is hr at its own commit (`EDGE_SHA`), pages of 120 x 170 pixels, one
   off the page (cut to nothing: the pair has one annotator who drew, not two with disjoint zones).
 - "corner" (page 3): one annotator draws x 100-130, y 150-180 (the issue's reproduction: no other annotator
   matches the visible part, so only the cut decides the score).
-Cut boxes: edge/0, left/1, top/1, corner/0 = 4 of 7, one emptied (the former counter missed negative x1/y1).
+- "margin" (page 4): one annotator's only box, x -20..-5, lies wholly off the page: nothing to score or ask.
+Cut boxes: edge/0, left/1, top/1, corner/0, margin/0 = 5 of 8, two emptied (the former counter missed
+negative x1/y1).
 """
 
 from __future__ import annotations
@@ -32,25 +34,28 @@ QUESTIONS = {
     "left": "What is in the left column?",
     "top": "What is the heading?",
     "corner": "What is printed in the corner?",
+    "margin": "What is written in the margin?",
 }
 BOXES = {
     "edge": {0: [(0, 100, 130, 150, 180, "Text"), (1, 100, 120, 150, 170, "Text")]},
     "left": {1: [(0, 0, 60, 0, 85, "Text"), (1, -10, 50, -5, 40, "Text")]},
     "top": {2: [(0, 0, 60, 0, 30, "Text"), (1, 130, 150, 0, 10, "Text")]},
     "corner": {3: [(0, 100, 130, 150, 180, "Text")]},
+    "margin": {4: [(0, -20, -5, 10, 40, "Text")]},
 }
 
 
 def edge_files() -> dict[str, bytes]:
     pages = [(0, "notes", 0, "Corner note.", (255, 0, 0)), (1, "notes", 1, "Left column.", (0, 255, 0))]
     pages += [(2, "notes", 2, "Heading.", (0, 0, 255)), (3, "notes", 3, "Corner.", (255, 255, 0))]
+    pages.append((4, "notes", 4, "Margin.", (0, 255, 255)))
     names = list(QUESTIONS)
     return fx.raw_domain_files(
         pages,
         [(index, name, "english") for index, name in enumerate(names)],
         {name: {"english": text} for name, text in QUESTIONS.items()},
         {name: {"query_types": ["extractive"], "query_format": "question", "content_type": ["Text"]} for name in names},
-        {name: {page: 2} for name, page in zip(names, (0, 1, 2, 3))},
+        {name: {page: 2} for name, page in zip(names, (0, 1, 2, 3, 4))},
         {name: "-" for name in names},
         BOXES,
         "Edges",
@@ -117,9 +122,9 @@ def test_human_boxes_past_the_page_are_cut_before_scoring(serve, tmp_path):
     # Uncut, that box would count 900 px: F1 2 x 400 / (400 + 900) = 800/1300 = 0.615, IoU 400/900.
     assert queries["hr/3"][1:] == ["ok", "0", 1.0, 1.0]
     assert [queries[k][4] for k in ("hr/0", "hr/1", "hr/2")] == [1.0, 1.0, 1.0]
-    assert result["human_boxes"] == {"boxes": 7, "cut": 4, "emptied": 1}
-    assert result["human_boxes_outside_image"] == 4 and result["model_boxes_outside_image"] == 0
-    assert result["parse"]["ok"] == 4
+    assert result["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
+    assert result["human_boxes_outside_image"] == 5 and result["model_boxes_outside_image"] == 0
+    assert result["parse"]["ok"] == 4 and result["queries_without_human_boxes"] == 1  # margin: nothing on the page
 
 
 def test_page_pixel_boxes_past_the_page_are_cut_and_flagged(serve, tmp_path):
@@ -191,12 +196,13 @@ def test_agreement_cuts_annotator_boxes_to_the_page(hub, tmp_path):
         [pytest.approx(2000 / 5100, abs=1e-6), pytest.approx(4000 / 7100, abs=1e-6)],
     ]
     # top: annotator 1's box is wholly off the page, so one annotator drew there (uncut: a third pair, 0 and 0);
-    # corner: one annotator.
+    # corner: one annotator; margin: nothing left on the page, a pair without boxes.
     assert block["single_annotator_pairs"] == 2 and block["pairs_by_annotators"] == {"2": 2}
-    assert block["human_boxes"] == {"boxes": 7, "cut": 4, "emptied": 1}
-    assert result["human_boxes"] == {"boxes": 7, "cut": 4, "emptied": 1}
+    assert block["pairs_without_boxes"] == 1
+    assert block["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
+    assert result["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
     assert (
-        "Boxes cut to their page image: 4 of 7 (1 wholly off it)." in (tmp_path / "grounding-agreement.md").read_text()
+        "Boxes cut to their page image: 5 of 8 (2 wholly off it)." in (tmp_path / "grounding-agreement.md").read_text()
     )
 
 

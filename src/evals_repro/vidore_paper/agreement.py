@@ -24,7 +24,7 @@ from ..benchmarks.registry import resolve_subsets
 from ..io import atomic_write_json, atomic_write_text
 from ..progress import progress_bar
 from .annotations import PaperSubset, clip_to_pages, load_paper_subset
-from .zones import pairwise_agreement
+from .zones import pairwise_agreement, zone_area
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,8 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
         for page_id in paper.relevant_pages(query.id):
             zones = paper.zones(query.id, page_id)
             agreement = pairwise_agreement(zones)
-            if agreement is None:
-                if any(zones.values()):
+            if agreement is None:  # fewer than two annotators left a box on the page (boxes cut to it)
+                if any(zone_area(boxes) for boxes in zones.values()):
                     single += 1
                 else:
                     unboxed += 1
