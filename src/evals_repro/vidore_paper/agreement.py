@@ -1,9 +1,10 @@
 """`grounding agreement`: how much ViDoRe v3's annotators agree on where the evidence is (offline).
 
 Per query-page pair with two or three annotators who drew boxes: each annotator's boxes, cut to the
-page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values
-are averaged. A pair with one annotator (or none) is counted but not scored. Per modality, zones hold
-only that modality's boxes and a pair is scored when two annotators drew boxes of it.
+page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones
+are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values are averaged.
+A pair with one annotator (or none) is counted but not scored. Per modality, zones hold only that
+modality's boxes and a pair is scored when two annotators drew boxes of it.
 
 Aggregates: per domain, the mean over its pairs; `overall`, the mean over all pairs pooled; `macro`,
 the mean of the domain means. Each question is counted once, in one language (native by default).
@@ -24,7 +25,7 @@ from ..io import atomic_write_json, atomic_write_text
 from ..metrics.protocol import running_mean
 from ..progress import progress_bar
 from .annotations import PaperSubset, clip_to_pages, load_paper_subset
-from .zones import pairwise_agreement
+from .zones import pairwise_agreement, zone_area
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,8 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
         for page_id in paper.relevant_pages(query.id):
             zones = paper.zones(query.id, page_id)
             agreement = pairwise_agreement(zones)
-            if agreement is None:
-                if any(zones.values()):
+            if agreement is None:  # fewer than two annotators left a box on the page (boxes cut to it)
+                if any(zone_area(boxes) for boxes in zones.values()):
                     single += 1
                 else:
                     unboxed += 1

@@ -247,9 +247,8 @@ def _ground_domain(
         model: dict[str, list[Box]] = {}
         for image_number, boxes in parsed.boxes.items():
             page_id = candidates[image_number - 1]
-            size = size_of(page_id)
-            # Already on the model's grid, so on the page up to rounding; cut again so no pixel is off it.
-            model[page_id] = [convention.to_page(b, size).clip(size) for b in boxes]
+            # The parser cut each box to the model's grid over this image, so it maps inside the page.
+            model[page_id] = [convention.to_page(b, size_of(page_id)) for b in boxes]
         score = score_query(model, human)
         assert score is not None  # only queries with human boxes were asked
         human_pages = {p for p, zones in human.items() if any(zone_area(b) for b in zones.values())}
