@@ -7,9 +7,9 @@ import gzip
 from pathlib import Path
 
 import pytest
-from evals_repro.metrics.trec_io.read import MAX_LINE_BYTES
 
 from evals_repro.cli import main
+from evals_repro.metrics.trec_io.read import MAX_LINE_BYTES
 
 RUN_LINE = "q1 Q0 d1 1 2.5 tag\n"
 QRELS_LINE = "q1 0 d1 1\n"
