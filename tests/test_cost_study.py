@@ -45,8 +45,10 @@ def test_quality_plan_matches_the_fakes_and_costs_land_in_records_manifest_and_r
     lines = {(line.provider, line.what): line for line in planned.lines.values()}
     assert lines[("cohere", "quality")].requests == count_requests(cohere, "POST", "/v2/rerank")
     assert lines[("voyage", "quality")].requests == count_requests(voyage, "POST", "/v1/rerank")
-    # cold: the throttle's estimate errs high, never low
-    assert lines[("voyage", "quality")].tokens >= voyage_reported(voyage)
+    # cold: the first guess (0.75 words a token) within 10% of what the fake counted
+    ratio = lines[("voyage", "quality")].tokens / voyage_reported(voyage)
+    print(f"cold voyage quality tokens: planned / reported = {ratio:.3f}")
+    assert abs(ratio - 1) < 0.10, ratio
     records = read_jsonl(study / QUALITY)
     queries = len({r["query_id"] for r in records})
     price = current_prices().price("cohere", "rerank-v4.0-pro", "searches")
