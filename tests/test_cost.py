@@ -458,3 +458,32 @@ def test_upload_stopped_by_max_cost_resumes_without_uploading_twice(monkeypatch,
         uploads = [r for r in fake.requests if r.method == "POST" and r.path == "/v1/files"]
         assert len(uploads) == len(pages)  # the page refused its attachment was uploaded once, attached on resume
         assert sorted(f["external_id"] for f in fake.store_files("mini-eval-mini-markdown")) == sorted(pages)
+
+
+def test_plan_of_an_embedder_under_a_reranker_needs_no_key(monkeypatch, tmp_path, capsys):
+    for variable in ("VOYAGE_API_KEY", "COHERE_API_KEY", "CO_API_KEY", "GEMINI_API_KEY", "MXBAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env around
+    args = ["run", "voyage-4-lite+cohere@20", "-b", "sample", "--results-dir", "r", "--cache-dir", "c"]
+    assert main([*args, "--plan"]) == 0
+    out = capsys.readouterr().out
+    # 3 page requests + 3 query requests, and one rerank (one search) per query of the 78
+    assert "total: 84 requests" in out and "rerank-v4.0-pro" in out and "voyage-4-lite" in out
+    assert main(args) == 2  # the run itself names the missing keys before any work
+    err = capsys.readouterr().err
+    assert "VOYAGE_API_KEY" in err and "CO" in err
+    assert not list((tmp_path / "r").rglob("*"))  # no result written (the folder itself may be made)
+
+
+@pytest.mark.parametrize(
+    "command", [["run"], ["rerank-study", "quality"], ["rerank-study", "latency"], ["mixedbread-upload"], ["answer"]]
+)
+def test_every_paid_command_shows_the_money_options_and_their_defaults(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    try:
+        main([*command, "--help"])
+    except SystemExit:
+        pass
+    out = capsys.readouterr().out
+    assert "--plan" in out and "--prices" in out and "the shipped table" in out
+    assert "--max-cost" in out and "none: no ceiling" in out

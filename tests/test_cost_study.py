@@ -116,3 +116,25 @@ def test_max_cost_stops_quality_and_a_rerun_sends_only_the_rest(study, providers
     counts = run_quality(request, echo=QUIET)
     assert counts["reused"] == 5 and counts["sent"] == planned.requests - 5
     assert count_requests(providers["cohere"], "POST", "/v2/rerank") == planned.requests
+
+
+KEYS = ("VOYAGE_API_KEY", "COHERE_API_KEY", "CO_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MXBAI_API_KEY")
+
+
+def test_study_plans_need_no_key_through_the_cli(study, providers, tmp_path, monkeypatch, capsys):
+    """The keys are checked before any work, but never for --plan (no key is read, no request is sent)."""
+    from evals_repro.cli import main
+
+    for variable in (*KEYS, "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env around
+    common = ["--study-dir", str(study), "--cache-dir", str(tmp_path / "c"), "--plan"]
+    assert main(["rerank-study", "quality", "--models", "cohere-pro", "--models", "voyage", *common]) == 0
+    assert "rerank-v4.0-pro" in capsys.readouterr().out
+    assert main(["rerank-study", "latency", "--models", "voyage", "--samples", "2", "--repeats", "1", *common]) == 0
+    assert "rerank-2.5" in capsys.readouterr().out
+    assert count_requests(providers["cohere"], "POST", "/v2/rerank") == 0
+    assert count_requests(providers["voyage"], "POST", "/v1/rerank") == 0
+    # without --plan the same command stops on the missing keys, naming them
+    assert main(["rerank-study", "quality", "--models", "voyage", *common[:-1]]) == 2
+    assert "VOYAGE_API_KEY" in capsys.readouterr().err
