@@ -415,7 +415,7 @@ def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub,
 
 def test_max_cost_refuses_a_plan_whose_price_is_unknown(tmp_path):
     from evals_repro.errors import UsageError
-    from evals_repro.planning.run import check_ceiling
+    from evals_repro.providers.ceiling import check_ceiling
     from evals_repro.providers.plan import Plan
 
     plan = Plan()

@@ -22,7 +22,7 @@ PRICES = typer.Option(None, "--prices", show_default="the shipped table", help=P
 def cost_gate(make_plan: Callable[[], Any], show_plan: bool, max_cost: Optional[float], prices: Optional[Path]):
     """Select the prices; with --plan print the plan and return None (the command stops); with --max-cost
     refuse a plan past it. Otherwise returns the price table the work is priced with."""
-    from ..planning.run import check_ceiling
+    from ..providers.ceiling import check_ceiling
     from ..providers.prices import use_prices
 
     table = use_prices(prices)

@@ -12,7 +12,6 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .batching import estimate_tokens
 from .prices import Billed, Costing, PriceTable
@@ -110,29 +109,6 @@ class Plan:
         if text not in self.notes:
             self.notes.append(text)
 
-    def merge(self, other: Plan) -> None:
-        for line in other.lines.values():
-            self.add(
-                line.provider,
-                line.model,
-                line.what,
-                requests=line.requests,
-                items=line.items,
-                held=line.held,
-                tokens=line.tokens,
-                units=line.units,
-            )
-        for key, settings in other.budgets.items():
-            self.budgets[key] = settings
-            use = self.budget_use.setdefault(key, [0.0, 0.0, 0.0])
-            for i, amount in enumerate(other.budget_use.get(key, [])):
-                use[i] += amount
-        for text in other.notes:
-            self.note(text)
-        for name in other.uncalibrated:
-            if name not in self.uncalibrated:
-                self.uncalibrated.append(name)
-
     @property
     def requests(self) -> int:
         return sum(line.requests for line in self.lines.values())
@@ -212,25 +188,6 @@ class Plan:
             )
         lines += [f"note: {text}" for text in self.notes]
         return "\n".join(lines)
-
-    def as_dict(self, table: PriceTable) -> dict[str, Any]:
-        return {
-            "lines": [
-                {
-                    "provider": li.provider,
-                    "model": li.model,
-                    "work": li.what,
-                    "requests": li.requests,
-                    "items": li.items,
-                    "held": li.held,
-                    "tokens": li.tokens,
-                    "units": dict(li.units),
-                }
-                for li in self.lines.values()
-            ],
-            "cost": self.costing(table).as_dict(),
-            "notes": list(self.notes),
-        }
 
 
 def _duration(minutes: float) -> str:
