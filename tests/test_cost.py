@@ -485,3 +485,15 @@ def test_every_paid_command_shows_the_money_options_and_their_defaults(command, 
     out = capsys.readouterr().out
     assert "--plan" in out and "--prices" in out and "the shipped table" in out
     assert "--max-cost" in out and "none: no ceiling" in out
+
+
+def test_a_first_plan_guesses_three_tokens_for_four_words_and_one_per_ideograph():
+    from evals_repro.providers.plan import central_tokens, text_prior
+
+    assert central_tokens("solar panels on roofs") == pytest.approx(4 / 0.75)
+    assert central_tokens("l'énergie éolienne") == pytest.approx(3 / 0.75)  # \w+ counts l, énergie, éolienne
+    assert central_tokens("東京 is big") == pytest.approx(2 + 2 / 0.75)
+    assert central_tokens("") == 0
+    # the throttle books ceil(21 / 3) = 7 for the first text: the plan scales it by (16/3) / 7
+    assert text_prior(["solar panels on roofs"]) == pytest.approx((4 / 0.75) / 7)
+    assert text_prior(["", None]) is None

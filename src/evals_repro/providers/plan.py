@@ -65,7 +65,7 @@ class Plan:
 
     def tokens(self, provider: str, model: str, estimated: int, prior: float | None = None) -> int:
         """Estimated tokens in the model's own count: scaled by what earlier runs saw it report, else by
-        `prior` (`text_prior` of the texts sent, None for images and prompts)."""
+        `prior` (`text_prior` of the texts sent; None where images decide)."""
         ratio = self.ratios.get((provider, model))
         if ratio is None:
             if f"{provider} {model}" not in self.uncalibrated:
