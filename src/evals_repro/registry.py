@@ -18,7 +18,7 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class Registry:
         self.attribute = attribute  # the module-level name modules register through, e.g. "EMBEDDERS"
         self.packages = tuple(packages)
         self._entries: dict[str, Entry] = {}
+        self._prefixes: dict[str, str] = {}  # prefix -> the shown name of its family entry
         self._discovered = False
         self._lock = threading.RLock()
 
@@ -76,6 +77,21 @@ class Registry:
                     self._entries[name] = Entry(
                         self.kind, name, factory, description, tuple(contents), key_env, factory.__module__, dict(extra)
                     )
+            return factory
+
+        return decorate
+
+    def register_prefix(
+        self, prefix: str, shown: str, **kwargs: Any
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register a family of names, every `<prefix><anything>` (e.g. `openai:` for
+        `openai:<model>`); `shown` is how the family is listed (`openai:<model>`). An exact name wins."""
+        register = self.register(shown, **kwargs)
+
+        def decorate(factory: Callable[..., Any]) -> Callable[..., Any]:
+            register(factory)
+            with self._lock:
+                self._prefixes[prefix] = shown
             return factory
 
         return decorate
@@ -106,7 +122,12 @@ class Registry:
 
     def get(self, name: str) -> Entry | None:
         self._discover()
-        return self._entries.get(name)
+        entry = self._entries.get(name)
+        if entry is None:
+            for prefix, shown in self._prefixes.items():
+                if name.startswith(prefix) and len(name) > len(prefix) and shown in self._entries:
+                    return replace(self._entries[shown], name=name)
+        return entry
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None

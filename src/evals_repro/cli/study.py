@@ -20,12 +20,23 @@ MODELS = typer.Option(
     None,
     "--models",
     help="Study models: mixedbread, voyage, cohere-pro, cohere-fast (local on vLLM: qwen3-8b, zerank-2; "
-    f"offline: minilm, e5), or reranker:model; {LIST_HELP} (several may also follow one --models).",
+    f"offline: minilm, e5), reranker:model, or rerank-api:<served model>; {LIST_HELP} (several may also follow one --models).",
 )
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
 TIMEOUT = typer.Option(None, "--timeout", help="API request timeout in seconds.")
 VOYAGE_TPM = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000).")
 VOYAGE_INTERVAL = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3).")
+RERANK_BASE_URL = typer.Option(
+    None,
+    "--rerank-base-url",
+    help="rerank-api:<model>: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS).",
+)
+RERANK_ENDPOINT = typer.Option(
+    None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style) or score (vLLM)."
+)
+RERANK_MAX_TOKENS = typer.Option(
+    None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
+)
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -110,6 +121,9 @@ def quality_command(
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
     timeout: Optional[float] = TIMEOUT,
     cache_dir: Path = CACHE_DIR,
+    rerank_base_url: Optional[str] = RERANK_BASE_URL,
+    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
+    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
     from ..study.quality import QualityRequest, run_quality
@@ -122,7 +136,14 @@ def quality_command(
             cache_dir=cache_dir,
             first_stage=first_stage,
             benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-            options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+            options=given_options(
+                voyage_tpm=voyage_tpm,
+                voyage_interval=voyage_interval,
+                timeout=timeout,
+                rerank_base_url=rerank_base_url,
+                rerank_endpoint=rerank_endpoint,
+                rerank_max_tokens=rerank_max_tokens,
+            ),
         ),
     )
     _fail_on_provider_errors(counts, "quality")
@@ -144,6 +165,9 @@ def latency_command(
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
     timeout: Optional[float] = TIMEOUT,
     cache_dir: Path = CACHE_DIR,
+    rerank_base_url: Optional[str] = RERANK_BASE_URL,
+    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
+    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..study.latency import LatencyRequest, run_latency
@@ -158,7 +182,14 @@ def latency_command(
             host_location=host_location,
             cache_dir=cache_dir,
             benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-            options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+            options=given_options(
+                voyage_tpm=voyage_tpm,
+                voyage_interval=voyage_interval,
+                timeout=timeout,
+                rerank_base_url=rerank_base_url,
+                rerank_endpoint=rerank_endpoint,
+                rerank_max_tokens=rerank_max_tokens,
+            ),
         ),
     )
     _fail_on_provider_errors(counts, "latency")

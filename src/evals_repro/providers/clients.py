@@ -14,6 +14,32 @@ from .keys import require_key
 from .settings import KEY_ENV, ProviderSettings
 
 COHERE_DEFAULT_BASE_URL = "https://api.cohere.com"
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "EMPTY"  # sent to a server of your own that takes no key (the SDK insists on one); vLLM's docs use it
+
+
+def openai_key(base_url: str | None) -> str | None:
+    """OPENAI_API_KEY; optional when the base URL names a server of your own (a vLLM, TEI or Infinity replica).
+
+    The one place that decides which OpenAI key is needed: the embedder (`openai:<model>`) and the
+    generators and judges of vidore_paper read it through here."""
+    import os
+
+    from .keys import load_dotenv_once
+
+    load_dotenv_once()
+    if base_url and base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:
+        return os.environ.get(KEY_ENV["openai"], "").strip() or None
+    return require_key(KEY_ENV["openai"])
+
+
+def openai_client(settings: ProviderSettings, base_url: str | None = None, api_key: str | None = None):
+    """The official OpenAI SDK client for one base URL (with `/v1`), its own retries off."""
+    import openai
+
+    url = (base_url or settings.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+    key = api_key or openai_key(url) or NO_KEY
+    return openai.OpenAI(api_key=key, base_url=url, max_retries=0, timeout=settings.timeout)
 
 
 def voyage_client(settings: ProviderSettings, api_key: str | None = None):

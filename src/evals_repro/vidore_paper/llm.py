@@ -15,14 +15,14 @@ from typing import Any
 
 from ..errors import ProviderError, UsageError, choices
 from ..providers.batching import estimate_tokens
-from ..providers.keys import load_dotenv_once, require_key
+from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key
+from ..providers.keys import require_key
 from ..providers.retry import call_with_retries
-from ..providers.settings import KEY_ENV, ProviderSettings, provider_settings
+from ..providers.settings import KEY_ENV, provider_settings
 from ..usage import Usage
 from .render import Part
 
 PROVIDERS = ("gemini", "openai")
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 IMAGE_TOKEN_ESTIMATE = 1_500  # throttle booking per page image, replaced by the provider's count
 OUTPUT_TOKEN_ESTIMATE = 1_000
 
@@ -71,17 +71,7 @@ def require_keys(specs: list[ModelSpec]) -> None:
         if spec.provider == "gemini":
             require_key(KEY_ENV["gemini"])
         elif spec.provider == "openai":
-            openai_key(provider_settings("openai"))
-
-
-def openai_key(settings: ProviderSettings) -> str | None:
-    """OPENAI_API_KEY; optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
-    load_dotenv_once()
-    if settings.base_url and settings.base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:
-        import os
-
-        return os.environ.get(KEY_ENV["openai"], "").strip() or None
-    return require_key(KEY_ENV["openai"])
+            openai_key(provider_settings("openai").base_url)
 
 
 class ChatClient:
@@ -159,7 +149,7 @@ class ChatClient:
         import httpx
 
         if self._client is None:
-            key = openai_key(self.settings)
+            key = openai_key(self.settings.base_url)
             self._client = httpx.Client(
                 base_url=self.settings.base_url or OPENAI_DEFAULT_BASE_URL,
                 timeout=self.settings.timeout,
