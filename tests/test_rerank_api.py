@@ -1,0 +1,199 @@
+"""`rerank-api:<model>` against fake vLLM 0.33.0 `/rerank`, `/score`, `/tokenize`, `/detokenize` servers
+(tests/fakes/openai_compat.py): the same ranking as a hosted reranker with the same scores, documents cut
+only at their end to exactly N server tokens and counted, replicas with failover, the study, bad input."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from evals_repro.cli import main
+from evals_repro.context import MethodContext
+from evals_repro.errors import ProviderError, UsageError
+from evals_repro.registry import RERANKERS
+from evals_repro.usage import Usage
+from fakes.openai_compat import FakeOpenAICompatible
+from fakes.rerankers import FakeCohereRerank
+
+MODEL = "BAAI/bge-reranker-v2-m3"
+
+
+@pytest.fixture(autouse=True)
+def no_rerank_environment(monkeypatch):
+    for name in ("RERANK_API_BASE_URL", "RERANK_API_BASE_URLS", "RERANK_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def reranker(urls: list[str], **options):
+    ctx = MethodContext(benchmark="t", options={"rerank_base_url": ",".join(urls), **options}, usage=Usage())
+    return RERANKERS.require("rerank-api").factory("rerank-api", MODEL, ctx)
+
+
+def run_args(tmp_path, method: str, *extra: str) -> list[str]:
+    return ["run", method, "-b", "sample", "-s", "heat-pumps", "--results-dir", str(tmp_path / "results")] + [
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        *extra,
+    ]
+
+
+def per_query(tmp_path, folder: str) -> dict:
+    record = json.loads((tmp_path / "results/sample" / folder / "heat-pumps.json").read_text())
+    return {q: entry["metrics"] for q, entry in record["per_query"].items()}, record
+
+
+@pytest.mark.parametrize("endpoint", ["rerank", "score"])
+def test_run_ranks_as_a_hosted_reranker_with_the_same_scores(endpoint, monkeypatch, tmp_path):
+    # The fake scores sigmoid(4 * (relevance - 0.5)), the Cohere fake relevance itself: the same order.
+    with FakeCohereRerank() as cohere:
+        monkeypatch.setenv("CO_API_URL", cohere.url)
+        monkeypatch.setenv("COHERE_API_KEY", "k")
+        assert main(run_args(tmp_path, "bm25+cohere@20")) == 0
+    expected, _ = per_query(tmp_path, "bm25+cohere@20")
+    with (
+        FakeOpenAICompatible(MODEL, max_model_len=100_000) as a,
+        FakeOpenAICompatible(MODEL, max_model_len=100_000) as b,
+    ):
+        method = f"bm25+rerank-api:{MODEL}@20"
+        args = run_args(tmp_path, method, "--rerank-base-url", f"{a.url},{b.url}", "--rerank-endpoint", endpoint)
+        assert main(args) == 0
+        assert a.scored and b.scored  # both replicas scored queries
+    got, record = per_query(tmp_path, method.replace("/", "%2F"))
+    assert got == expected
+    reranker_config = record["config"]["retriever"]["reranker"]
+    assert reranker_config["endpoint"] == f"POST /{endpoint}"
+    assert reranker_config["server_model"]["max_model_len"] == 100_000
+    assert record["usage"]["rerank_documents"] == 26 * 20 and "rerank_documents_truncated" not in record["usage"]
+    assert record["usage"]["rerank-api_requests"] == 26
+    assert record["config"]["options"]["rerank_endpoint"] == endpoint
+
+
+def test_documents_are_cut_at_their_end_to_exactly_the_limit_and_counted():
+    short = "heat pump noise"  # 3 tokens
+    long = " ".join(f"w{i}" for i in range(100)) + "."  # 101 tokens: 100 words and the full stop
+    with FakeOpenAICompatible(MODEL, max_model_len=512) as fake:
+        built = reranker([fake.url], rerank_max_tokens=30)
+        scores = built.rerank("brine circuit", [short, long])
+        assert len(scores) == 2
+        ((query, sent),) = fake.scored
+        assert query == "brine circuit"  # the query is never cut
+        assert sent == [short, " ".join(f"w{i}" for i in range(30))]  # the first 30 tokens of the long one
+        assert built.ctx.usage.get("rerank_documents_truncated") == 1
+        assert built.ctx.usage.get("rerank_documents") == 2
+
+
+def test_without_max_tokens_documents_fit_the_servers_context_beside_the_query():
+    long = " ".join(f"w{i}" for i in range(100))
+    with FakeOpenAICompatible(MODEL, max_model_len=50) as fake:
+        built = reranker([fake.url])
+        built.rerank("brine circuit pressure", [long])
+        ((_, sent),) = fake.scored
+        # 50 context - 3 query tokens - 4 special tokens = 43 document tokens
+        assert sent == [" ".join(f"w{i}" for i in range(43))]
+        assert built.ctx.usage.get("rerank_documents_truncated") == 1
+        assert built.describe()["context_tokens"] == 50
+
+
+def test_a_dead_replica_has_its_calls_sent_to_the_live_one():
+    with socket.socket() as probe:  # a port nobody listens on: connection refused
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with FakeOpenAICompatible(MODEL) as live:
+        built = reranker([live.url])
+        from evals_repro.providers.replicas import ReplicaPool
+
+        built.pool = ReplicaPool([dead, live.url])  # the dead one died after the start-up check
+        for _ in range(4):
+            assert len(built.rerank("heat pump", ["heat pump noise", "brine"])) == 2
+        assert len(live.scored) == 4 and built.pool.failovers == 1  # marked down once, then skipped
+        assert built.ctx.usage.get("rerank-api_retries") == 0  # a failover is not a retry
+
+
+def test_malformed_answers_are_retried_then_fail_in_one_line():
+    from fakes.base import Reply
+
+    with FakeOpenAICompatible(MODEL) as fake:
+        built = reranker([fake.url], max_attempts=2)
+        fake.script(Reply(200, {"results": [{"index": 5, "relevance_score": 0.1}]}, path="/rerank"))
+        assert len(built.rerank("heat pump", ["a", "b"])) == 2
+        assert built.ctx.usage.get("rerank-api_retries") == 1
+        fake.fail(400, path="/rerank")
+        with pytest.raises(ProviderError, match=r"rejected \(HTTP 400\): scripted 400"):
+            built.rerank("heat pump", ["a", "b"])
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("unknown model", f"does not serve 'nope/reranker': it lists {MODEL}"),
+        ("unreachable", "cannot reach http://127.0.0.1:"),
+        ("duplicate", "names the replica"),
+        ("no url", "rerank-api needs the server's URL"),
+        ("no model", "reranker 'rerank-api' needs the served model's name"),
+        ("bad endpoint", "--rerank-endpoint 'classify' is not known: choose from rerank, score"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(case, message, tmp_path, capsys):
+    with FakeOpenAICompatible(MODEL) as fake:
+        method, extra = f"bm25+rerank-api:{MODEL}@10", ["--rerank-base-url", fake.url]
+        if case == "unknown model":
+            method = "bm25+rerank-api:nope/reranker@10"
+        elif case == "unreachable":
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                extra = ["--rerank-base-url", f"http://127.0.0.1:{probe.getsockname()[1]}"]
+        elif case == "duplicate":
+            extra = ["--rerank-base-url", f"{fake.url},{fake.url}"]
+        elif case == "no url":
+            extra = []
+        elif case == "no model":
+            method = "bm25+rerank-api@10"
+        elif case == "bad endpoint":
+            extra += ["--rerank-endpoint", "classify"]
+        assert main(run_args(tmp_path, method, *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_server_without_a_maximum_length_needs_max_tokens():
+    with FakeOpenAICompatible(MODEL) as fake:
+        card = fake.card
+
+        def no_length():
+            return {k: v for k, v in card().items() if k != "max_model_len"}
+
+        fake.card = no_length
+        with pytest.raises(UsageError, match="reports no maximum length"):
+            reranker([fake.url])
+        assert reranker([fake.url], rerank_max_tokens=100).max_tokens == 100
+
+
+def test_rerank_study_quality_and_latency_take_rerank_api_models(tmp_path):
+    from evals_repro.io import read_jsonl
+    from evals_repro.study.latency import LATENCY, LatencyRequest, run_latency
+    from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
+    from study_fixtures import prepare_sample
+
+    study = prepare_sample(tmp_path / "prepared") / "study"
+    with FakeOpenAICompatible(MODEL, max_model_len=100_000) as fake:
+        options = {"rerank_base_url": fake.url}
+        model = f"rerank-api:{MODEL}"
+        counts = run_quality(
+            QualityRequest(study_dir=study, models=[model], cache_dir=tmp_path / "cache", options=options),
+            echo=lambda line: None,
+        )
+        queries = sum(len(read_jsonl(p)) for p in (study / "candidates/sample").glob("*.jsonl"))
+        assert counts == {"sent": queries, "failed": 0, "reused": 0}
+        records = read_jsonl(study / QUALITY)
+        assert {r["model"] for r in records} == {model} and {r["model_id"] for r in records} == {MODEL}
+        assert all(r["attempts"] == 1 for r in records)
+        run_latency(
+            LatencyRequest(
+                study_dir=study, models=[model], samples=2, repeats=1, cache_dir=tmp_path / "cache", options=options
+            ),
+            echo=lambda line: None,
+        )
+        timed = [r for r in read_jsonl(study / LATENCY) if r.get("model") == model]
+        assert timed and all(r["status"] == "ok" and r["latency_ms"] > 0 for r in timed)
