@@ -278,7 +278,7 @@ def _split_reranker(body: str, fused: bool, whole: str) -> tuple[str, RerankSpec
     reranker_part, at, depth_text = tail.partition("@")
     reranker, _, model = reranker_part.partition(":")
     if RERANKERS.get(reranker) is None:
-        if at or model:  # written as a reranker, but not one
+        if (at or model) and first_stage_entry(tail) is None:  # written as a reranker, but not one (nor `openai:m`)
             raise UsageError(
                 f"unknown reranker '{reranker}' in method '{whole}'", f"choose from {choices(RERANKERS.names())}"
             )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -52,7 +53,7 @@ class Registry:
         self.attribute = attribute  # the module-level name modules register through, e.g. "EMBEDDERS"
         self.packages = tuple(packages)
         self._entries: dict[str, Entry] = {}
-        self._prefixes: dict[str, str] = {}  # prefix -> the shown name of its family entry
+        self._prefixes: dict[str, tuple[str, re.Pattern[str]]] = {}  # prefix -> (shown name, what may follow)
         self._discovered = False
         self._lock = threading.RLock()
 
@@ -82,16 +83,18 @@ class Registry:
         return decorate
 
     def register_prefix(
-        self, prefix: str, shown: str, **kwargs: Any
+        self, prefix: str, shown: str, rest: str = r"[^+\s]+", **kwargs: Any
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register a family of names, every `<prefix><anything>` (e.g. `openai:` for
-        `openai:<model>`); `shown` is how the family is listed (`openai:<model>`). An exact name wins."""
+        """Decorator: register a family of names, every `<prefix><rest>` (e.g. `openai:` for `openai:<model>`);
+        `shown` is how the family is listed (`openai:<model>`). `rest` is a regular expression the part after
+        the prefix must match in full (by default no `+` and no space, which a pipeline name reserves). An
+        exact name wins."""
         register = self.register(shown, **kwargs)
 
         def decorate(factory: Callable[..., Any]) -> Callable[..., Any]:
             register(factory)
             with self._lock:
-                self._prefixes[prefix] = shown
+                self._prefixes[prefix] = (shown, re.compile(rest))
             return factory
 
         return decorate
@@ -124,8 +127,8 @@ class Registry:
         self._discover()
         entry = self._entries.get(name)
         if entry is None:
-            for prefix, shown in self._prefixes.items():
-                if name.startswith(prefix) and len(name) > len(prefix) and shown in self._entries:
+            for prefix, (shown, rest) in self._prefixes.items():
+                if name.startswith(prefix) and rest.fullmatch(name[len(prefix) :]) and shown in self._entries:
                     return replace(self._entries[shown], name=name)
         return entry
 
