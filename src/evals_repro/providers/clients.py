@@ -34,7 +34,12 @@ def openai_key(base_url: str | None) -> str | None:
 
 
 def openai_client(settings: ProviderSettings, base_url: str | None = None, api_key: str | None = None):
-    """The official OpenAI SDK client for one base URL (with `/v1`), its own retries off."""
+    """The official OpenAI SDK client for one base URL (with `/v1`), its own retries off.
+
+    httpx is imported here, before any worker thread calls: the SDK (on httpx2) checks responses and errors
+    against httpx's classes too when httpx is in sys.modules, and a worker that caught it half-imported by
+    another thread (the retry classifier imports it on the first failure) failed with an AttributeError."""
+    import httpx  # noqa: F401
     import openai
 
     url = (base_url or settings.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")

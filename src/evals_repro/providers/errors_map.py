@@ -24,6 +24,7 @@ does not fit the request (wrong count, NaN) the same way.
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
 from dataclasses import dataclass
 
@@ -308,9 +309,30 @@ CLASSIFIERS = {
 }
 
 
+_IMPORT_LOCK = threading.Lock()
+_imported = False
+
+
+def _import_http_stacks() -> None:
+    """Import the HTTP stacks the classifiers test against once, under a lock. Worker threads classify their
+    first failures at the same moment; when an SDK does not use httpx (openai uses httpx2), the first of them
+    would import httpx and h11 concurrently in opposite orders (`_unsendable` takes h11 first), and Python's
+    import-deadlock breaker then hands one thread a partially initialised module."""
+    global _imported
+    if _imported:
+        return
+    with _IMPORT_LOCK:
+        if not _imported:
+            import h11  # noqa: F401
+            import httpx  # noqa: F401
+
+            _imported = True
+
+
 def classify(provider: str, exc: BaseException) -> Failure | None:
     """A Failure for an error from `provider`'s SDK or transport; None for anything else.
 
     Providers without an SDK of their own (local vLLM replicas spoken to with httpx) get the httpx one.
     """
+    _import_http_stacks()
     return _unsendable(exc) or CLASSIFIERS.get(provider, classify_openai)(exc)
