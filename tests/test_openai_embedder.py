@@ -258,3 +258,22 @@ def test_budget_defaults_openai_tier_one_and_none_for_your_own_server(monkeypatc
         assert (capped.settings.tokens_per_minute, capped.settings.requests_per_minute) == (5000, 60)
     with pytest.raises(UsageError):
         embedder(["http://127.0.0.1:9/v1"], batch_size=0)
+
+
+def test_a_tei_server_is_identified_by_its_info_model_and_sha():
+    from fakes.tei import FakeTEI
+
+    with FakeTEI(MODEL, sha="1" * 40, max_model_len=512) as fake:
+        built = embedder([f"{fake.url}/v1"])
+        assert built.identity == {
+            "id": MODEL,
+            "revision": "1" * 40,
+            "max_model_len": 512,
+            "owned_by": "text-embeddings-inference",
+        }
+        matrix = built.embed([EmbedItem(text="heat pump")], "query")
+        np.testing.assert_allclose(matrix[0], bag_of_words("heat pump", 32), atol=1e-6)
+    with FakeTEI(MODEL, sha="2" * 40) as other:  # another commit of the same model: another cache key
+        from evals_repro.embedders.cache import settings_digest
+
+        assert settings_digest(embedder([f"{other.url}/v1"]), "query") != settings_digest(built, "query")

@@ -197,3 +197,26 @@ def test_rerank_study_quality_and_latency_take_rerank_api_models(tmp_path):
         )
         timed = [r for r in read_jsonl(study / LATENCY) if r.get("model") == model]
         assert timed and all(r["status"] == "ok" and r["latency_ms"] > 0 for r in timed)
+
+
+def test_a_tei_server_is_known_by_its_info_and_spoken_to_in_its_own_shapes():
+    from fakes.tei import FakeTEI
+
+    long = " ".join(f"w{i}" for i in range(100))
+    with FakeTEI(MODEL, max_model_len=50) as a, FakeTEI(MODEL, max_model_len=50) as b:
+        built = reranker([a.url, b.url])
+        assert built.endpoint == "tei" and built.describe()["endpoint"] == "POST /rerank (TEI)"
+        assert built.identity == {
+            "id": MODEL,
+            "revision": "953dc6f6" * 5,
+            "max_model_len": 50,
+            "owned_by": "text-embeddings-inference",
+        }
+        scores = built.rerank("brine circuit pressure", ["heat pump noise", long])
+        assert len(scores) == 2
+        ((_, sent),) = a.scored + b.scored
+        # cut by TEI's /tokenize and /decode to 50 - 3 query tokens - 4 = 43 tokens
+        assert sent == ["heat pump noise", " ".join(f"w{i}" for i in range(43))]
+        assert built.ctx.usage.get("rerank_documents_truncated") == 1
+        bodies = [r.json for r in a.requests + b.requests if r.path == "/rerank"]
+        assert set(bodies[0]) == {"query", "texts", "truncate", "raw_scores"}

@@ -6,9 +6,9 @@ each request goes to the live one with the fewest requests in flight, and a repl
 the connection has its request sent to another at once (`providers.replicas`). `OPENAI_API_KEY` is needed
 for OpenAI only (`providers.clients.openai_key`).
 
-Before any work every replica's `GET /v1/models` must list the model, and all replicas must describe it
-the same way; that description (id, root, parent, owner, max_model_len: what the server reports, never
-where it runs) is part of the embedding cache key, with the prefixes and `--dimensions`, so a server
+Before any work every replica's `GET /v1/models` (TEI, which lists none: its `/info`) must name the model,
+and all replicas must describe it the same way; that description (id, root, parent, owner, max_model_len,
+TEI's model sha: what the server reports, never where it runs) is part of the embedding cache key, with the prefixes and `--dimensions`, so a server
 that starts serving another checkpoint under the same name is never served old vectors.
 
 Prefixes: `--prefix-style e5|bge|nomic` ("query: "/"passage: "; BGE's English query instruction and no
@@ -44,7 +44,7 @@ DEFAULT_BATCH_SIZE = 128
 MAX_BATCH_ITEMS = 2048  # OpenAI: at most 2,048 inputs per request
 MAX_REQUEST_TOKENS = 300_000  # OpenAI: at most 300,000 tokens summed over a request's inputs
 OPENAI_EMBED_TPM, OPENAI_EMBED_RPM = 1_000_000, 3_000  # OpenAI tier 1, text-embedding-3-*
-IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")
+IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
 URLS_ENV = "OPENAI_BASE_URLS"
 OPTIONS = ("base_url", "dimensions", "prefix_style", "query_prefix", "document_prefix", "batch_size")
 
@@ -164,6 +164,9 @@ class OpenAIEmbedder(ApiEmbedder):
         try:
             return [card.model_dump() for card in self.client[url].models.list()]
         except openai.APIStatusError as exc:
+            tei = self._tei_card(url) if exc.status_code == 404 else None
+            if tei is not None:
+                return [tei]
             if exc.status_code in (401, 403):
                 raise ConfigurationError(
                     f"{url} refused the key (HTTP {exc.status_code}) when listing models",
@@ -183,6 +186,30 @@ class OpenAIEmbedder(ApiEmbedder):
                 f"{url}/models answered something that is not a model list ({type(exc).__name__})",
                 "check --base-url / OPENAI_BASE_URL(S): the URL ends with /v1",
             ) from None
+
+    def _tei_card(self, url: str) -> dict[str, Any] | None:
+        """TEI lists no models: its /info (model_id, model_sha, max_input_length) stands in for the card."""
+        import httpx
+
+        from ..providers.clients import openai_key
+
+        root = url[: -len("/v1")] if url.endswith("/v1") else url
+        key = openai_key(url)
+        try:
+            response = httpx.get(
+                root + "/info", timeout=30.0, headers={"Authorization": f"Bearer {key}"} if key else {}
+            )
+            info = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
+            return None
+        return {
+            "id": info["model_id"],
+            "revision": info.get("model_sha"),
+            "max_model_len": info.get("max_input_length"),
+            "owned_by": "text-embeddings-inference",
+        }
 
     def _identify(self) -> dict[str, Any]:
         """The model as every replica's /v1/models describes it; one line naming the replica that differs."""

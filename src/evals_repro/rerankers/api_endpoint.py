@@ -2,7 +2,8 @@
 (vLLM) endpoint, on one server or several replicas; `+rerank-api:<model>@50` in `run`, and in `rerank-study`.
 
 Where: `--rerank-base-url a[,b,...]` (run option `rerank_base_url`), else `RERANK_API_BASE_URLS`, else
-`RERANK_API_BASE_URL`; the endpoint path is appended (`<url>/rerank`, `<url>/score`). `RERANK_API_KEY`, when
+`RERANK_API_BASE_URL`; the endpoint path is appended (`<url>/rerank`, `<url>/score`). A TEI server (known by its
+`/info`) gets TEI's own `/rerank` body (`texts`), `/tokenize` and `/decode`. `RERANK_API_KEY`, when
 set, is sent as a Bearer token. Replicas share the calls least-in-flight, and a replica that dies has its
 call sent to another (`providers.replicas`).
 
@@ -32,13 +33,15 @@ from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
-ENDPOINTS = ("rerank", "score")
+ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
+ENDPOINT_PATHS = {"rerank": "POST /rerank", "score": "POST /score", "tei": "POST /rerank (TEI)"}
 URLS_ENV, URL_ENV, KEY_ENV = "RERANK_API_BASE_URLS", "RERANK_API_BASE_URL", "RERANK_API_KEY"
 PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </s></s> d </s> (XLM-R, bge-reranker)
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
 TOKENIZE_WORKERS = 8
-IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len")
+IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
+TEI_OWNER = "text-embeddings-inference"
 
 _POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
 _LOCK = threading.Lock()
@@ -116,9 +119,9 @@ class ApiReranker:
         self.ctx = ctx
         options = {k.replace("-", "_"): v for k, v in ctx.options.items()}
         self.urls = rerank_urls(options)
-        self.endpoint = str(options.get("rerank_endpoint") or "rerank")
-        if self.endpoint not in ENDPOINTS:
-            raise UsageError(f"--rerank-endpoint '{self.endpoint}' is not known", f"choose from {choices(ENDPOINTS)}")
+        given = options.get("rerank_endpoint")
+        if given is not None and str(given) not in ENDPOINTS:
+            raise UsageError(f"--rerank-endpoint '{given}' is not known", f"choose from {choices(ENDPOINTS)}")
         self.max_tokens: int | None = _positive(options, "rerank_max_tokens", None, int)
         self.settings = ProviderSettings(
             provider=PROVIDER,
@@ -139,6 +142,8 @@ class ApiReranker:
         self.workers = int(options.get("workers") or 4)
         self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
         self.identity = self._identify()
+        self.tei = self.identity.get("owned_by") == TEI_OWNER  # its own /tokenize and /decode shapes
+        self.endpoint = str(given) if given is not None else "tei" if self.tei else "rerank"
         self.context_tokens: int | None = self.identity.get("max_model_len")
         if self.max_tokens is None and self.context_tokens is None:
             raise UsageError(
@@ -170,10 +175,32 @@ class ApiReranker:
                 return [card for card in cards if isinstance(card, dict)]
             except (httpx.HTTPError, ValueError, KeyError, TypeError):
                 break
+        tei = self._tei_card(url)
+        if tei is not None:
+            return [tei]
         raise UsageError(
-            f"{url} lists no models (HTTP {last} at /v1/models and /models): not a vLLM or Infinity server",
+            f"{url} lists no models (HTTP {last} at /v1/models and /models, no TEI /info): not a vLLM, TEI or "
+            "Infinity server",
             f"check --rerank-base-url / {URLS_ENV}",
         )
+
+    def _tei_card(self, url: str) -> dict[str, Any] | None:
+        """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in."""
+        import httpx
+
+        try:
+            response = self.client.get(_root(url) + "/info", timeout=30.0)
+            info = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
+            return None
+        return {
+            "id": info["model_id"],
+            "revision": info.get("model_sha"),
+            "max_model_len": info.get("max_input_length"),
+            "owned_by": TEI_OWNER,
+        }
 
     def _identify(self) -> dict[str, Any]:
         found: dict[str, Any] | None = None
@@ -210,8 +237,13 @@ class ApiReranker:
     def _tokens(self, text: str) -> list[int]:
         import httpx
 
+        body: dict[str, Any] = (
+            {"inputs": text, "add_special_tokens": False}
+            if self.tei
+            else {"model": self.model, "prompt": text, "add_special_tokens": False}
+        )
         try:
-            answer = self._call("/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}, True)
+            answer = self._call("/tokenize", body, True)
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code == 404:
                 raise ConfigurationError(
@@ -219,10 +251,26 @@ class ApiReranker:
                     "serve the model with vLLM (which has /tokenize), or give documents that fit",
                 ) from None
             raise
-        tokens = answer.get("tokens") if isinstance(answer, dict) else None
-        if not isinstance(tokens, list):
+        if self.tei:  # [[{"id", "text", "special", "start", "stop"}, ...]]
+            ok = isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], list)
+            tokens = [t.get("id") for t in answer[0] if isinstance(t, dict)] if ok else None
+        else:  # {"count", "max_model_len", "tokens", "token_strs"}
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
             raise MalformedAnswer("/tokenize answered without tokens")
         return tokens
+
+    def _text(self, ids: list[int]) -> str:
+        """The text of token ids, decoded by the server (vLLM /detokenize, TEI /decode)."""
+        if self.tei:
+            answer = self._call("/decode", {"ids": ids, "skip_special_tokens": False}, True)
+            text = answer[0] if isinstance(answer, list) and len(answer) == 1 else None
+        else:
+            answer = self._call("/detokenize", {"model": self.model, "tokens": ids}, True)
+            text = answer.get("prompt") if isinstance(answer, dict) else None
+        if not isinstance(text, str):
+            raise MalformedAnswer("the server decoded token ids to no text")
+        return text
 
     def _fit(self, query: str, documents: list[str]) -> tuple[list[str], int]:
         """The documents as sent (each cut at its end to the limit) and how many were cut."""
@@ -244,17 +292,19 @@ class ApiReranker:
             ids = self._tokens(document)
             if len(ids) <= limit:
                 return document, False
-            answer = self._call("/detokenize", {"model": self.model, "tokens": ids[:limit]}, True)
-            if not isinstance(answer, dict) or not isinstance(answer.get("prompt"), str):
-                raise MalformedAnswer("/detokenize answered without a prompt")
-            return answer["prompt"], True
+            return self._text(ids[:limit]), True
 
         fitted = list(_tokenize_pool().map(fit, documents))
         return [text for text, _ in fitted], sum(1 for _, cut in fitted if cut)
 
     # -- scoring ----------------------------------------------------------------------------------
     def _scores(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
-        if self.endpoint == "rerank":
+        if self.endpoint == "tei":  # TEI: [{"index", "score"}, ...], sorted by score
+            body = {"query": query, "texts": documents, "truncate": False, "raw_scores": False}
+            answer = self._call("/rerank", body)
+            items, key = answer, "score"
+            answer = {}
+        elif self.endpoint == "rerank":
             answer = self._call(
                 "/rerank", {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
             )
@@ -262,20 +312,21 @@ class ApiReranker:
         else:
             answer = self._call("/score", {"model": self.model, "text_1": query, "text_2": documents})
             items, key = (answer.get("data") if isinstance(answer, dict) else None), "score"
+        where = ENDPOINT_PATHS[self.endpoint]
         if not isinstance(items, list):
-            raise MalformedAnswer(f"/{self.endpoint} answered without {'results' if key != 'score' else 'data'}")
+            raise MalformedAnswer(f"{where} answered no list of scores")
         scores: list[float | None] = [None] * len(documents)
         for item in items:
             index = item.get("index") if isinstance(item, dict) else None
             value = item.get(key) if isinstance(item, dict) else None
             if not isinstance(index, int) or not 0 <= index < len(documents) or scores[index] is not None:
-                raise MalformedAnswer(f"/{self.endpoint} answered index {index!r} for {len(documents)} documents")
+                raise MalformedAnswer(f"{where} answered index {index!r} for {len(documents)} documents")
             if not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise MalformedAnswer(f"/{self.endpoint} answered score {value!r}")
+                raise MalformedAnswer(f"{where} answered score {value!r}")
             scores[index] = float(value)
         if any(score is None for score in scores):
-            raise MalformedAnswer(f"/{self.endpoint} scored {len(items)} of {len(documents)} documents")
-        usage = answer.get("usage") or {}
+            raise MalformedAnswer(f"{where} scored {len(items)} of {len(documents)} documents")
+        usage = (answer.get("usage") if isinstance(answer, dict) else None) or {}
         tokens = usage.get("total_tokens") or usage.get("prompt_tokens")
         return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
 
@@ -309,7 +360,7 @@ class ApiReranker:
         return {
             "reranker": PROVIDER,
             "model": self.model,
-            "endpoint": f"POST /{self.endpoint}",
+            "endpoint": ENDPOINT_PATHS[self.endpoint],
             "server_model": self.identity,
             "max_tokens_per_document": self.max_tokens,
             "context_tokens": self.context_tokens,
