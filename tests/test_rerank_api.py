@@ -5,6 +5,7 @@ only at their end to exactly N server tokens and counted, replicas with failover
 from __future__ import annotations
 
 import json
+import math
 import socket
 
 import pytest
@@ -220,3 +221,19 @@ def test_a_tei_server_is_known_by_its_info_and_spoken_to_in_its_own_shapes():
         assert built.ctx.usage.get("rerank_documents_truncated") == 1
         bodies = [r.json for r in a.requests + b.requests if r.path == "/rerank"]
         assert set(bodies[0]) == {"query", "texts", "truncate", "raw_scores"}
+
+
+def test_tei_requests_hold_at_most_its_client_batch_size():
+    from fakes.tei import FakeTEI
+
+    with FakeTEI(MODEL, max_model_len=512) as fake:
+        built = reranker([fake.url])
+        documents = [f"document {i} about heat pumps" for i in range(70)]
+        scores = built.rerank("heat pump", documents)
+        assert [len(texts) for _, texts in fake.scored] == [32, 32, 6]  # /info: max_client_batch_size 32
+        assert [t for _, texts in fake.scored for t in texts] == documents
+        assert len(scores) == 70 and built.ctx.usage.get("rerank-api_requests") == 1
+        from fakes.rerankers import relevance
+
+        expected = [1 / (1 + math.exp(-4 * (relevance("heat pump", d) - 0.5))) for d in documents]
+        assert scores == pytest.approx(expected)  # every chunk's scores back in document order

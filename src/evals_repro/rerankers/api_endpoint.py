@@ -141,6 +141,7 @@ class ApiReranker:
         self.pool = _pool(model, self.urls)
         self.workers = int(options.get("workers") or 4)
         self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
+        self.max_documents: int | None = None  # documents per request the server takes (TEI: max_client_batch_size)
         self.identity = self._identify()
         self.tei = self.identity.get("owned_by") == TEI_OWNER  # its own /tokenize and /decode shapes
         self.endpoint = str(given) if given is not None else "tei" if self.tei else "rerank"
@@ -200,6 +201,7 @@ class ApiReranker:
             "revision": info.get("model_sha"),
             "max_model_len": info.get("max_input_length"),
             "owned_by": TEI_OWNER,
+            "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
         }
 
     def _identify(self) -> dict[str, Any]:
@@ -213,6 +215,9 @@ class ApiReranker:
                     f"it lists {choices(sorted(cards)) or 'no model'}: write rerank-api:<one of them>",
                 )
             identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
+            batch = card.get("max_client_batch_size")
+            if isinstance(batch, int) and batch > 0:
+                self.max_documents = min(batch, self.max_documents or batch)
             if found is not None and identity != found:
                 raise UsageError(
                     f"replica {url} describes '{self.model}' as {identity}, another as {found}",
@@ -338,8 +343,15 @@ class ApiReranker:
 
         def attempt() -> tuple[list[float], int | None, int]:
             fitted, cut = self._fit(query, documents)
-            scores, tokens = self._scores(query, fitted)
-            return scores, tokens, cut
+            step = self.max_documents or len(fitted)
+            scores: list[float] = []
+            counted: list[int] = []
+            for start in range(0, len(fitted), step):
+                part, tokens = self._scores(query, fitted[start : start + step])
+                scores += part
+                if tokens is not None:
+                    counted.append(tokens)
+            return scores, sum(counted) if counted else None, cut
 
         usage = self.ctx.usage
         usage.add("rerank_documents", len(documents))
