@@ -237,3 +237,19 @@ def test_tei_requests_hold_at_most_its_client_batch_size():
 
         expected = [1 / (1 + math.exp(-4 * (relevance("heat pump", d) - 0.5))) for d in documents]
         assert scores == pytest.approx(expected)  # every chunk's scores back in document order
+
+
+def test_rerank_api_key_is_sent_and_never_shown(monkeypatch):
+    from fakes.base import Reply
+
+    key = "rk-test-0123456789abcdef"
+    monkeypatch.setenv("RERANK_API_KEY", key)
+    with FakeOpenAICompatible(MODEL) as fake:
+        built = reranker([fake.url])
+        built.rerank("heat pump", ["heat pump noise"])
+        assert fake.requests[-1].headers["authorization"] == f"Bearer {key}"
+        # a server that echoes the key in its refusal: the line shown has it redacted
+        fake.script(Reply(401, {"error": {"message": f"bad key {key}", "type": "Unauthorized", "code": 401}}))
+        with pytest.raises(ProviderError) as raised:
+            built.rerank("heat pump", ["heat pump noise"])
+        assert key not in raised.value.one_line() and "check RERANK_API_KEY" in raised.value.one_line()

@@ -68,6 +68,7 @@ KEY_ENV = {
     "gemini": "GEMINI_API_KEY",
     "mixedbread": "MXBAI_API_KEY",
     "openai": "OPENAI_API_KEY",
+    "rerank-api": "RERANK_API_KEY",  # optional: a /rerank or /score server of your own started with a key
 }
 
 # provider -> (tpm, rpm, ipm, batch items, batch tokens)

@@ -29,13 +29,15 @@ from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, UsageError, choices
 from ..providers.errors_map import MalformedAnswer
 from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls
+from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
 ENDPOINT_PATHS = {"rerank": "POST /rerank", "score": "POST /score", "tei": "POST /rerank (TEI)"}
-URLS_ENV, URL_ENV, KEY_ENV = "RERANK_API_BASE_URLS", "RERANK_API_BASE_URL", "RERANK_API_KEY"
+URLS_ENV, URL_ENV = "RERANK_API_BASE_URLS", "RERANK_API_BASE_URL"
+KEY_ENV = PROVIDER_KEY_ENV[PROVIDER]  # RERANK_API_KEY
 PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </s></s> d </s> (XLM-R, bge-reranker)
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
@@ -114,6 +116,8 @@ class ApiReranker:
 
         import httpx
 
+        from ..providers.keys import load_dotenv_once
+
         self.name = PROVIDER
         self.model = model
         self.ctx = ctx
@@ -134,7 +138,8 @@ class ApiReranker:
             max_batch_items=0,
             max_batch_tokens=0,
         )
-        key = os.environ.get(KEY_ENV, "").strip()
+        load_dotenv_once()
+        key = os.environ.get(KEY_ENV, "").strip()  # redacted everywhere: it is in providers.settings.KEY_ENV
         self.client = httpx.Client(
             timeout=self.settings.timeout, headers={"Authorization": f"Bearer {key}"} if key else {}
         )
