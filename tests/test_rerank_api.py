@@ -175,9 +175,11 @@ def test_rerank_study_quality_and_latency_take_rerank_api_models(tmp_path):
     from evals_repro.io import read_jsonl
     from evals_repro.study.latency import LATENCY, LatencyRequest, run_latency
     from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
-    from study_fixtures import prepare_sample
+    from study_fixtures import copy_study, prepare_sample
 
-    study = prepare_sample(tmp_path / "prepared") / "study"
+    prepared = prepare_sample(tmp_path / "prepared")
+    fresh = copy_study(prepared, tmp_path / "fresh")  # untouched, for the CLI below
+    study = prepared / "study"
     with FakeOpenAICompatible(MODEL, max_model_len=100_000) as fake:
         options = {"rerank_base_url": fake.url}
         model = f"rerank-api:{MODEL}"
@@ -198,6 +200,12 @@ def test_rerank_study_quality_and_latency_take_rerank_api_models(tmp_path):
         )
         timed = [r for r in read_jsonl(study / LATENCY) if r.get("model") == model]
         assert timed and all(r["status"] == "ok" and r["latency_ms"] > 0 for r in timed)
+        # the CLI takes the same options (here the /score endpoint), on a fresh copy of the prepared study
+        cli = ["rerank-study", "quality", "--study-dir", str(fresh), "--cache-dir", str(tmp_path / "fresh/cache")]
+        cli += ["--models", model, "--rerank-base-url", fake.url, "--rerank-endpoint", "score"]
+        assert main(cli) == 0
+        assert len([r for r in fake.requests if r.path == "/score"]) == queries
+        assert len(read_jsonl(fresh / QUALITY)) == queries
 
 
 def test_a_tei_server_is_known_by_its_info_and_spoken_to_in_its_own_shapes():
