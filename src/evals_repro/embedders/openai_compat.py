@@ -131,18 +131,12 @@ class OpenAIEmbedder(ApiEmbedder):
         batch = _whole(options, "batch_size", 1, MAX_BATCH_ITEMS) or DEFAULT_BATCH_SIZE
         super().__init__(name, model, ctx, dimension=_whole(options, "dimensions", 1))
         own_server = all(url != OPENAI_DEFAULT_BASE_URL for url in self.urls)
+        tpm, rpm = (0, 0) if own_server else (OPENAI_EMBED_TPM, OPENAI_EMBED_RPM)  # unless --openai-tpm/-rpm
+        given = self.settings
         self.settings = replace(
-            self.settings,
-            tokens_per_minute=self.settings.tokens_per_minute
-            if "openai_tpm" in options
-            else 0
-            if own_server
-            else OPENAI_EMBED_TPM,
-            requests_per_minute=self.settings.requests_per_minute
-            if "openai_rpm" in options
-            else 0
-            if own_server
-            else OPENAI_EMBED_RPM,
+            given,
+            tokens_per_minute=given.tokens_per_minute if options.get("openai_tpm") is not None else tpm,
+            requests_per_minute=given.requests_per_minute if options.get("openai_rpm") is not None else rpm,
             max_batch_items=batch,
             max_batch_tokens=MAX_REQUEST_TOKENS,
         )
