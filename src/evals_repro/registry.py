@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,6 @@ class Registry:
         self.attribute = attribute  # the module-level name modules register through, e.g. "EMBEDDERS"
         self.packages = tuple(packages)
         self._entries: dict[str, Entry] = {}
-        self._prefixes: dict[str, tuple[str, re.Pattern[str]]] = {}  # prefix -> (shown name, what may follow)
         self._discovered = False
         self._lock = threading.RLock()
 
@@ -78,23 +76,6 @@ class Registry:
                     self._entries[name] = Entry(
                         self.kind, name, factory, description, tuple(contents), key_env, factory.__module__, dict(extra)
                     )
-            return factory
-
-        return decorate
-
-    def register_prefix(
-        self, prefix: str, shown: str, rest: str = r"[^+\s]+", **kwargs: Any
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register a family of names, every `<prefix><rest>` (e.g. `openai:` for `openai:<model>`);
-        `shown` is how the family is listed (`openai:<model>`). `rest` is a regular expression the part after
-        the prefix must match in full (by default no `+` and no space, which a pipeline name reserves). An
-        exact name wins."""
-        register = self.register(shown, **kwargs)
-
-        def decorate(factory: Callable[..., Any]) -> Callable[..., Any]:
-            register(factory)
-            with self._lock:
-                self._prefixes[prefix] = (shown, re.compile(rest))
             return factory
 
         return decorate
@@ -126,14 +107,40 @@ class Registry:
     def get(self, name: str) -> Entry | None:
         self._discover()
         entry = self._entries.get(name)
-        if entry is None:
-            for prefix, (shown, rest) in self._prefixes.items():
-                if name.startswith(prefix) and rest.fullmatch(name[len(prefix) :]) and shown in self._entries:
-                    return replace(self._entries[shown], name=name)
+        if entry is None and self.__dict__.get("_prefixes"):
+            return self._family(name)
         return entry
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
+
+    def register_prefix(
+        self, prefix: str, shown: str, rest: str = r"[^+\s]+", **kwargs: Any
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register a family of names, every `<prefix><rest>` (e.g. `openai:` for `openai:<model>`);
+        `shown` is how the family is listed (`openai:<model>`). `rest` is a regular expression the part after
+        the prefix must match in full (by default no `+` and no space, which a pipeline name reserves). An
+        exact name wins."""
+        import re
+
+        register = self.register(shown, **kwargs)
+
+        def decorate(factory: Callable[..., Any]) -> Callable[..., Any]:
+            register(factory)
+            with self._lock:  # prefix -> (shown name, what may follow); made on first use
+                self.__dict__.setdefault("_prefixes", {})[prefix] = (shown, re.compile(rest))
+            return factory
+
+        return decorate
+
+    def _family(self, name: str) -> Entry | None:
+        """The entry of the registered family `name` belongs to, under `name` (`openai:text-embedding-3-large`)."""
+        from dataclasses import replace
+
+        for prefix, (shown, rest) in self.__dict__.get("_prefixes", {}).items():
+            if name.startswith(prefix) and rest.fullmatch(name[len(prefix) :]) and shown in self._entries:
+                return replace(self._entries[shown], name=name)
+        return None
 
     def names(self) -> list[str]:
         self._discover()
