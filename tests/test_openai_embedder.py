@@ -277,3 +277,18 @@ def test_a_tei_server_is_identified_by_its_info_model_and_sha():
         from evals_repro.embedders.cache import settings_digest
 
         assert settings_digest(embedder([f"{other.url}/v1"]), "query") != settings_digest(built, "query")
+
+
+def test_openai_names_inside_pipelines():
+    from evals_repro.pipeline import PipelineSpec
+
+    fused = PipelineSpec.parse(f"rrf:bm25+openai:{MODEL}@{'a' * 40}+cohere@10")
+    assert fused.first_stage == ("bm25", f"openai:{MODEL}@{'a' * 40}") and fused.rerank.reranker == "cohere"
+    assert PipelineSpec.parse("rrf:bm25+openai:m").first_stage == ("bm25", "openai:m")
+    reranked = PipelineSpec.parse(f"openai:{MODEL}+rerank-api:BAAI/bge-reranker-v2-m3@30")
+    assert reranked.first_stage == (f"openai:{MODEL}",)
+    assert (reranked.rerank.reranker, reranked.rerank.model, reranked.rerank.depth) == (
+        "rerank-api",
+        "BAAI/bge-reranker-v2-m3",
+        30,
+    )

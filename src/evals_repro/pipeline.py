@@ -275,10 +275,12 @@ def _split_reranker(body: str, fused: bool, whole: str) -> tuple[str, RerankSpec
     head, plus, tail = body.rpartition("+")
     if not plus:
         return body, None
+    if fused and first_stage_entry(tail) is not None:
+        return body, None  # `rrf:bm25+openai:m`: the last member is a first stage with a colon, not a reranker
     reranker_part, at, depth_text = tail.partition("@")
     reranker, _, model = reranker_part.partition(":")
     if RERANKERS.get(reranker) is None:
-        if (at or model) and first_stage_entry(tail) is None:  # written as a reranker, but not one (nor `openai:m`)
+        if at or model:  # written as a reranker, but not one
             raise UsageError(
                 f"unknown reranker '{reranker}' in method '{whole}'", f"choose from {choices(RERANKERS.names())}"
             )
