@@ -20,6 +20,7 @@ from evals_repro.embedders.base import EmbedItem, normalise
 from evals_repro.embedders.registry import build_embedder
 from evals_repro.errors import ConfigurationError, UsageError
 from evals_repro.registry import EMBEDDERS
+from evals_repro.results import result_path
 from fakes.base import bag_of_words
 from fakes.openai_compat import FakeOpenAICompatible
 
@@ -73,8 +74,8 @@ def test_run_on_two_replicas_with_e5_prefixes_then_warm_rerun_sends_nothing(tmp_
         assert all(len(batch) <= 8 for batch in sent)
         assert all(t.startswith(("query: ", "passage: ")) for t in texts)
         assert sum(t.startswith("query: ") for t in texts) == 26  # the subset's 26 queries, each once
-        # the slash of the served name is %2F in the folder; the record keeps the name as written
-        path = tmp_path / "results/sample" / f"openai:{MODEL.replace('/', '%2F')}" / "heat-pumps.json"
+        # the record keeps the name as written (its folder is results.result_path's business)
+        path = result_path(tmp_path / "results", "sample", f"openai:{MODEL}", "heat-pumps")
         record = json.loads(path.read_text())
         assert record["method"] == f"openai:{MODEL}"
         usage = record["usage"]

@@ -40,8 +40,10 @@ def run_args(tmp_path, method: str, *extra: str) -> list[str]:
     ]
 
 
-def per_query(tmp_path, folder: str) -> dict:
-    record = json.loads((tmp_path / "results/sample" / folder / "heat-pumps.json").read_text())
+def per_query(tmp_path, method: str) -> dict:
+    from evals_repro.results import result_path
+
+    record = json.loads(result_path(tmp_path / "results", "sample", method, "heat-pumps").read_text())
     return {q: entry["metrics"] for q, entry in record["per_query"].items()}, record
 
 
@@ -61,7 +63,7 @@ def test_run_ranks_as_a_hosted_reranker_with_the_same_scores(endpoint, monkeypat
         args = run_args(tmp_path, method, "--rerank-base-url", f"{a.url},{b.url}", "--rerank-endpoint", endpoint)
         assert main(args) == 0
         assert a.scored and b.scored  # both replicas scored queries
-    got, record = per_query(tmp_path, method.replace("/", "%2F"))
+    got, record = per_query(tmp_path, method)
     assert got == expected
     reranker_config = record["config"]["retriever"]["reranker"]
     assert reranker_config["endpoint"] == f"POST /{endpoint}"

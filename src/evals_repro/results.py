@@ -218,9 +218,7 @@ class Coverage:
 
 
 def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> Path:
-    """`<results>/<benchmark>/<method folder>/<subset>.json`; a `/` in a served model's name (`openai:org/model`)
-    is written `%2F` in the folder name, so every method is one folder (the record keeps the name as written)."""
-    return Path(results_dir) / benchmark / label.replace("/", "%2F") / f"{subset}.json"
+    return Path(results_dir) / benchmark / label / f"{subset}.json"
 
 
 def run_paths(path: Path) -> tuple[Path, Path, Path]:
