@@ -61,12 +61,22 @@ def shared_path(*parts: str) -> Path:
 
 @pytest.fixture(autouse=True)
 def fresh_provider_throttles():
-    """Provider throttles are process-wide: give every test fresh budgets, so earlier tests never slow it."""
+    """Provider throttles, the cost ceiling, prices and token calibration are process-wide: every test starts
+    fresh, so earlier tests never slow, stop or price it."""
+    from evals_repro.providers import calibration
+    from evals_repro.providers.ceiling import install_guard
+    from evals_repro.providers.prices import reset_prices
     from evals_repro.providers.throttle import reset_throttles
 
     reset_throttles()
+    calibration.reset()
+    install_guard(None)
+    reset_prices()
     yield
     reset_throttles()
+    calibration.reset()
+    install_guard(None)
+    reset_prices()
 
 
 @pytest.fixture(scope="session")

@@ -305,14 +305,17 @@ def energy_raw_files() -> dict[str, bytes]:
     )
 
 
-def raw_domain_files(pages, rows, questions, meta, question_qrels, answers, boxes, title) -> dict[str, bytes]:
-    """One raw `vidore/vidore_v3_<domain>` repo: corpus, queries, qrels, documents_metadata, pdfs."""
+def raw_domain_files(
+    pages, rows, questions, meta, question_qrels, answers, boxes, title, size: tuple[int, int] = PAGE_SIZE
+) -> dict[str, bytes]:
+    """One raw `vidore/vidore_v3_<domain>` repo: corpus, queries, qrels, documents_metadata, pdfs;
+    page images of `size` (width, height)."""
     from datasets import Image, List, Value
 
     corpus = _parquet(
         {
             "corpus_id": [p[0] for p in pages],
-            "image": [{"bytes": png(p[4]), "path": None} for p in pages],
+            "image": [{"bytes": png(p[4], size), "path": None} for p in pages],
             "doc_id": [p[1] for p in pages],
             "markdown": [p[3] for p in pages],
             "page_number_in_doc": [p[2] for p in pages],

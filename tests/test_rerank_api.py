@@ -263,3 +263,12 @@ def test_rerank_api_key_is_sent_and_never_shown(monkeypatch):
         with pytest.raises(ProviderError) as raised:
             built.rerank("heat pump", ["heat pump noise"])
         assert key not in raised.value.one_line() and "check RERANK_API_KEY" in raised.value.one_line()
+
+
+def test_a_plan_asks_no_rerank_server(tmp_path, capsys):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"  # not started yet: a plan must not need it
+    args = run_args(tmp_path, f"bm25+rerank-api:{MODEL}@10", "--rerank-base-url", down, "--plan")
+    assert main(args) == 0
+    assert "cost $0" in capsys.readouterr().out

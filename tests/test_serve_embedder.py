@@ -123,8 +123,9 @@ def test_without_revision_the_hubs_commit_is_looked_up_and_printed():
 
 
 def test_an_unreachable_hub_without_revision_is_one_line(monkeypatch, capsys):
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    from huggingface_hub import constants  # read once at import: patch the value, never HF_ENDPOINT here
+
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
     assert main(["serve-embedder", "intfloat/e5-large-v2", "--devices", "0", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "cannot look up the current commit of intfloat/e5-large-v2" in err and "--revision" in err

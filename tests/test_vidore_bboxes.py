@@ -62,3 +62,17 @@ def test_garbage_never_raises():
 def test_pixel_grid_keeps_large_coordinates():
     out = parse_answer('<bboxes image="1">[1200, 10, 1900, 20]</bboxes>', n_images=1, scale=0)
     assert out.boxes == {1: [(1200, 10, 1900, 20)]} and out.issues == []
+
+
+def test_gemini_order_is_read_y_first_and_kept_x_first():
+    out = parse_answer('<bboxes image="1">[0, 10, 176.47, 500]</bboxes>', n_images=1, order="yxyx")
+    assert out.boxes == {1: [(10, 0, 500, 176.47)]} and out.issues == []
+
+
+def test_pixel_grids_cut_boxes_to_each_image_and_flag_them():
+    text = '<bboxes image="1">[-60, 0, 60, 85]</bboxes> <bboxes image="2">[10, 10, 130, 300]</bboxes>'
+    out = parse_answer(text, n_images=2, scale=0, grids={1: (120, 170), 2: (200, 250)})
+    assert out.boxes == {1: [(0, 0, 60, 85)], 2: [(10, 10, 130, 250)]}
+    assert out.clipped == 2 and out.status == "malformed"
+    assert "image 1: box [-60, 0, 60, 85] clipped to the 120 x 170 grid" in out.issues
+    assert out.as_record()["clipped"] == 2

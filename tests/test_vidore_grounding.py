@@ -2,7 +2,8 @@
 clients): inline boxes parsed, scored per annotator with hand-computed zone areas, page-level counts,
 kill and resume.
 
-Pages are 100 x 140 pixels; the fake answers on the 0..1000 grid, so x' = x / 10 and y' = y * 0.14.
+Pages are 100 x 140 pixels; the fakes answer on the 0..1000 grid, so x' = x / 10 and y' = y * 0.14: the
+OpenAI-compatible one (a Qwen3-VL name) x-first, the Gemini one y-first, each model's own convention.
 - hr q0 (pages 0, 2 as images 1, 2): one box [100, 71.43, 600, 285.71] -> page 0 [10,60)x[10,40) (1500 px).
   annotator 0: page 0 I 1500, page 2 zone [0,50)^2 (2500) -> I 1500, |M| 1500, |A| 4000: IoU 1500/4000, F1 3000/5500
   annotator 1: page 0 [20,70)x[10,40) I 1200, page 2 [10,40)^2 (900): IoU 1200/2700, F1 2400/3900  <- best F1
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,8 +48,25 @@ Q0 = (1200 / 2700, 2400 / 3900)
 Q2 = (6550 / 8290, 13100 / 14840)
 
 
+BOX = re.compile(r"\[([^\[\]]+)\]")
+
+
 def respond(call: FakeCall) -> str:
     return next(answer for question, answer in ANSWERS.items() if question in call.text)
+
+
+def y_first(text: str) -> str:
+    """The same boxes as Gemini writes them: [y_min, x_min, y_max, x_max]."""
+
+    def swap(match: re.Match) -> str:
+        x1, y1, x2, y2 = match.group(1).split(",")
+        return f"[{y1.strip()}, {x1.strip()}, {y2.strip()}, {x2.strip()}]"
+
+    return BOX.sub(swap, text)
+
+
+def respond_gemini(call: FakeCall) -> str:
+    return y_first(respond(call))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +76,7 @@ def hub(fake_hub):
 
 @pytest.fixture
 def servers(hub, monkeypatch):
-    gemini, openai = FakeGeminiGenerate(respond), FakeOpenAIChat(respond)
+    gemini, openai = FakeGeminiGenerate(respond_gemini), FakeOpenAIChat(respond)
     for fake in (gemini, openai):
         fake.__enter__()
     env = {"GOOGLE_GEMINI_BASE_URL": gemini.url, "GEMINI_API_KEY": "g-test", "OPENAI_BASE_URL": f"{openai.url}/v1"}
@@ -86,13 +105,36 @@ def test_grounding_scores_each_annotator_and_counts_pages(servers, tmp_path):
     assert scores["macro"]["f1"] == pytest.approx((Q0[1] + Q2[1]) / 4)
     pages = result["pages"]
     assert (pages["both"], pages["model_only"], pages["human_only"]) == (3, 1, 3)
-    assert pages["same_page"] == pytest.approx(3 / 7)
+    assert pages["same_page_of_pages_either_boxed"] == pytest.approx(3 / 7)
+    assert pages["same_page_of_pages_humans_boxed"] == pytest.approx(3 / 6)
     assert pages["human_pages_without_model_box"] == 0.5 and pages["model_pages_without_human_box"] == 0.25
+    per_pair = result["scores_per_pair"]
+    assert [p[:4] for p in result["pairs"]] == [
+        ["hr/0", "0", "ok", "0"],
+        ["hr/0", "2", "ok", "0"],
+        ["hr/2", "3", "malformed", "0"],
+        ["hr/2", "4", "malformed", "0"],
+        ["energy/1", "0", "no_boxes", "0"],
+        ["energy/1", "1", "no_boxes", "0"],
+    ]
+    assert [p[5] for p in result["pairs"]] == [1.0, 0.0, pytest.approx(2 / 3, abs=1e-6), 1.0, 0.0, 0.0]
+    assert per_pair["domains"]["hr"] == {"pairs": 4, "iou": 0.625, "f1": pytest.approx(2 / 3), "missing": 0}
+    assert per_pair["overall"]["f1"] == pytest.approx(4 / 9) and per_pair["overall"]["iou"] == pytest.approx(2.5 / 6)
+    assert per_pair["macro"] == {"iou": pytest.approx(0.3125), "f1": pytest.approx(1 / 3)}
     assert result["parse"] == {"ok": 1, "no_boxes": 1, "malformed": 1}
-    assert result["human_boxes_outside_image"] == 0 and result["complete"]
+    assert result["human_boxes"] == {"boxes": 13, "cut": 0, "emptied": 0} and result["complete"]
+    assert result["human_boxes_outside_image"] == 0 and result["model_boxes_outside_image"] == 0
+    convention = result["config"]["box_convention"]
+    assert (convention["name"], convention["order"], convention["chosen_by"]) == (
+        "gemini",
+        "yxyx",
+        "model name (gemini)",
+    )
+    assert list(result["config"]["prompts"]) == ["grounding_yx"]
     # The model saw each query's annotated pages as numbered images, grade-2 pages first.
     training = next(c for c in servers["gemini"].calls if fx.HR_QUESTIONS["training"]["english"] in c.text)
     assert len(training.images) == 3 and "Image 3:" in training.text and "(1000, 1000)" in training.system
+    assert "[y_min, x_min, y_max, x_max]" in training.system  # Gemini is asked in its own order
     records = read_jsonl(tmp_path / "grounding/gemini_fake-pro/grounding.jsonl")
     malformed = next(r for r in records if r["query_key"] == "hr/2")
     assert malformed["parse"]["status"] == "malformed" and malformed["pages"] == ["3", "1", "4"]

@@ -8,15 +8,24 @@
 `run` writes the same result records and saved runs as `evals-repro run` and returns a `RunSummary`
 (outcome per subset, failures, usage); `evaluate` scores in memory, trec_eval-style. Messages go to
 the `evals_repro` logger rather than to stdout.
+
+Your own model runs beside the built-ins as a Python object implementing one of the protocols
+exported from `evals_repro` (`Retriever`, `Embedder`, `Reranker`), filed under the name you give:
+
+    evals_repro.run(embedder=MyEmbedder(), name="my-embedder")         # cached, over the exact index
+    evals_repro.run(retriever=MyRetriever(), name="my-retriever", rerank="cohere")
+    evals_repro.run("bm25", reranker=MyReranker(), name="my-reranker", rerank_depth=20)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
 from .evaluation import RunRequest, RunSummary, run_benchmark
 
 
@@ -29,7 +38,7 @@ class Scores:
 
 
 def run(
-    method: str,
+    method: str | None = None,
     benchmark: str = "sample",
     *,
     subsets: Sequence[str] | None = None,
@@ -45,29 +54,79 @@ def run(
     score_precision: str = "float32",
     rerank: str | None = None,
     rerank_depth: int | None = None,
+    retriever: Any = None,
+    embedder: Any = None,
+    reranker: Any = None,
+    name: str | None = None,
     **options: Any,
 ) -> RunSummary:
     """Evaluate `method` on `benchmark` (see `evals-repro run --help`); `options` are the provider and
-    method options (`workers=4`, `voyage_tpm=...`, `rerank_top_k=10`, ...)."""
-    request = RunRequest(
-        method=method,
-        benchmark=benchmark,
-        subsets=list(subsets) if subsets else None,
-        setting=setting,
-        top_k=top_k,
-        results_dir=Path(results_dir),
-        cache_dir=Path(cache_dir),
-        resume=resume,
-        content=content,
-        revision=revision,
-        measures=list(measures) if measures else None,
-        tie_rule=tie_rule,
-        score_precision=score_precision,
-        rerank=rerank,
-        rerank_depth=rerank_depth,
-        options=dict(options),
-    )
-    return run_benchmark(request)
+    method options (`workers=4`, `voyage_tpm=...`, `rerank_top_k=10`, ...).
+
+    Instead of a method name, give your own first stage as `retriever=` (a `Retriever`) or `embedder=`
+    (an `Embedder`: it gets the embedding cache and the exact index), filed under `name`; `reranker=`
+    (a `Reranker`) reranks any first stage, a method name or your object (it is filed under `name`
+    when it is the only object, else under its own `.name`). An object missing a protocol member is
+    refused before any work (UsageError); one that raises fails its subset and the others go on."""
+    with _objects(method, retriever, embedder, reranker, name) as (method_name, rerank_name):
+        if rerank_name is not None:
+            if rerank is not None:
+                raise UsageError(f"reranker= and rerank={rerank!r} both give a reranker", "give one of them")
+            rerank = rerank_name
+        request = RunRequest(
+            method=method_name,
+            benchmark=benchmark,
+            subsets=list(subsets) if subsets else None,
+            setting=setting,
+            top_k=top_k,
+            results_dir=Path(results_dir),
+            cache_dir=Path(cache_dir),
+            resume=resume,
+            content=content,
+            revision=revision,
+            measures=list(measures) if measures else None,
+            tie_rule=tie_rule,
+            score_precision=score_precision,
+            rerank=rerank,
+            rerank_depth=rerank_depth,
+            options=dict(options),
+        )
+        return run_benchmark(request)
+
+
+@contextmanager
+def _objects(
+    method: str | None, retriever: Any, embedder: Any, reranker: Any, name: str | None
+) -> Iterator[tuple[str, str | None]]:
+    """Hold the user's objects in the registries for one run: (the method name to run, the reranker's name)."""
+    from .plugins import REGISTRIES, object_entry
+
+    first = [(kind, obj) for kind, obj in (("method", retriever), ("embedder", embedder)) if obj is not None]
+    if len(first) > 1:
+        raise UsageError("retriever= and embedder= both give a first stage", "give one of them")
+    if first and method is not None:
+        raise UsageError(
+            f"method {method!r} and {'retriever' if retriever is not None else 'embedder'}= both give a first stage",
+            "drop the method name, or the object",
+        )
+    if not first and method is None:
+        raise UsageError("no method given", "name one (e.g. run('bm25')), or pass retriever=, embedder=")
+    if (first or reranker is not None) and not name:
+        raise UsageError("name= is missing", "results of your object are filed under the name you give, e.g. 'mine'")
+    with ExitStack() as stack:
+        method_name = method
+        if first:
+            kind, obj = first[0]
+            assert name is not None
+            stack.enter_context(REGISTRIES[kind].temporarily(object_entry(kind, name, obj)))
+            method_name = name
+        rerank_name = None
+        if reranker is not None:
+            rerank_name = name if not first else getattr(reranker, "name", "")
+            entry = object_entry("reranker", str(rerank_name), reranker)
+            stack.enter_context(REGISTRIES["reranker"].temporarily(entry))
+        assert method_name is not None
+        yield method_name, rerank_name
 
 
 def evaluate(

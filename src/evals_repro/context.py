@@ -22,3 +22,4 @@ class MethodContext:
     content: str = "markdown"  # or "images"
     options: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
+    planning: bool = False  # `--plan`: components are built without keys or clients and send nothing

@@ -25,13 +25,15 @@ from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
 from .data import Query, Run, Subset
 from .errors import ConfigurationError, EvalsError, UsageError, choices
-from .io import ensure_directories
+from .io import ensure_directories, jsonable
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
 from .progress import progress_bar
+from .providers.ceiling import CostCeilingReached
 from .results import (
     Action,
+    Cost,
     Coverage,
     DamagedResult,
     DataDigest,
@@ -147,15 +149,28 @@ def _validate(request: RunRequest) -> None:
     parse_size(request.options.get("index_ram"))
 
 
-def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
-    """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
+@dataclass
+class Prepared:
+    """A run's request checked and resolved: what `run` does and what `run --plan` counts."""
+
+    spec: PipelineSpec
+    decl: BenchmarkDeclaration
+    subset_names: list[str]
+    protocol: ScoringProtocol
+    ctx: MethodContext
+    retriever: Retriever
+    options: LoadOptions
+
+
+def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool = False) -> Prepared:
+    """Check the request and build the method (a plan builds it without keys or clients)."""
     from . import metrics as M
 
-    say = echo or log.info
     _validate(request)
     spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
     spec.check_method_options(request.options)
-    ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))  # before any work
+    if not planning:
+        ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))
     decl = get_benchmark(request.benchmark, language=request.language)
     if decl.pooled and spec.rerank is not None:
         pooled = spec.for_pooled_view()
@@ -169,19 +184,44 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
-        benchmark=decl.name, cache_dir=Path(request.cache_dir), content=request.content, options=dict(request.options)
+        benchmark=decl.name,
+        cache_dir=Path(request.cache_dir),
+        content=request.content,
+        options=dict(request.options),
+        planning=planning,
     )
     # Built once up front: bad keys, unknown rerankers and content mismatches fail before any work.
     retriever = spec.build(ctx)
     options = LoadOptions(content=request.content, revision=request.revision, cache_dir=Path(request.cache_dir))
+    return Prepared(spec, decl, subset_names, protocol, ctx, retriever, options)
+
+
+def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None) -> RunSummary:
+    """Evaluate one method on the requested subsets of a benchmark; see the module docstring."""
+    say = echo or log.info
+    prepared = prepare_run(request, say)
     outcomes: list[SubsetOutcome] = []
+    try:
+        _run_subsets(request, prepared, outcomes, say)
+    finally:
+        from .providers.calibration import save
+
+        save(request.cache_dir)  # what the providers counted: later plans are scaled by it
+    return RunSummary(prepared.decl.name, prepared.spec.label, outcomes, prepared.ctx.usage)
+
+
+def _run_subsets(
+    request: RunRequest, prepared: Prepared, outcomes: list[SubsetOutcome], say: Callable[[str], None]
+) -> None:
+    spec, decl, subset_names, protocol = prepared.spec, prepared.decl, prepared.subset_names, prepared.protocol
+    ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
             try:
                 outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say))
-            except (UsageError, ConfigurationError):
-                raise  # a bad option or an unusable environment fails every subset alike: stop now
+            except (UsageError, ConfigurationError, CostCeilingReached):
+                raise  # a bad option, an unusable environment or the cost ceiling stops every subset alike
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
                 say(f"{name}: failed: {exc.one_line()}")
@@ -191,7 +231,6 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
                 say(f"{name}: failed: {type(exc).__name__}: {exc}")
                 outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
             bar.advance()
-    return RunSummary(decl.name, spec.label, outcomes, ctx.usage)
 
 
 def _run_subset(
@@ -218,28 +257,10 @@ def _run_subset(
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
-    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
-        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
-        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
-        request = replace(request, setting=Setting.CROSSLINGUAL.value)
-    languages = languages_for(request.setting, decl, subset)
-    protocol = declared_protocol(decl, name, protocol)
-    # A result never loses a measure it had: the existing record's measures join the requested ones.
-    wanted = measures_for(subset, list(protocol.measures))
-    if existing is not None:
-        wanted += [m for m in existing.scoring.measures if m not in wanted]
-    subset_protocol = protocol.with_measures(wanted)
-    digests = subset.digests()
-    result_options = {k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options}
-    coverage = Coverage(
-        setting=Setting(request.setting),
-        pipeline=spec.as_dict(),
-        options=result_options,
-        top_k=request.top_k,
-        revision=request.revision,
-        data_digest=str(digests["combined"]),
-        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
+    request, languages, subset_protocol, coverage = subset_coverage(
+        request, decl, subset, spec, ctx, protocol, existing, path, say
     )
+    result_options = coverage.options
     queries, asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
         verdict = existing.covers(coverage)
@@ -247,7 +268,7 @@ def _run_subset(
             say(f"{name}: complete result kept ({path}), skipped")
             return SubsetOutcome(name, path, "skipped", existing.metrics)
         if verdict.action is Action.RESCORE:
-            run = _saved_run(path, existing)
+            run = saved_run(path, existing)
             if run is not None:
                 say(f"{name}: re-scoring the saved run ({verdict.reason})")
                 record = _record(
@@ -265,6 +286,7 @@ def _run_subset(
                     existing.usage,
                     existing.flags,
                     path,
+                    existing.cost,
                 )
                 _report(name, record, path, say)
                 return SubsetOutcome(name, path, "rescored", record.metrics, verdict.reason)
@@ -273,17 +295,19 @@ def _run_subset(
             say(f"{name}: recomputing, the existing result does not match ({verdict.reason})")
     plan = pool_plan(subset, spec, request.top_k, request.method)
     before = ctx.usage.as_dict()
+    billed_before = ctx.usage.billed()
     started = time.perf_counter()
     run = retrieve(subset, retriever, queries, plan.top_k)
     retrieval_seconds = time.perf_counter() - started
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
+    billed = {k: v - billed_before.get(k, 0) for k, v in ctx.usage.billed().items() if v != billed_before.get(k, 0)}
     config = MethodConfig(
         method=spec.method_name,
         pipeline=spec.as_dict(),
         content=spec.content,
         top_k=request.top_k,
         options=result_options,
-        retriever=retriever.describe(),
+        retriever=jsonable(retriever.describe()),  # a plugin's numpy values too
         view=subset.source.get("view"),
         pool=plan.config,
     )
@@ -309,9 +333,47 @@ def _run_subset(
         spent,
         flags,
         path,
+        Cost.of(billed),
     )
     _report(name, record, path, say)
     return SubsetOutcome(name, path, "written", record.metrics)
+
+
+def subset_coverage(
+    request: RunRequest,
+    decl: BenchmarkDeclaration,
+    subset: Subset,
+    spec: PipelineSpec,
+    ctx: MethodContext,
+    protocol: ScoringProtocol,
+    existing: ResultRecord | None,
+    path: Path,
+    say: Callable[[str], None],
+) -> tuple[RunRequest, list[str], ScoringProtocol, Coverage]:
+    """What this subset's run asks (`--resume` compares it with the existing result): the request (a
+    crosslingual result keeps its setting), the query languages, the protocol to score with, the coverage."""
+    name = subset.name
+    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
+        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
+        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
+        request = replace(request, setting=Setting.CROSSLINGUAL.value)
+    languages = languages_for(request.setting, decl, subset)
+    protocol = declared_protocol(decl, name, protocol)
+    # A result never loses a measure it had: the existing record's measures join the requested ones.
+    wanted = measures_for(subset, list(protocol.measures))
+    if existing is not None:
+        wanted += [m for m in existing.scoring.measures if m not in wanted]
+    digests = subset.digests()
+    coverage = Coverage(
+        setting=Setting(request.setting),
+        pipeline=spec.as_dict(),
+        options={k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options},
+        top_k=request.top_k,
+        revision=request.revision,
+        data_digest=str(digests["combined"]),
+        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
+    )
+    return request, languages, protocol.with_measures(wanted), coverage
 
 
 def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
@@ -321,7 +383,7 @@ def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringPr
     return protocol if level is None else protocol.replace(relevance_level=int(level))
 
 
-def _saved_run(path: Path, record: ResultRecord) -> Run | None:
+def saved_run(path: Path, record: ResultRecord) -> Run | None:
     """The record's saved run, if it is there and unchanged."""
     from .runs import file_sha256, read_saved_run
 
@@ -346,6 +408,7 @@ def _record(
     usage: dict[str, float],
     flags: Flags | None,
     path: Path,
+    cost: Cost | None = None,
 ) -> ResultRecord:
     """Score the run, write the run and qrels files, then the record (last: it points to them)."""
     from .runs import write_trec_gains, write_trec_qrels, write_trec_run
@@ -375,6 +438,7 @@ def _record(
         source={k: v for k, v in subset.source.items() if k != "origin"},
         versions=package_versions(),
         usage=usage,
+        cost=cost,
         unpooled_queries=(
             sorted(q.id for q in asked if q.id not in subset.pools) if subset.pools is not None else None
         ),

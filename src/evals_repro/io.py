@@ -220,3 +220,14 @@ class JsonlAppender:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data: numpy scalars and arrays as numbers and lists, anything else unknown as its str
+    (what a plugin's `describe()` may hold, recorded in result files)."""
+
+    def plain(item: Any) -> Any:
+        tolist = getattr(item, "tolist", None)
+        return tolist() if callable(tolist) else str(item)
+
+    return json.loads(json.dumps(value, default=plain))

@@ -42,6 +42,9 @@ def first_stage_names() -> list[str]:
 
 
 def _unknown_method(name: str) -> UsageError:
+    refused = METHODS.refused(name) or EMBEDDERS.refused(name)
+    if refused:
+        return UsageError(f"method '{name}' is refused: {refused}", "rename or uninstall one of the plugins")
     return UsageError(
         f"unknown method '{name}'",
         f"choose from {choices(first_stage_names())}, rrf:<a>+<b>, or <first stage>+<reranker>@<depth> "
@@ -88,10 +91,17 @@ class PipelineSpec:
         if self.rerank is not None:
             entry = RERANKERS.get(self.rerank.reranker)
             if entry is None:
+                RERANKERS.require(self.rerank.reranker)  # a refused plugin name says why
                 raise UsageError(
                     f"unknown reranker '{self.rerank.reranker}'", f"choose from {choices(RERANKERS.names())}"
                 )
             models = entry.extra.get("models")
+            if self.rerank.model is not None and entry.plugin is not None:
+                raise UsageError(
+                    f"reranker {self.rerank.reranker} ({entry.owner()}) takes no :model, and "
+                    f"'{self.rerank.model}' is given",
+                    f"write +{self.rerank.reranker}@{self.rerank.depth or DEFAULT_RERANK_DEPTH}",
+                )
             if self.rerank.model is not None and models is not None and self.rerank.model not in models:
                 raise UsageError(
                     f"unknown model '{self.rerank.model}' for reranker {self.rerank.reranker}",
@@ -215,8 +225,15 @@ class PipelineSpec:
             return self
         return replace(self, first_stage=(POOL,), rerank=replace(self.rerank, depth=None))
 
+    def plugin_entries(self) -> list[Entry]:
+        """The components that come from plugins or Python objects, first stages then the reranker."""
+        entries = [first_stage_entry(name) for name in self.first_stage]
+        if self.rerank is not None:
+            entries.append(RERANKERS.get(self.rerank.reranker))
+        return [e for e in entries if e is not None and e.plugin is not None]
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        described: dict[str, Any] = {
             "first_stage": list(self.first_stage),
             "fusion": {"method": "rrf", "k": self.rrf_k} if self.fused else None,
             "reranker": (
@@ -226,6 +243,12 @@ class PipelineSpec:
             ),
             "content": self.content,
         }
+        plugin_entries = self.plugin_entries()
+        if plugin_entries:  # their distribution and version decide, with the rest, whether a result covers a run
+            from .plugins import recorded
+
+            described["plugins"] = {entry.name: recorded(entry) for entry in plugin_entries}
+        return described
 
     # -- building --------------------------------------------------------------------------------
     def build_first_stage(self, ctx: MethodContext) -> Retriever:
@@ -239,6 +262,10 @@ class PipelineSpec:
     def build_reranker(self, ctx: MethodContext) -> Any:
         assert self.rerank is not None
         entry = RERANKERS.require(self.rerank.reranker)
+        if entry.plugin is not None:
+            from .plugins import build_checked
+
+            return build_checked(entry, self.rerank.reranker, self.rerank.model, ctx)
         return entry.factory(self.rerank.reranker, self.rerank.model, ctx)
 
     def build(self, ctx: MethodContext) -> Retriever:
@@ -263,6 +290,16 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
         raise UsageError(f"method '{name}' cannot take --content {content}", f"it accepts {choices(entry.contents)}")
     if ctx.content != content:
         raise ConfigurationError(f"method '{name}' built for --content {ctx.content}, spec says {content}", "")
+    if entry.plugin is not None:
+        from .plugins import build_checked
+
+        built = build_checked(entry, name, ctx)
+        if entry.kind == "embedder":  # batches, budgets, the cache and the exact index, as for a built-in
+            from .embedders.guarded import GuardedEmbedder
+            from .retrieval.dense import DenseRetriever
+
+            return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage), ctx)
+        return built
     if entry.kind == "embedder":
         from .retrieval.dense import build as build_dense
 
@@ -280,6 +317,8 @@ def _split_reranker(body: str, fused: bool, whole: str) -> tuple[str, RerankSpec
     reranker_part, at, depth_text = tail.partition("@")
     reranker, _, model = reranker_part.partition(":")
     if RERANKERS.get(reranker) is None:
+        if RERANKERS.refused(reranker):
+            RERANKERS.require(reranker)  # says which plugins clash
         if at or model:  # written as a reranker, but not one
             raise UsageError(
                 f"unknown reranker '{reranker}' in method '{whole}'", f"choose from {choices(RERANKERS.names())}"

@@ -10,19 +10,102 @@ finds its components lazily, on the first lookup, by importing the modules of it
 source mentions `<REGISTRY>.register` (a cheap text check keeps numba kernels and other heavy
 modules out). Component modules keep SDK imports inside functions, so looking up a name never
 loads an SDK, and `evals-repro --help` never imports a component at all.
+
+Installed packages add components through entry points (group `evals_repro.retrievers`,
+`evals_repro.embedders`, `evals_repro.rerankers`): their names are read from the distributions'
+metadata on first lookup, and a plugin's code is imported only when it is built or listed. An entry
+carries its `PluginOrigin` (distribution, version, entry point), which results record. Registries
+that share a namespace (methods and embedders: both are first stages) refuse a plugin name that a
+built-in or another plugin already holds, naming both.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
+import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError, choices
+from .errors import ConfigurationError, UsageError, choices
+
+log = logging.getLogger(__name__)
+
+
+OBJECT_GROUP = "python object"
+
+
+@dataclass(frozen=True)
+class PluginOrigin:
+    """Where a component from outside the package comes from: an entry point of an installed
+    distribution, or a Python object handed to `evals_repro.run` (group "python object")."""
+
+    distribution: str | None
+    version: str | None
+    group: str
+    target: str  # the entry point's `module:attr`, or the object's `module:qualname`
+
+    @property
+    def is_object(self) -> bool:
+        return self.group == OBJECT_GROUP
+
+    def label(self) -> str:
+        owner = f"{self.distribution} {self.version}" if self.distribution else "no distribution"
+        if self.is_object:
+            return f"Python object {self.target}" + (f", from {owner}" if self.distribution else "")
+        return f"{owner}, {self.target}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"distribution": self.distribution, "version": self.version, "group": self.group, "target": self.target}
+
+
+class PluginFactory:
+    """The factory of a plugin entry: imports the entry point once, then builds the component from it
+    (a class is instantiated with no arguments, a function called, anything else used as it is)."""
+
+    def __init__(self, load: Callable[[], Any], origin: PluginOrigin, kind: str, name: str):
+        self._load = load
+        self.origin = origin
+        self.kind = kind
+        self.name = name
+        self._target: Any = None
+        self._lock = threading.Lock()
+
+    def target(self) -> Any:
+        """The entry point's object; ConfigurationError (one line naming the plugin) when its import fails."""
+        with self._lock:
+            if self._target is None:
+                try:
+                    self._target = self._load()
+                except Exception as exc:  # noqa: BLE001 - any error in a plugin's import is the plugin's
+                    raise ConfigurationError(
+                        f"plugin {self.kind} '{self.name}' ({self.origin.label()}) failed to import: "
+                        f"{type(exc).__name__}: {exc}",
+                        f"fix or uninstall {self.origin.distribution}",
+                    ) from exc
+            return self._target
+
+    def __call__(self, *args: Any) -> Any:
+        target = self.target()
+        if isinstance(target, type) or (callable(target) and not _has_method(target, ("run", "embed", "rerank"))):
+            try:
+                return target()
+            except Exception as exc:  # noqa: BLE001 - the plugin's own failure, named in one line
+                raise ConfigurationError(
+                    f"plugin {self.kind} '{self.name}' ({self.origin.label()}) failed to start: "
+                    f"{type(exc).__name__}: {exc}",
+                    f"{self.origin.target} must build with no arguments; fix it or uninstall {self.origin.distribution}",
+                ) from exc
+        return target
+
+
+def _has_method(obj: Any, names: tuple[str, ...]) -> bool:
+    return any(callable(getattr(obj, name, None)) for name in names)
 
 
 @dataclass(frozen=True)
@@ -42,18 +125,29 @@ class Entry:
     key_env: str | None = None
     module: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    plugin: PluginOrigin | None = None  # set for entry points and Python objects, None for built-ins
+
+    def owner(self) -> str:
+        """Who provides it, for messages: the plugin's distribution, or the built-in module."""
+        if self.plugin is None:
+            return f"built-in, {self.module}"
+        return self.plugin.label() if self.plugin.is_object else f"plugin {self.plugin.label()}"
 
 
 class Registry:
     """Names of one kind of component -> their entries, discovered from `packages` on first use."""
 
-    def __init__(self, kind: str, attribute: str, packages: Iterable[str]):
+    def __init__(self, kind: str, attribute: str, packages: Iterable[str], group: str | None = None):
         self.kind = kind
         self.attribute = attribute  # the module-level name modules register through, e.g. "EMBEDDERS"
         self.packages = tuple(packages)
+        self.group = group  # the entry-point group plugins register through
         self._entries: dict[str, Entry] = {}
+        self._refused: dict[str, str] = {}  # plugin name -> why it is refused (a clash)
         self._discovered = False
+        self._builtins_found = False
         self._lock = threading.RLock()
+        self.namespace: tuple[Registry, ...] = (self,)  # registries whose names must not clash
 
     def register(
         self,
@@ -86,10 +180,22 @@ class Registry:
             self._entries.pop(name, None)
 
     def _discover(self) -> None:
-        with self._lock:
+        if self._discovered:
+            return
+        with _DISCOVERY:
             if self._discovered:
                 return
-            self._discovered = True
+            for registry in self.namespace:
+                registry._discover_builtins()
+            _discover_plugins(self.namespace)
+            for registry in self.namespace:
+                registry._discovered = True
+
+    def _discover_builtins(self) -> None:
+        with self._lock:
+            if self._builtins_found:
+                return
+            self._builtins_found = True
             marker = f"{self.attribute}.register"
             for package_name in self.packages:
                 package = importlib.import_module(package_name)
@@ -150,15 +256,151 @@ class Registry:
         return [self._entries[name] for name in self.names()]
 
     def require(self, name: str, hint: str = "") -> Entry:
-        """The entry for `name`, or a UsageError listing the valid names."""
+        """The entry for `name`, or a UsageError listing the valid names (or why a plugin is refused)."""
         entry = self.get(name)
         if entry is None:
+            if name in self._refused:
+                raise UsageError(self._refused[name], "rename or uninstall one of them")
             raise UsageError(f"unknown {self.kind} '{name}'", hint or f"choose from {choices(self.names())}")
         return entry
 
+    def refused(self, name: str) -> str | None:
+        """Why a plugin name is refused (it clashes with a built-in or another plugin), or None."""
+        self._discover()
+        return self._refused.get(name)
+
+    def holder(self, name: str) -> Entry | None:
+        """The entry holding `name` in this registry's namespace (methods and embedders share one)."""
+        for registry in self.namespace:
+            entry = registry.get(name)
+            if entry is not None:
+                return entry
+        return None
+
+    def add_plugin(self, entry: Entry) -> bool:
+        """Add a plugin entry unless its name is taken in the namespace (then warn, naming both, and refuse it)."""
+        self._discover()
+        with self._lock:
+            existing = self.holder(entry.name)
+            if existing is not None and existing is not entry:
+                message = _clash(entry, existing)
+                log.warning(f"{message}; refused (rename its entry point)")
+                self._refused.setdefault(entry.name, message)
+                return False
+            self._entries[entry.name] = entry
+            return True
+
+    @contextmanager
+    def temporarily(self, entry: Entry) -> Iterator[Entry]:
+        """Hold `entry` (a Python object given to `run`) for the duration of a block; a name already
+        taken in the namespace is refused with a UsageError naming both."""
+        self._discover()
+        with self._lock:
+            existing = self.holder(entry.name)
+            if existing is not None:
+                raise UsageError(
+                    _clash(entry, existing),
+                    "give your object another name= (see `evals-repro methods` for the names taken)",
+                )
+            self._entries[entry.name] = entry
+        try:
+            yield entry
+        finally:
+            with self._lock:
+                if self._entries.get(entry.name) is entry:
+                    del self._entries[entry.name]
+
+
+_DISCOVERY = threading.RLock()
+UNUSABLE_IN_NAMES = "+@:[]/ "  # the method grammar's own characters (pipeline.py), and spaces
+
+
+def _clash(entry: Entry, existing: Entry) -> str:
+    def who(e: Entry) -> str:
+        return f"{e.kind} '{e.name}' ({e.owner()})"
+
+    return f"{who(entry)} clashes with the {'' if existing.plugin else 'built-in '}{who(existing)}"
+
+
+_SCANNED: dict[tuple[str, ...], Any] = {}  # sys.path -> every entry point installed there
+
+
+def entry_points_of(group: str) -> list[Any]:
+    """The entry points of `group`, in name order. Installed metadata is read once per process (one scan
+    serves every group), again only when sys.path changes."""
+    from importlib import metadata
+
+    key = tuple(sys.path)
+    if key not in _SCANNED:
+        _SCANNED.clear()
+        _SCANNED[key] = metadata.entry_points()
+    return sorted(_SCANNED[key].select(group=group), key=lambda ep: (ep.name, ep.value))
+
+
+def plugin_origin(entry_point: Any) -> PluginOrigin:
+    dist = getattr(entry_point, "dist", None)
+    return PluginOrigin(
+        distribution=dist.metadata["Name"] if dist is not None else None,
+        version=dist.version if dist is not None else None,
+        group=entry_point.group,
+        target=entry_point.value,
+    )
+
+
+def plugin_contents(kind: str) -> tuple[str, ...]:
+    """An embedder from outside takes page images when it says so (`supports_images`, checked when it
+    is built); other plugin first stages read markdown."""
+    return ("markdown", "images") if kind == "embedder" else ("markdown",)
+
+
+def _discover_plugins(namespace: tuple[Registry, ...]) -> None:
+    """The plugin entries of a namespace's groups, read from installed metadata (nothing imported).
+    A name held by a built-in is refused; a name two plugins claim is refused for both."""
+    claims: dict[str, list[tuple[Registry, Entry]]] = {}
+    for registry in namespace:
+        if registry.group is None:
+            continue
+        for entry_point in entry_points_of(registry.group):
+            origin = plugin_origin(entry_point)
+            if not entry_point.name or any(c in entry_point.name for c in UNUSABLE_IN_NAMES):
+                log.warning(
+                    f"plugin {registry.kind} '{entry_point.name}' ({origin.label()}): a method name cannot hold "
+                    f"any of {' '.join(repr(c) for c in UNUSABLE_IN_NAMES)}; refused (rename its entry point)"
+                )
+                continue
+            factory = PluginFactory(entry_point.load, origin, registry.kind, entry_point.name)
+            entry = Entry(
+                registry.kind,
+                entry_point.name,
+                factory,
+                contents=plugin_contents(registry.kind),
+                module=entry_point.module,
+                plugin=origin,
+            )
+            claims.setdefault(entry_point.name, []).append((registry, entry))
+    for name, claimants in claims.items():
+        builtin = next((r._entries[name] for r in namespace if name in r._entries), None)
+        if builtin is not None:
+            for registry, entry in claimants:
+                message = _clash(entry, builtin)
+                log.warning(f"{message}; refused (rename its entry point)")
+                registry._refused[name] = message
+        elif len(claimants) > 1:
+            (_, first), (_, second) = claimants[:2]
+            message = _clash(second, first)
+            log.warning(f"{message}; both refused (uninstall one, or rename an entry point)")
+            for registry, _ in claimants:
+                registry._refused[name] = message
+        else:
+            registry, entry = claimants[0]
+            registry._entries[name] = entry
+
 
 # First-stage retrieval methods (BM25, stores, the judged pool); every embedder is one too (dense retrieval).
-METHODS = Registry("method", "METHODS", ("evals_repro.retrieval", "evals_repro.stores"))
-EMBEDDERS = Registry("embedder", "EMBEDDERS", ("evals_repro.embedders",))
-RERANKERS = Registry("reranker", "RERANKERS", ("evals_repro.rerankers",))
+METHODS = Registry("method", "METHODS", ("evals_repro.retrieval", "evals_repro.stores"), "evals_repro.retrievers")
+EMBEDDERS = Registry("embedder", "EMBEDDERS", ("evals_repro.embedders",), "evals_repro.embedders")
+RERANKERS = Registry("reranker", "RERANKERS", ("evals_repro.rerankers",), "evals_repro.rerankers")
+# Benchmark plugins (group `evals_repro.benchmarks`: a declaration folder or a loader) are read by
+# `benchmarks.registry`, which adds plugin loaders here with `add_plugin`.
 LOADERS = Registry("loader", "LOADERS", ("evals_repro.benchmarks",))
+METHODS.namespace = EMBEDDERS.namespace = (METHODS, EMBEDDERS)  # both are first stages: one namespace

@@ -29,6 +29,7 @@ class Table:
     title: str
     columns: list[str]  # subset names, then "avg"
     rows: list[tuple[str, list[float | None]]]  # method, one value per column
+    cost: dict[str, str] | None = None  # `report --cost`: method -> what its results cost (USD), a last column
 
 
 def method_order(results: list[ResultRecord]) -> list[str]:
@@ -108,6 +109,7 @@ def declared_report(
     measure: str = "ndcg_at_10",
     first_stage_only: bool = False,
     tie_rule: str | None = DEFAULT_TIE_RULE,
+    cost: bool = False,
 ) -> tuple[list[Table], list[str]]:
     """Every table of a declared benchmark (per measure: its summary views, if any, then the subset
     tables) and the notes on what was left out."""
@@ -126,7 +128,7 @@ def declared_report(
             if m.startswith("ndcg_float") and tie_rule is not None:
                 table.title = table.title.replace(f"{m} (x100)", f"{m}, {tie_rule} ties (x100)")
             tables.append(table)
-    return tables, notes
+    return (with_costs(tables, results) if cost else tables), notes
 
 
 def subset_tables(
@@ -146,6 +148,47 @@ def subset_tables(
                 continue
             rows.append((method, values + [_mean(values)]))
         tables.append(Table(f"{benchmark} — {setting.value} — {measure} (x100)", subsets + ["avg"], rows))
+    return tables
+
+
+def method_costs(results: list[ResultRecord]) -> dict[str, str]:
+    """What each method's results cost, summed over its subsets (`report --cost`): USD at each record's
+    price table, "price unknown: <model>" when a model had no price, "not recorded" for paid results
+    written before costs were kept; results that billed nothing cost $0."""
+    from .providers.prices import usd_text
+
+    totals: dict[str, float] = {}
+    unknown: dict[str, list[str]] = {}
+    unrecorded: set[str] = set()
+    for record in results:
+        totals.setdefault(record.method, 0.0)
+        if record.cost is None:
+            if any(key.endswith("_requests") and value for key, value in record.usage.items()):
+                unrecorded.add(record.method)
+            continue
+        totals[record.method] += record.cost.usd_priced
+        for name in record.cost.price_unknown:
+            if name not in unknown.setdefault(record.method, []):
+                unknown[record.method].append(name)
+    shown = {}
+    for method, usd in totals.items():
+        text = usd_text(usd)
+        if unknown.get(method):
+            text = (
+                f"{text} + price unknown: {', '.join(unknown[method])}"
+                if usd
+                else f"price unknown: {', '.join(unknown[method])}"
+            )
+        if method in unrecorded:
+            text = f"{text} + not recorded" if usd or unknown.get(method) else "not recorded"
+        shown[method] = text
+    return shown
+
+
+def with_costs(tables: list[Table], results: list[ResultRecord]) -> list[Table]:
+    costs = method_costs(results)
+    for table in tables:
+        table.cost = {method: costs.get(method, "") for method, _ in table.rows}
     return tables
 
 
@@ -190,13 +233,15 @@ def _cell(value: float | None, decimals: int) -> str:
 
 
 def to_markdown(table: Table, decimals: int = 1) -> str:
-    header = "| method | " + " | ".join(table.columns) + " |"
-    rule = "|---|" + "|".join("---:" for _ in table.columns) + "|"
+    extra = [] if table.cost is None else ["cost (USD)"]
+    header = "| method | " + " | ".join(table.columns + extra) + " |"
+    rule = "|---|" + "|".join("---:" for _ in table.columns + extra) + "|"
     lines = [f"### {table.title}", "", header, rule]
     for method, values in table.rows:
-        lines.append(f"| {method} | " + " | ".join(_cell(v, decimals) for v in values) + " |")
+        cells = [_cell(v, decimals) for v in values] + ([table.cost.get(method, "")] if table.cost is not None else [])
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
     if not table.rows:
-        lines.append("| (no results) |" + " |" * len(table.columns))
+        lines.append("| (no results) |" + " |" * len(table.columns + extra))
     return "\n".join(lines) + "\n"
 
 
@@ -204,11 +249,13 @@ def to_csv(tables: list[Table], decimals: int = 1) -> str:
     """One rectangular CSV: the header holds every table's columns (an rcp benchmark's domain views, then
     its subsets), each value goes under its own column and a table leaves the others empty."""
     columns = list(dict.fromkeys(column for table in tables for column in table.columns))
+    costed = any(table.cost is not None for table in tables)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["table", "method", *columns] if tables else [])
+    writer.writerow(["table", "method", *columns, *(["cost_usd"] if costed else [])] if tables else [])
     for table in tables:
         for method, values in table.rows:
             cells = {column: _cell(v, decimals) for column, v in zip(table.columns, values)}
-            writer.writerow([table.title, method, *(cells.get(column, "") for column in columns)])
+            cost = [(table.cost or {}).get(method, "").lstrip("$")] if costed else []
+            writer.writerow([table.title, method, *(cells.get(column, "") for column in columns), *cost])
     return buffer.getvalue()

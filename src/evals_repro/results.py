@@ -77,6 +77,37 @@ class SavedRun(_Model):
     order: str = "score descending, then doc id descending (trec_eval)"
 
 
+class Cost(_Model):
+    """What a result's requests cost in USD at the price table's date, from what each provider model billed."""
+
+    usd: float | None  # None: some model has no price (named in price_unknown); never counted as 0
+    usd_priced: float  # the sum over what has a price
+    price_unknown: list[str] = Field(default_factory=list)  # "provider model (unit)"
+    by_model: dict[str, float | None] = Field(default_factory=dict)  # "provider model" -> USD
+    billed: dict[str, dict[str, float]] = Field(default_factory=dict)  # "provider model" -> unit -> amount
+    prices_date: str
+    prices: str  # "shipped" or the --prices file
+
+    @classmethod
+    def of(cls, billed: dict[tuple[str, str, str], float]) -> Cost | None:
+        """The cost of billed units at the current price table; None when nothing was billed."""
+        from .providers.prices import cost_of
+
+        if not billed:
+            return None
+        units: dict[str, dict[str, float]] = {}
+        for (provider, model, unit), amount in billed.items():
+            units.setdefault(f"{provider} {model}", {})[unit] = amount
+        return cls(**cost_of(billed).as_dict(), billed=units)
+
+    def text(self) -> str:
+        from .providers.prices import usd_text
+
+        if self.usd is not None:
+            return usd_text(self.usd)
+        return f"price unknown: {', '.join(self.price_unknown)}"
+
+
 class MethodConfig(_Model):
     """What was run: enough to rebuild the method and tell two configurations apart."""
 
@@ -111,6 +142,7 @@ class ResultRecord(_Model):
     source: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     usage: dict[str, float] = Field(default_factory=dict)
+    cost: Cost | None = None  # the usage in USD (absent: nothing billed, or written before costs were kept)
     metrics: dict[str, float]
     languages: dict[str, LanguageBlock]
     per_query: dict[str, QueryEntry]
@@ -152,7 +184,7 @@ class ResultRecord(_Model):
         ):
             return Verdict.rerun(f"it was computed {self.setting.value}")
         if self.config.pipeline != request.pipeline:
-            return Verdict.rerun("its method configuration differs")
+            return Verdict.rerun(_configuration_change(self.config.pipeline, request.pipeline))
         if self.config.options != request.options:
             differing = sorted(set(self.config.options.items()) ^ set(request.options.items()))
             return Verdict.rerun(f"its options differ ({', '.join(f'{k}={v}' for k, v in differing)})")
@@ -175,6 +207,24 @@ class ResultRecord(_Model):
     # -- files ----------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         atomic_write_text(path, self.model_dump_json(indent=1, exclude_none=False) + "\n")
+
+
+def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -> str:
+    """Why two pipeline configurations differ; a plugin's new version (or a Python object's new
+    description) is named, since that is the usual cause when nothing else changed."""
+    if {k: v for k, v in recorded.items() if k != "plugins"} == {k: v for k, v in requested.items() if k != "plugins"}:
+        before, after = recorded.get("plugins") or {}, requested.get("plugins") or {}
+        for name in sorted(set(before) | set(after)):
+            old, new = before.get(name) or {}, after.get(name) or {}
+            if old == new:
+                continue
+            if (old.get("distribution"), old.get("version")) != (new.get("distribution"), new.get("version")):
+                return (
+                    f"plugin '{name}' changed ({old.get('distribution')} {old.get('version')} -> "
+                    f"{new.get('distribution')} {new.get('version')})"
+                )
+            return f"'{name}' changed ({old.get('target')} -> {new.get('target')}, or what its describe() says)"
+    return "its method configuration differs"
 
 
 class Action(StrEnum):

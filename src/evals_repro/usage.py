@@ -1,4 +1,8 @@
-"""What a run spent: requests, attempts, tokens, cache hits. Written to result files and printed."""
+"""What a run spent: requests, attempts, tokens, cache hits. Written to result files and printed.
+
+Beside the counters, `billed` holds what each provider model bills for (input and output tokens,
+pixels, searches, store tokens), as the provider counted it where it says: `cost` prices it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ class Usage:
 
     def __init__(self) -> None:
         self._counts: dict[str, int | float] = {}  # some counts are seconds (waits), so not a Counter of ints
+        self._billed: dict[tuple[str, str, str], float] = {}  # (provider, model, unit) -> amount
         self._lock = threading.Lock()
 
     def add(self, key: str, amount: int | float = 1) -> None:
@@ -24,9 +29,23 @@ class Usage:
         with self._lock:
             return dict(sorted(self._counts.items()))
 
+    def bill(self, provider: str, model: str, units: dict[str, float]) -> None:
+        """Count what one call bills for: {unit: amount} for this provider model."""
+        with self._lock:
+            for unit, amount in units.items():
+                if amount:
+                    key = (provider, model, unit)
+                    self._billed[key] = self._billed.get(key, 0) + amount
+
+    def billed(self) -> dict[tuple[str, str, str], float]:
+        with self._lock:
+            return dict(sorted(self._billed.items()))
+
     def merge(self, other: Usage) -> None:
         for key, value in other.as_dict().items():
             self.add(key, value)
+        for (provider, model, unit), amount in other.billed().items():
+            self.bill(provider, model, {unit: amount})
 
     def summary(self) -> str:
         counts = self.as_dict()

@@ -25,8 +25,9 @@ def _folder(decl: BenchmarkDeclaration, name: str) -> Path:
         raise DataError(f"benchmark {decl.name}: subset {name} declares no source path", "add path = ...")
     raw = str(raw).format(subset=name)
     path = Path(raw)
-    if not path.is_absolute():
-        path = benchmarks_dir() / path
+    if not path.is_absolute():  # relative to the declaration's folder (a plugin's own, or benchmarks/)
+        origin = decl.origin
+        path = (origin.parent if origin is not None and origin.suffix == ".toml" else benchmarks_dir()) / path
     return path
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from ..data import Subset, check_subset
 from ..errors import UsageError, choices
-from ..registry import LOADERS
+from ..registry import LOADERS, Entry, PluginOrigin, entry_points_of, plugin_origin
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
 log = logging.getLogger(__name__)
@@ -35,8 +38,89 @@ def benchmarks_dir() -> Path:
 
 
 def list_benchmarks() -> list[BenchmarkDeclaration]:
+    """The declared benchmarks: `benchmarks/*.toml`, then those plugins add (group `evals_repro.benchmarks`)."""
     folder = benchmarks_dir()
-    return [parse_declaration(path) for path in sorted(folder.glob("*.toml"))]
+    declared = [parse_declaration(path) for path in sorted(folder.glob("*.toml"))]
+    return declared + plugin_benchmarks({decl.name: decl for decl in declared})
+
+
+PLUGIN_GROUP = "evals_repro.benchmarks"
+_PLUGIN_TARGETS: dict[tuple[str, str], Any] = {}  # (entry point name, value) -> its object, imported once
+
+
+def _plugin_target(entry_point: Any, origin: PluginOrigin) -> Any:
+    """The entry point's object, imported once; None (after one warning line) when its import fails."""
+    key = (entry_point.name, entry_point.value)
+    if key not in _PLUGIN_TARGETS:
+        try:
+            _PLUGIN_TARGETS[key] = entry_point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is named and skipped, nothing else breaks
+            log.warning(
+                f"plugin benchmark '{entry_point.name}' ({origin.label()}) failed to import: "
+                f"{type(exc).__name__}: {exc}; skipped (fix or uninstall {origin.distribution})"
+            )
+            _PLUGIN_TARGETS[key] = None
+    return _PLUGIN_TARGETS[key]
+
+
+def _declaration_files(target: Any) -> list[Path] | None:
+    """The TOML declarations a benchmark plugin points at: a folder of them (a path, or a package whose
+    folder holds them) or one file; None when the target is not a path (then it is a loader)."""
+    if isinstance(target, ModuleType):
+        files = getattr(target, "__file__", None)
+        target = Path(files).parent if files else None
+    elif isinstance(target, (str, os.PathLike)):
+        target = Path(str(target))
+    else:
+        return None
+    if target is None:
+        return []
+    return sorted(target.glob("*.toml")) if target.is_dir() else [target]
+
+
+def plugin_benchmarks(builtin: dict[str, BenchmarkDeclaration]) -> list[BenchmarkDeclaration]:
+    """Declarations from benchmark plugins; a callable entry point is a loader (registered under its
+    name). A benchmark or loader name already taken is refused in one warning line naming both."""
+    found: dict[str, BenchmarkDeclaration] = {}
+    for entry_point in entry_points_of(PLUGIN_GROUP):
+        origin = plugin_origin(entry_point)
+        target = _plugin_target(entry_point, origin)
+        if target is None:
+            continue
+        files = _declaration_files(target)
+        if files is None:
+            if not callable(target):
+                log.warning(
+                    f"plugin benchmark '{entry_point.name}' ({origin.label()}) is neither a folder of "
+                    "declarations nor a loader; skipped (point the entry point at a folder, or a function)"
+                )
+            elif target_entry(entry_point.name, target) is None and not LOADERS.refused(entry_point.name):
+                LOADERS.add_plugin(Entry("loader", entry_point.name, target, module=entry_point.module, plugin=origin))
+            continue
+        for path in files:
+            decl = parse_declaration(path)
+            decl = replace(decl, extra={**decl.extra, "plugin": origin.as_dict()})
+            taken = builtin.get(decl.name) or found.get(decl.name)
+            if taken is not None:
+                owner = taken.extra.get("plugin")
+                who = (
+                    f"plugin {owner['distribution']} {owner['version']}, {taken.origin}"
+                    if owner
+                    else f"built-in, {taken.origin}"
+                )
+                log.warning(
+                    f"benchmark '{decl.name}' (plugin {origin.label()}, {path}) clashes with the "
+                    f"{'' if owner else 'built-in '}benchmark '{decl.name}' ({who}); refused (rename it)"
+                )
+                continue
+            found[decl.name] = decl
+    return list(found.values())
+
+
+def target_entry(name: str, target: Any) -> Entry | None:
+    """The loader entry already holding this very object (listing twice must not warn of a clash with itself)."""
+    entry = LOADERS.get(name)
+    return entry if entry is not None and entry.factory is target else None
 
 
 def _user_folder(path: Path, language: str | None) -> BenchmarkDeclaration:

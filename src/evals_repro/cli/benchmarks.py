@@ -17,25 +17,39 @@ def benchmarks_command() -> None:
     # By name: the files' order put vidore-v3 (`vidore-v3.toml`) after vidore-v3-rcp-retrieval.
     for decl in sorted(list_benchmarks(), key=lambda d: d.name):
         default = "  (default)" if decl.name == DEFAULT_BENCHMARK else ""
-        typer.echo(f"{decl.name}{default}  [{decl.loader}]  {decl.description}")
+        plugin = decl.extra.get("plugin")
+        owner = f"  plugin [{plugin['distribution']} {plugin['version']}]" if plugin else ""
+        typer.echo(f"{decl.name}{default}  [{decl.loader}]{owner}  {decl.description}")
         typer.echo(f"  query languages: {', '.join(decl.query_languages)}")
         for subset in decl.subsets:
             typer.echo(f"  - {subset.name} (native: {subset.native_language})")
+    from ..registry import LOADERS
+
+    for entry in LOADERS.entries():
+        if entry.plugin is not None:
+            typer.echo(f"loader {entry.name}  plugin [{entry.plugin.distribution} {entry.plugin.version}]")
 
 
 @app.command("methods")
 def methods_command() -> None:
-    """List the registered methods and rerankers."""
+    """List the registered methods and rerankers (plugins with their distribution and version)."""
     from ..pipeline import first_stage_entry, first_stage_names
-    from ..registry import RERANKERS
+    from ..registry import RERANKERS, Entry
+
+    def description(entry: Entry) -> str:
+        if entry.plugin is None:
+            return entry.description
+        from ..plugins import describe_plugin
+
+        return f"plugin {entry.kind} " + describe_plugin(entry)[0]
 
     for name in first_stage_names():
         entry = first_stage_entry(name)
         assert entry is not None
         key = f"  key: {entry.key_env}" if entry.key_env else ""
-        typer.echo(f"{name:32s} {entry.description} (content: {', '.join(entry.contents)}){key}")
+        typer.echo(f"{name:32s} {description(entry)} (content: {', '.join(entry.contents)}){key}")
     for entry in RERANKERS.entries():
         key = f"  key: {entry.key_env}" if entry.key_env else ""
-        typer.echo(f"+{entry.name:31s} {entry.description}{key}")
+        typer.echo(f"+{entry.name:31s} {description(entry)}{key}")
     typer.echo("rrf:<a>+<b>[+...]                reciprocal rank fusion (k = 60) of first stages")
     typer.echo("<first stage>+<reranker>[:model]@<depth>   a reranker over any first stage (depth 50 by default)")

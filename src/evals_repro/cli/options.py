@@ -64,6 +64,17 @@ class Parsing(StrEnum):
     high_quality = "high_quality"
 
 
+class BoxConventionChoice(StrEnum):
+    """How `grounding predict` asks for and reads boxes (vidore_paper/conventions.py); auto = by model name."""
+
+    auto = "auto"
+    gemini = "gemini"
+    qwen3_vl = "qwen3-vl"
+    qwen2_vl = "qwen2-vl"
+    qwen2_5_vl = "qwen2.5-vl"
+    xyxy = "xyxy"
+
+
 def value_of(choice: Enum | str) -> str:
     """The library's string for a choice (typer hands commands the Enum member)."""
     return str(choice.value) if isinstance(choice, Enum) else str(choice)

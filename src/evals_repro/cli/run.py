@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app, given_options
+from .costs import MAX_COST, PLAN, PRICES
 from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
 
 REPORT_SUFFIXES = (".md", ".csv")
@@ -78,6 +79,9 @@ def run_command(
         "--index-ram",
         help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
     ),
+    prices: Optional[Path] = PRICES,
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
     base_url: Optional[str] = typer.Option(
         None, "--base-url", help="openai:<model>: server URL(s) with /v1, replicas comma-separated (OPENAI_BASE_URLS)."
     ),
@@ -163,13 +167,23 @@ def run_command(
     )
     from ..providers.keys import redact
 
-    summary = run_benchmark(  # every line a run prints passes the key redaction (a failure may quote a provider)
-        request, echo=lambda line: console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
-    )
+    def echo(line: str) -> None:  # every line a run prints passes the key redaction (a failure may quote a provider)
+        console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
+
+    from ..planning.run import plan_run
+    from .costs import cost_gate, with_ceiling
+
+    table = cost_gate(lambda: plan_run(request, echo), plan, max_cost, prices)
+    if table is None:
+        return
+    summary = with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
+    from ..providers.prices import spend_text
+
+    spent = spend_text(summary.usage.summary(), summary.usage.billed())
     console.print(
-        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {summary.usage.summary()}",
+        f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {spent}",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -199,6 +213,7 @@ def report_command(
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
+    cost: bool = typer.Option(False, "--cost", help="Add a column: what each method's results cost (USD)."),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -222,6 +237,10 @@ def report_command(
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
+    if by is not None and cost:
+        from ..errors import UsageError
+
+        raise UsageError("--cost adds a column to the method tables, not to a --by breakdown", "drop --by or --cost")
     if by is not None:
         from ..breakdown import breakdown_report
 
@@ -249,7 +268,7 @@ def report_command(
     tables: list = []
     notes: list[str] = []
     for m in measures:
-        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule)
+        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
     for note in notes:

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
+from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
 from .options import LIST_HELP, Content, Parsing, split_list, value_of
 
 
@@ -26,23 +27,53 @@ def mixedbread_upload_command(
     ),
     timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
+    prices: Optional[Path] = PRICES,
 ) -> None:
     """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
     from ..errors import ProviderError
     from ..io import ensure_directory
+    from ..planning.upload import plan_upload
+    from ..providers.prices import spend_text
     from ..stores.upload import upload_benchmark
+    from ..usage import Usage
     from . import given_options
 
+    options = given_options(timeout=timeout, max_attempts=max_attempts)
+    chosen = split_list(subsets, "--subsets")
+    table = cost_gate(
+        lambda: plan_upload(
+            benchmark,
+            value_of(content),
+            chosen,
+            parsing=value_of(parsing),
+            store_prefix=store_prefix or None,
+            options=options,
+            cache_dir=cache_dir,
+        ),
+        plan,
+        max_cost,
+        prices,
+    )
+    if table is None:
+        return
     ensure_directory(cache_dir, "--cache-dir")
-    summaries = upload_benchmark(
-        benchmark,
-        value_of(content),
-        split_list(subsets, "--subsets"),
-        parsing=value_of(parsing),
-        workers=workers,
-        store_prefix=store_prefix or None,
-        options=given_options(timeout=timeout, max_attempts=max_attempts),
-        cache_dir=cache_dir,
+    usage = Usage()
+    summaries = with_ceiling(
+        lambda: upload_benchmark(
+            benchmark,
+            value_of(content),
+            chosen,
+            parsing=value_of(parsing),
+            workers=workers,
+            store_prefix=store_prefix or None,
+            options=options,
+            usage=usage,
+            cache_dir=cache_dir,
+        ),
+        table,
+        max_cost,
     )
     failed = 0
     for summary in summaries:
@@ -52,5 +83,6 @@ def mixedbread_upload_command(
         if len(summary.failed) > 10:
             typer.echo(f"  ... and {len(summary.failed) - 10} more")
         failed += len(summary.failed)
+    typer.echo(f"spent: {spend_text(usage.summary(), usage.billed())}")
     if failed:
         raise ProviderError(f"{failed} pages failed to upload", "rerun the same command to retry only those pages")

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from . import app, given_options
+from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
 from .options import LIST_HELP, split_list
 
 study_app = typer.Typer(
@@ -121,31 +122,37 @@ def quality_command(
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
     timeout: Optional[float] = TIMEOUT,
     cache_dir: Path = CACHE_DIR,
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
+    prices: Optional[Path] = PRICES,
     rerank_base_url: Optional[str] = RERANK_BASE_URL,
     rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
     rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
+    from ..planning.study import plan_quality
     from ..study.quality import QualityRequest, run_quality
 
-    counts = run_quality(
-        QualityRequest(
-            study_dir=study_dir,
-            models=_models(models, ctx.args),
-            workers=quality_workers,
-            cache_dir=cache_dir,
-            first_stage=first_stage,
-            benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-            options=given_options(
-                voyage_tpm=voyage_tpm,
-                voyage_interval=voyage_interval,
-                timeout=timeout,
-                rerank_base_url=rerank_base_url,
-                rerank_endpoint=rerank_endpoint,
-                rerank_max_tokens=rerank_max_tokens,
-            ),
+    request = QualityRequest(
+        study_dir=study_dir,
+        models=_models(models, ctx.args),
+        workers=quality_workers,
+        cache_dir=cache_dir,
+        first_stage=first_stage,
+        benchmarks=split_list(benchmark, "--benchmark") or ["all"],
+        options=given_options(
+            voyage_tpm=voyage_tpm,
+            voyage_interval=voyage_interval,
+            timeout=timeout,
+            rerank_base_url=rerank_base_url,
+            rerank_endpoint=rerank_endpoint,
+            rerank_max_tokens=rerank_max_tokens,
         ),
     )
+    table = cost_gate(lambda: plan_quality(request), plan, max_cost, prices)
+    if table is None:
+        return
+    counts = with_ceiling(lambda: run_quality(request), table, max_cost)
     _fail_on_provider_errors(counts, "quality")
 
 
@@ -165,33 +172,39 @@ def latency_command(
     voyage_interval: Optional[float] = VOYAGE_INTERVAL,
     timeout: Optional[float] = TIMEOUT,
     cache_dir: Path = CACHE_DIR,
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
+    prices: Optional[Path] = PRICES,
     rerank_base_url: Optional[str] = RERANK_BASE_URL,
     rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
     rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
+    from ..planning.study import plan_latency
     from ..study.latency import LatencyRequest, run_latency
 
-    counts = run_latency(
-        LatencyRequest(
-            study_dir=study_dir,
-            models=_models(models, ctx.args),
-            samples=samples,
-            repeats=repeats,
-            seed=seed,
-            host_location=host_location,
-            cache_dir=cache_dir,
-            benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-            options=given_options(
-                voyage_tpm=voyage_tpm,
-                voyage_interval=voyage_interval,
-                timeout=timeout,
-                rerank_base_url=rerank_base_url,
-                rerank_endpoint=rerank_endpoint,
-                rerank_max_tokens=rerank_max_tokens,
-            ),
+    request = LatencyRequest(
+        study_dir=study_dir,
+        models=_models(models, ctx.args),
+        samples=samples,
+        repeats=repeats,
+        seed=seed,
+        host_location=host_location,
+        cache_dir=cache_dir,
+        benchmarks=split_list(benchmark, "--benchmark") or ["all"],
+        options=given_options(
+            voyage_tpm=voyage_tpm,
+            voyage_interval=voyage_interval,
+            timeout=timeout,
+            rerank_base_url=rerank_base_url,
+            rerank_endpoint=rerank_endpoint,
+            rerank_max_tokens=rerank_max_tokens,
         ),
     )
+    table = cost_gate(lambda: plan_latency(request), plan, max_cost, prices)
+    if table is None:
+        return
+    counts = with_ceiling(lambda: run_latency(request), table, max_cost)
     _fail_on_provider_errors(counts, "latency")
 
 

@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 
 from . import app
-from .options import LIST_HELP, AnswerContext, split_list, value_of
+from .costs import MAX_COST, PLAN, PRICES
+from .options import LIST_HELP, AnswerContext, BoxConventionChoice, split_list, value_of
 
 grounding_app = typer.Typer(
     help="ViDoRe v3 visual grounding: annotator agreement (offline) and model boxes.", no_args_is_help=True
@@ -137,6 +138,9 @@ def answer_command(
     openai_interval: Optional[float] = OPENAI_INTERVAL,
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     cache_dir: Path = CACHE_DIR,
+    plan: bool = PLAN,
+    max_cost: Optional[float] = MAX_COST,
+    prices: Optional[Path] = PRICES,
 ) -> None:
     """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
     from ..errors import UsageError
@@ -149,27 +153,31 @@ def answer_command(
     panel = split_list([m for value in [*(models or []), *ctx.args] for m in value.split()]) or []
     pipeline = Pipeline(value_of(context_choice), retriever, image_retriever, text_retriever, oracle, no_context, top_k)
     options = _llm_options(ctx, "store_prefix")
-    result = run_answer(
-        AnswerRequest(
-            benchmark=benchmark,
-            subsets=split_list(subsets, "--subsets"),
-            language=language,
-            revision=revision,
-            pipeline=pipeline,
-            generator=generator,
-            judge=judge,
-            panel=panel,
-            generation=GenerationSettings(temperature, max_output_tokens),
-            judge_generation=GenerationSettings(None, judge_max_output_tokens),
-            out_dir=out_dir,
-            run_name=run_name,
-            labels=labels,
-            workers=workers,
-            cache_dir=cache_dir,
-            options=options,
-        ),
-        echo=_echo,
+    request = AnswerRequest(
+        benchmark=benchmark,
+        subsets=split_list(subsets, "--subsets"),
+        language=language,
+        revision=revision,
+        pipeline=pipeline,
+        generator=generator,
+        judge=judge,
+        panel=panel,
+        generation=GenerationSettings(temperature, max_output_tokens),
+        judge_generation=GenerationSettings(None, judge_max_output_tokens),
+        out_dir=out_dir,
+        run_name=run_name,
+        labels=labels,
+        workers=workers,
+        cache_dir=cache_dir,
+        options=options,
     )
+    from ..planning.answer import plan_answer
+    from .costs import cost_gate, with_ceiling
+
+    table = cost_gate(lambda: plan_answer(request), plan, max_cost, prices)
+    if table is None:
+        return
+    result = with_ceiling(lambda: run_answer(request, echo=_echo), table, max_cost)
     typer.echo(answer_table([result]))
     _fail_if_incomplete(result, "answer run")
 
@@ -199,7 +207,22 @@ def predict_command(
     language: Optional[str] = LANGUAGE,
     revision: Optional[str] = REVISION,
     generator: Optional[str] = GENERATOR,
-    box_scale: float = typer.Option(1000.0, "--box-scale", help="Grid of the model's boxes (0 = page pixels)."),
+    box_convention: BoxConventionChoice = typer.Option(
+        BoxConventionChoice.auto,
+        "--box-convention",
+        help="Box order and grid the model is asked and read in (auto: from the model name; see README).",
+    ),
+    box_scale: Optional[float] = typer.Option(
+        None,
+        "--box-scale",
+        help="Grid of x-first boxes, 1000 if not given (0 = page pixels); means --box-convention xyxy.",
+    ),
+    min_pixels: Optional[int] = typer.Option(
+        None, "--min-pixels", help="qwen2.5-vl: the server's image-processor min_pixels (default 3136)."
+    ),
+    max_pixels: Optional[int] = typer.Option(
+        None, "--max-pixels", help="qwen2.5-vl: the server's image-processor max_pixels (default 12845056)."
+    ),
     temperature: Optional[float] = TEMPERATURE,
     max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     out_dir: Path = OUT_DIR,
@@ -228,7 +251,10 @@ def predict_command(
             revision=revision,
             generator=generator,
             generation=GenerationSettings(temperature, max_output_tokens),
+            box_convention=value_of(box_convention),
             box_scale=box_scale,
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
             out_dir=out_dir,
             run_name=run_name,
             workers=workers,

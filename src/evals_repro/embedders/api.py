@@ -22,6 +22,7 @@ from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
+from ..providers.plan import Plan
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import batch_token_cap
@@ -31,6 +32,18 @@ from .base import EmbedItem, InputType, normalise
 DEFAULT_WORKERS = 4
 
 RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their unit rows)
+
+
+class ReportedTokens(int):
+    """The tokens a provider reported for a request, with the billed units it reported beside them
+    (Voyage multimodal: text tokens and image pixels), which `billed_units` then prefers to estimates."""
+
+    units: dict[str, float]
+
+    def __new__(cls, tokens: int, units: dict[str, float]) -> ReportedTokens:
+        made = super().__new__(cls, tokens)
+        made.units = units
+        return made
 
 
 class ApiEmbedder(ABC):
@@ -59,7 +72,8 @@ class ApiEmbedder(ABC):
             max_batch_tokens=min(settings.max_batch_tokens, max_batch_tokens or settings.max_batch_tokens),
         )
         self.workers = workers_option(ctx.options, DEFAULT_WORKERS)
-        self.client = self.make_client(self.settings)  # a missing key fails here, before any request
+        # A missing key fails here, before any request; a plan (`--plan`) needs neither key nor client.
+        self.client: Any = None if ctx.planning else self.make_client(self.settings)
 
     # -- what a provider supplies -------------------------------------------------------------------
     @abstractmethod
@@ -81,6 +95,14 @@ class ApiEmbedder(ABC):
     def batch_limits(self, items: list[EmbedItem]) -> tuple[int, int]:
         """(max items, max summed plan cost) per request."""
         return self.settings.max_batch_items, self.settings.max_batch_tokens
+
+    def billed_units(self, items: list[EmbedItem], tokens: int) -> dict[str, float]:
+        """What one request bills, from its tokens (reported, or estimated for a plan or an estimate)."""
+        return {"input_tokens": tokens}
+
+    def paid(self) -> bool:
+        """Whether requests cost money (priced and held to --max-cost); a server of your own does not."""
+        return True
 
     def batch_settings(self, items: list[EmbedItem]) -> ProviderSettings:
         """Settings (and so the throttle) for a batch; image batches may have their own budget."""
@@ -111,6 +133,27 @@ class ApiEmbedder(ABC):
             if item.image is None and item.text is None:
                 raise UsageError(f"{self.name}: item {position} has neither text nor image", "check the subset")
 
+    def plan(self, items: list[EmbedItem], input_type: InputType, plan: Plan, what: str = "") -> None:
+        """Count the requests `embed(items)` would send, batched exactly as it batches them."""
+        self.check_items(items)
+        if not items:
+            return
+        costs = [self.cost(item, input_type) for item in items]
+        plan_costs = [self.plan_cost(item, input_type) for item in items]
+        for batch in plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs)):
+            chosen = [items[i] for i in batch]
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in batch))
+            plan.add(
+                self.provider,
+                self.model,
+                what or ("queries" if input_type == "query" else "documents"),
+                requests=1,
+                items=len(batch),
+                tokens=tokens,
+                units=self.billed_units(chosen, tokens) if self.paid() else None,
+                settings=self.batch_settings(chosen),
+            )
+
     def _one_batch(
         self,
         items: list[EmbedItem],
@@ -131,6 +174,9 @@ class ApiEmbedder(ABC):
             items=len(items),
             what=f"{self.model} embed",
             reported_tokens=lambda result: result[1],
+            model=self.model if self.paid() else None,
+            bill=lambda result: self.billed_units(items, result[1] if result[1] is not None else tokens),
+            estimate=self.billed_units(items, tokens),
         )
         if on_rows is not None and positions is not None:
             on_rows(positions, normalise(matrix))  # persisted before this request counts as done

@@ -53,6 +53,7 @@ import numpy as np
 from ..errors import ProviderError
 from ..io import atomic_write_bytes, atomic_write_json
 from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
+from ..providers.plan import Plan
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
 from .chunk_file import _MAGIC as _MAGIC
@@ -270,6 +271,52 @@ class EmbeddingCache:
     def cached(self, items: list[EmbedItem], input_type: InputType) -> bool:
         """Whether every chunk of this list is on disk (embedding it would call nothing)."""
         return all(self._chunk_path(key).exists() for key in self.lookup(items, input_type).keys)
+
+    def plan(self, items: list[EmbedItem], input_type: InputType, plan: Plan, what: str = "") -> None:
+        """Count what `embed(items)` would send: the items of missing chunks (minus rows an interrupted run
+        already paid for), in the same calls of `call_size` items; held items are counted as held.
+        Reads only: nothing is written, repaired or deleted."""
+        if getattr(self.embedder, "plan", None) is None:
+            return  # a local embedder: computed here, nothing paid
+        looked = self.lookup(items, input_type)
+        provider = getattr(self.embedder, "provider", "") or "local"
+        model = getattr(self.embedder, "model", self.embedder.name)
+        kind = what or ("queries" if input_type == "query" else "documents")
+        if self._sound_matrix(looked.manifest.with_suffix(".npy"), len(items)):
+            plan.add(provider, model, kind, held=len(items))
+            return
+        known = PartialRows(self.root / PARTIAL_DIR / looked.settings.hex(), lambda path, problem: None)
+        pending: list[int] = []
+        held = 0
+
+        def flush() -> None:
+            nonlocal held
+            send = [p for p in pending if looked.digests[p] not in known.known()]
+            held += len(pending) - len(send)
+            if send:
+                self.embedder.plan([items[p] for p in send], input_type, plan, kind)  # type: ignore[attr-defined]
+
+        for (start, stop), key in zip(looked.bounds, looked.keys):
+            if self._chunk_path(key).exists():
+                held += stop - start
+                continue
+            pending.extend(range(start, stop))
+            if len(pending) >= self.call_size:
+                flush()
+                pending = []
+        if pending:
+            flush()
+        plan.add(provider, model, kind, held=held)
+
+    def _sound_matrix(self, path: Path, count: int) -> bool:
+        """A matrix file that opens with the right rows and chunk checksums (checked without repairing)."""
+        if not path.exists():
+            return False
+        try:
+            packed = MatrixFile.open(path)
+        except MatrixDamaged:
+            return False
+        return packed.rows == count and packed.segments is not None
 
     def _open_matrix(self, path: Path, count: int) -> MatrixFile | None:
         """The list's matrix file when it is there and sound (header, trailer, size, one segment per chunk)."""

@@ -141,10 +141,26 @@ class OpenAIEmbedder(ApiEmbedder):
             max_batch_tokens=MAX_REQUEST_TOKENS,
         )
         self.workers = max(self.workers, 2 * len(self.urls))  # keep every replica busy
+        self.own_server = own_server
         self.pool = replica_pool(model, self.urls)
         self._width: int | None = None
         self._width_lock = threading.Lock()
-        self.identity = self._identify()
+        self.identity = self._identify() if not ctx.planning else self._identify_for_plan()
+
+    def paid(self) -> bool:
+        return not self.own_server  # OpenAI bills; a server of your own costs nothing per request
+
+    def _identify_for_plan(self) -> dict[str, Any]:
+        """`--plan` sends nothing paid, but the cache key needs the identity: ask the servers when that needs no
+        key; when it cannot be had, the model name alone (the plan then counts nothing as cached)."""
+        from ..errors import EvalsError
+
+        try:
+            self.client = self.make_client(self.settings)
+            return self._identify()
+        except EvalsError:
+            self.client = None
+            return {"id": self.model}
 
     # -- clients and the server's identity ----------------------------------------------------------
     def make_client(self, settings: ProviderSettings) -> dict[str, Any]:

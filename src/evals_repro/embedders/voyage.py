@@ -12,13 +12,14 @@ from ..context import MethodContext
 from ..providers.batching import estimate_tokens
 from ..providers.clients import voyage_client
 from ..registry import EMBEDDERS
-from .api import ApiEmbedder
+from .api import ApiEmbedder, ReportedTokens
 from .base import EmbedItem, InputType
 from .images import content_parts, image_pixels
 
 TEXT_MODELS = {"voyage-4-large": 120_000, "voyage-4": 320_000, "voyage-4-lite": 1_000_000}
 MULTIMODAL_MODELS = {"voyage-multimodal-3.5": 320_000}
 PIXELS_PER_TOKEN = 560
+BILLED_PIXELS = (50_000, 2_000_000)  # Voyage bills an image as at least 50K and at most 2M pixels
 MULTIMODAL_MAX_ITEMS = 32
 
 
@@ -59,6 +60,20 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
             tokens += -(-image_pixels(item.image) // PIXELS_PER_TOKEN)
         return max(1, tokens)
 
+    def billed_units(self, items: list[EmbedItem], tokens: int) -> dict[str, float]:
+        """Text tokens and image pixels, as Voyage reported them; else estimated (the tokens Voyage counts
+        include pixels / 560 per image; an image is billed as at least 50K and at most 2M pixels)."""
+        reported = getattr(tokens, "units", None)
+        if reported is not None:
+            return dict(reported)
+        pixels = [image_pixels(item.image) for item in items if item.image is not None]
+        image_tokens = sum(-(-count // PIXELS_PER_TOKEN) for count in pixels)
+        low, high = BILLED_PIXELS
+        return {
+            "input_tokens": max(0, tokens - image_tokens),
+            "pixels": sum(min(high, max(low, count)) for count in pixels),
+        }
+
     def request(self, items: list[EmbedItem], input_type: InputType):
         inputs = [
             {
@@ -72,6 +87,9 @@ class VoyageMultimodalEmbedder(VoyageEmbedder):
         result = self.client.multimodal_embed(
             inputs, model=self.model, input_type=input_type, truncation=True, output_dimension=self.dimension
         )
+        text, pixels = getattr(result, "text_tokens", None), getattr(result, "image_pixels", None)
+        if result.total_tokens is not None and text is not None and pixels is not None:
+            return result.embeddings, ReportedTokens(result.total_tokens, {"input_tokens": text, "pixels": pixels})
         return result.embeddings, result.total_tokens
 
 

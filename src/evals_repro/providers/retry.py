@@ -19,7 +19,8 @@ from typing import TypeVar
 
 from ..errors import EvalsError, ProviderError
 from ..usage import Usage
-from . import errors_map
+from . import calibration, errors_map
+from .ceiling import current_guard
 from .errors_map import Failure, classify
 from .keys import redact, scrub_exception
 from .settings import BASE_URL_ENV, KEY_ENV, ProviderSettings
@@ -97,6 +98,9 @@ def call_with_retries(
     items: int = 1,
     what: str = "embed",
     reported_tokens: Callable[[T], int | None] | None = None,
+    model: str | None = None,
+    bill: Callable[[T], dict[str, float]] | None = None,
+    estimate: dict[str, float] | None = None,
     throttle: Throttle | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
@@ -105,9 +109,49 @@ def call_with_retries(
 
     `tokens`/`items` are the estimated cost the throttle books; `reported_tokens(result)` returns the
     provider's own count when it gives one, which then replaces the estimate.
+
+    A paid call names its `model`: what it bills (`bill(result)`, by default its input tokens, reported
+    or estimated) is counted in `usage.billed()` for pricing, and `--max-cost` (the process's
+    `ceiling.CostGuard`) is consulted first with `estimate` (default: the estimated input tokens).
     """
     p = settings.provider
     throttle = throttle or get_throttle(settings)
+    guard = current_guard() if model is not None else None
+    planned: dict[str, float] = estimate if estimate is not None else {"input_tokens": tokens}
+    reservation = guard.admit(p, model, planned) if guard is not None and model is not None else 0.0
+    try:
+        result = _attempts(settings, fn, usage, tokens, items, what, reported_tokens, throttle, sleep, rng)
+    except BaseException:
+        if guard is not None and model is not None:
+            guard.settle(reservation, p, model, None)
+        raise
+    if model is not None:
+        counted = reported_tokens(result) if reported_tokens is not None else None
+        billed: dict[str, float] = (
+            bill(result) if bill is not None else {"input_tokens": counted if counted is not None else tokens}
+        )
+        usage.bill(p, model, billed)
+        if counted is not None and planned.get("input_tokens") and billed.get("input_tokens"):
+            # input tokens only: an output estimate is a cap, not a guess at the tokenizer
+            calibration.record(p, model, planned["input_tokens"], billed["input_tokens"])
+        if guard is not None:
+            guard.settle(reservation, p, model, billed)
+    return result
+
+
+def _attempts(
+    settings: ProviderSettings,
+    fn: Callable[[], T],
+    usage: Usage,
+    tokens: int,
+    items: int,
+    what: str,
+    reported_tokens: Callable[[T], int | None] | None,
+    throttle: Throttle,
+    sleep: Callable[[float], None],
+    rng: random.Random | None,
+) -> T:
+    p = settings.provider
     usage.add(f"{p}_requests")
     for attempt in range(1, settings.max_attempts + 1):
         ticket, waited = throttle.acquire(tokens, items)

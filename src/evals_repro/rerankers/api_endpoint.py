@@ -147,11 +147,12 @@ class ApiReranker:
         self.workers = int(options.get("workers") or 4)
         self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
         self.max_documents: int | None = None  # documents per request the server takes (TEI: max_client_batch_size)
-        self.identity = self._identify()
+        # `--plan`: nothing is asked (a server of your own costs nothing, and may not be up yet)
+        self.identity: dict[str, Any] = self._identify() if not ctx.planning else {"id": model}
         self.tei = self.identity.get("owned_by") == TEI_OWNER  # its own /tokenize and /decode shapes
         self.endpoint = str(given) if given is not None else "tei" if self.tei else "rerank"
         self.context_tokens: int | None = self.identity.get("max_model_len")
-        if self.max_tokens is None and self.context_tokens is None:
+        if self.max_tokens is None and self.context_tokens is None and not ctx.planning:
             raise UsageError(
                 f"{self.urls[0]} reports no maximum length for {model}, so documents cannot be cut to fit",
                 "give --rerank-max-tokens N (tokens kept per document)",

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..context import MethodContext
 from ..errors import ProviderError, UsageError, choices
+from ..providers.plan import Plan
 from ..registry import RERANKERS
 
 COHERE_MODELS = ("rerank-v4.0-pro", "rerank-v4.0-fast")
@@ -27,6 +28,7 @@ VOYAGE_MODELS = ("rerank-2.5", "rerank-2.5-lite", "rerank-3")
 MIXEDBREAD_MODELS = ("mixedbread-ai/mxbai-rerank-large-v2", "mixedbread-ai/mxbai-rerank-base-v2")
 
 COHERE_MAX_TOKENS_PER_DOC = 32_768
+COHERE_DOCUMENTS_PER_SEARCH = 100  # a billed search unit (cohere.com/pricing)
 VOYAGE_CONTEXT_TOKENS = 32_000
 VOYAGE_AGGREGATE_TOKENS = 600_000
 VOYAGE_MAX_DOCUMENTS = 1_000
@@ -60,7 +62,7 @@ class HostedReranker(ABC):
         self.model = model
         self.ctx = ctx
         self.settings = provider_settings(self.provider, ctx.options)
-        self.client = client if client is not None else self._make_client()
+        self.client = client if client is not None or ctx.planning else self._make_client()
         self.workers = workers_option(ctx.options, 4)  # concurrent queries in RerankedRetriever
 
     @abstractmethod
@@ -75,22 +77,47 @@ class HostedReranker(ABC):
         """What one document costs against the aggregate budget."""
         return query_tokens + document_tokens
 
-    def rerank(self, query: str, documents: list[str]) -> list[float]:
-        from ..providers.batching import estimate_tokens, plan_batches
+    def _batches(self, query_tokens: int, doc_tokens: list[int]) -> tuple[list[int], list[list[int]]]:
+        """Each document's cost against the aggregate budget, and the requests (document positions) to send."""
+        from ..providers.batching import plan_batches
         from ..providers.throttle import batch_token_cap
 
-        if not documents:
-            return []
-        query_tokens = estimate_tokens(query)
-        doc_tokens = [estimate_tokens(doc) for doc in documents]
-        over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
         costs = [self._document_tokens(query_tokens, tokens) for tokens in doc_tokens]
         max_tokens = self.max_tokens or sum(costs) + 1
         # A request over the whole per-minute budget could never be admitted: split it like the aggregate limit.
         cap = batch_token_cap(self.settings, costs, f"rerank {self.model}", share=1.0)
         if cap is not None:
             max_tokens = min(max_tokens, cap)
-        batches = plan_batches(costs, self.max_items, max_tokens)
+        return costs, plan_batches(costs, self.max_items, max_tokens)
+
+    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank") -> None:
+        """Count the requests `rerank` would send for a query and documents of these estimated tokens."""
+        if not doc_tokens:
+            return
+        costs, batches = self._batches(query_tokens, doc_tokens)
+        for positions in batches:
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in positions))
+            plan.add(
+                self.provider,
+                self.model,
+                what,
+                requests=1,
+                items=len(positions),
+                tokens=tokens,
+                units=self.billed_units(len(positions), tokens),
+                settings=self.settings,
+                throttle_items=1,
+            )
+
+    def rerank(self, query: str, documents: list[str]) -> list[float]:
+        from ..providers.batching import estimate_tokens
+
+        if not documents:
+            return []
+        query_tokens = estimate_tokens(query)
+        doc_tokens = [estimate_tokens(doc) for doc in documents]
+        over = sum(1 for tokens in doc_tokens if query_tokens + tokens > self.context_tokens)
+        costs, batches = self._batches(query_tokens, doc_tokens)
         # Usage is diffed per subset by the runner, so these land in each result file's usage block.
         self.ctx.usage.add("rerank_documents", len(documents))
         if over:
@@ -128,8 +155,15 @@ class HostedReranker(ABC):
             items=1,
             what=f"rerank {self.model}",
             reported_tokens=lambda answer: answer[1],
+            model=self.model,
+            bill=lambda answer: self.billed_units(len(documents), answer[1] if answer[1] is not None else tokens),
+            estimate=self.billed_units(len(documents), tokens),
         )
         return pairs
+
+    def billed_units(self, documents: int, tokens: int) -> dict[str, float]:
+        """What one rerank request bills: its tokens (Cohere: searches)."""
+        return {"input_tokens": tokens}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -167,6 +201,10 @@ class CohereReranker(HostedReranker):
 
     def _document_tokens(self, query_tokens: int, document_tokens: int) -> int:
         return query_tokens + min(document_tokens, COHERE_MAX_TOKENS_PER_DOC)
+
+    def billed_units(self, documents: int, tokens: int) -> dict[str, float]:
+        """Cohere bills rerank by search: one query with up to 100 documents."""
+        return {"searches": -(-documents // COHERE_DOCUMENTS_PER_SEARCH)}
 
 
 class VoyageReranker(HostedReranker):

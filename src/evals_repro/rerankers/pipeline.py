@@ -12,6 +12,7 @@ from typing import Any
 from ..data import Query, Run, Subset
 from ..errors import UsageError
 from ..metrics.ranking import trec_ranked as ranked
+from ..providers.plan import Plan
 from ..rendering import PageStyle, page_text, query_text
 from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
@@ -50,6 +51,25 @@ class RerankedRetriever:
         """Metrics at cut-offs above this depth are not the reranker's alone; the runner flags them
         (None: every candidate is reranked)."""
         return self.depth
+
+    def plan(self, subset: Subset, queries: list[Query], top_k: int, plan: Plan) -> None:
+        """The first stage's requests, then one rerank per query over its head. Which pages the head holds
+        is the first stage's answer, so their tokens are estimated at the mean page of the subset."""
+        from ..providers.batching import estimate_tokens
+
+        first_plan = getattr(self.first, "plan", None)
+        if first_plan is not None:
+            first_plan(subset, queries, top_k, plan)
+        planner = getattr(self.reranker, "plan", None)
+        if planner is None or not subset.pages:
+            return  # a local reranker: nothing paid
+        depth = min(top_k if self.depth is None else self.depth, top_k)
+        mean = round(sum(estimate_tokens(page_text(p, PAGE_STYLE)) for p in subset.pages) / len(subset.pages))
+        for query in queries:
+            # at most the pages there are, or the query's pool where the subset ranks pools
+            candidates = len(subset.pools.get(query.id, ())) if subset.pools is not None else len(subset.pages)
+            planner(estimate_tokens(query_text(query, reranker=True)), [mean] * min(depth, candidates), plan)
+        plan.note("rerank tokens are estimated at the mean page length: the first stage chooses the pages")
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         if self.depth is not None and self.depth > top_k:

@@ -30,6 +30,7 @@ from ..embedders.cache import EmbeddingCache
 from ..errors import UsageError
 from ..matrix_file import MatrixDamaged, MatrixFile
 from ..progress import progress_bar
+from ..providers.plan import Plan
 from ..registry import EMBEDDERS
 from ..rendering import ModelInput, PageStyle, query_text, render_page
 from ..rendering import describe as describe_style
@@ -162,6 +163,22 @@ class DenseRetriever:
             for lang, rows in groups.items():
                 vectors[rows] = parts[lang]
             return vectors
+
+    def plan(self, subset: Subset, queries: list[Query], top_k: int, plan: Plan) -> None:
+        """Count the embedding requests `run` would send for these pages and queries (cache-aware)."""
+        if not queries:
+            return
+        style = page_style(self.embedder, self.ctx.content)
+        self.cache.plan([render_page(page, style) for page in subset.pages], "document", plan, "pages")
+        items = [ModelInput(text=query_text(query)) for query in queries]
+        languages: dict[str, list[int]] = {}
+        for i, query in enumerate(queries):
+            languages.setdefault(query.language, []).append(i)
+        if len(languages) <= 1 or self.cache.cached(items, "query"):
+            self.cache.plan(items, "query", plan, "queries")
+        else:
+            for rows in languages.values():
+                self.cache.plan([items[i] for i in rows], "query", plan, "queries")
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         if not queries:

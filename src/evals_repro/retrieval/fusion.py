@@ -14,6 +14,7 @@ from typing import Any
 from ..data import Query, Run, Subset
 from ..errors import UsageError
 from ..metrics.ranking import trec_ranked as ranked
+from ..providers.plan import Plan
 
 DEFAULT_RRF_K = 60
 
@@ -46,6 +47,13 @@ class RRFRetriever:
         self.name = name
         self.k = k
         self.depth = depth
+
+    def plan(self, subset: Subset, queries: list[Query], top_k: int, plan: Plan) -> None:
+        depth = self.depth or max(top_k, 100)
+        for retriever in self.retrievers:
+            planner = getattr(retriever, "plan", None)
+            if planner is not None:
+                planner(subset, queries, depth, plan)
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
         depth = self.depth or max(top_k, 100)

@@ -121,17 +121,33 @@ def external_id_of(item: Any) -> str | None:
     return None
 
 
-Call = Callable[[Callable[[], Any], str], Any]
+Call = Callable[..., Any]  # call(fn, what, billed=None)
+STORE_MODEL = "store"  # the price table's name for what Mixedbread Stores bill (indexing, storage, searches)
 
 
 def retrying(settings: Any, usage: Usage) -> Call:
-    """`call(fn, what)`: one provider call through the shared throttle and retry policy."""
+    """`call(fn, what, billed=None)`: one provider call through the shared throttle and retry policy; a
+    billed call (`billed`: its units, e.g. {"store_tokens": n}) is counted, priced and held to --max-cost."""
     from ..providers.retry import call_with_retries
 
-    def call(fn: Callable[[], Any], what: str) -> Any:
-        return call_with_retries(settings, fn, usage=usage, what=what)
+    def call(fn: Callable[[], Any], what: str, billed: dict[str, float] | None = None) -> Any:
+        if not billed:
+            return call_with_retries(settings, fn, usage=usage, what=what)
+        return call_with_retries(
+            settings, fn, usage=usage, what=what, model=STORE_MODEL, bill=lambda _: billed, estimate=billed
+        )
 
     return call
+
+
+def indexing_units(payload: Payload, parsing: str) -> dict[str, float]:
+    """What indexing one uploaded page bills: its estimated tokens (text), or one image page."""
+    from ..providers.batching import estimate_tokens
+
+    if payload.mime_type.startswith("text/"):
+        unit = "store_tokens_high_quality" if parsing == "high_quality" else "store_tokens"
+        return {unit: estimate_tokens(payload.data.decode("utf-8", errors="replace"))}
+    return {"store_image_pages": 1}
 
 
 def find_store(client: Any, call: Call, name: str) -> Any | None:

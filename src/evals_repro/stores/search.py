@@ -12,11 +12,13 @@ from typing import Any
 from ..context import MethodContext
 from ..data import Query, Run, Subset
 from ..errors import ConfigurationError
+from ..providers.plan import Plan
 from ..registry import METHODS
 from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .common import (
     PAGE_STYLE,
+    STORE_MODEL,
     default_prefix,
     external_id_of,
     find_store,
@@ -55,7 +57,7 @@ class StoreRetriever:
         self.prefix = ctx.options.get("store_prefix") or default_prefix(ctx.benchmark)
         self.rerank_top_k = int(ctx.options.get("rerank_top_k") or DEFAULT_RERANK_TOP_K)
         self.settings = provider_settings("mixedbread", ctx.options)
-        if client is None:
+        if client is None and not ctx.planning:
             from ..providers.clients import mixedbread_client
 
             client = mixedbread_client(self.settings)
@@ -115,16 +117,40 @@ class StoreRetriever:
         known = {page.id for page in subset.pages}
 
         def search(query: Query) -> dict[str, float]:
-            answer = self.call(
+            from ..providers.retry import call_with_retries
+
+            answer = call_with_retries(
+                self.settings,
                 lambda: self.client.stores.search(
                     store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options
                 ),
-                "store search",
+                usage=self.ctx.usage,
+                what="store search",
+                model=STORE_MODEL,
+                bill=lambda _: self.billed_units(),
+                estimate=self.billed_units(),
             )
             scores = best_chunk_per_page(list(answer.data), file_pages)
             return {pid: score for pid, score in scores.items() if pid in known}
 
         return run_queries(f"search {store.name}", queries, self.workers, search)
+
+    def billed_units(self) -> dict[str, float]:
+        """A store search is billed per query, at the reranking rate when the store reranks."""
+        return {"store_rerank_queries" if self.rerank else "store_queries": 1}
+
+    def plan(self, subset: Subset, queries: list[Query], top_k: int, plan: Plan) -> None:
+        """One search per query (the store lookup and file listing before them are not billed)."""
+        plan.add(
+            "mixedbread",
+            STORE_MODEL,
+            "store search",
+            requests=len(queries),
+            items=len(queries),
+            units={unit: amount * len(queries) for unit, amount in self.billed_units().items()},
+            settings=self.settings,
+        )
+        plan.note("store searches: plus one store lookup and file listing per subset (not billed)")
 
     def describe(self) -> dict[str, Any]:
         return {

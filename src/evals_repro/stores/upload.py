@@ -23,6 +23,7 @@ from typing import Any
 
 from ..data import Page, Subset
 from ..errors import ConfigurationError, ProviderError, UsageError, choices
+from ..io import atomic_write_json
 from ..progress import progress_bar
 from ..usage import Usage
 from .common import (
@@ -31,6 +32,7 @@ from .common import (
     Call,
     Payload,
     find_store,
+    indexing_units,
     list_store_files,
     page_metadata,
     page_payload,
@@ -41,6 +43,12 @@ from .journal import RECENT, Sending, Upload, UploadJournal
 
 POLL_TIMEOUT = 900.0  # seconds one page may stay in processing before it is reported
 POLL_INTERVAL = 5.0  # seconds between listings of the store while pages process
+
+
+def stored_path(journal_dir: Path, store: str) -> Path:
+    """`<cache dir>/mixedbread-uploads/<store>.stored.json`: page id -> sha256 of every page the last upload
+    left processed in the store (a plan reads it: listing the store itself needs the key)."""
+    return Path(journal_dir) / f"{store}.stored.json"
 
 
 @dataclass
@@ -136,11 +144,13 @@ class StoreUploader:
         unanswered = {(s.page, s.sha256): s for s in sends}
         work: list[tuple[Page, Payload, str | None]] = []  # (page, payload, an earlier upload to attach)
         waiting: dict[str, str] = {}  # page id -> store file id, until processing ends
+        digests: dict[str, str] = {}  # page id -> sha256 of the bytes the store must hold
         for page in subset.pages:
             payload = page_payload(page, self.content)
             if payload is None:
                 summary.no_content += 1
                 continue
+            digests[page.id] = payload.digest
             entry = existing.get(page.id)
             metadata = entry.metadata if entry is not None and isinstance(entry.metadata, dict) else {}
             same = entry is not None and metadata.get("sha256") == payload.digest
@@ -164,6 +174,9 @@ class StoreUploader:
         self._wait_all(store, waiting, summary, sent_now, resumed)
         if journal is not None:
             journal.close(finished=unresolved == 0)
+        if self.journal_dir is not None:  # what the store holds now, for plans made without a key
+            stored = {page_id: digest for page_id, digest in digests.items() if page_id not in summary.failed}
+            atomic_write_json(stored_path(self.journal_dir, store.name), {"store": store.name, "pages": stored})
         return summary
 
     def _find_upload(self, sending: Sending, known: set[str]) -> str | None:
@@ -325,6 +338,7 @@ class StoreUploader:
                 overwrite=overwrite,
             ),
             f"store file {page.id}",
+            indexing_units(payload, self.parsing),  # indexing is billed when the file joins the store
         )
         return attached.id
 
@@ -342,7 +356,7 @@ def upload_benchmark(
     client: Any = None,
     cache_dir: Path = Path("cache"),
 ) -> list[UploadSummary]:
-    """Upload every requested subset of a benchmark; the CLI prints the summaries."""
+    """Upload every requested subset of a benchmark; the CLI prints the summaries (and `usage`, when given)."""
     from ..benchmarks.declaration import LoadOptions
     from ..benchmarks.registry import get_benchmark, load_subset, resolve_subsets
     from ..providers.clients import mixedbread_client

@@ -24,8 +24,12 @@ from typing import Any
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, atomic_write_json, read_jsonl
 from ..progress import progress_bar
+from ..providers.calibration import save as save_calibration
+from ..providers.ceiling import CostCeilingReached
+from ..providers.prices import spend_text
 from ..usage import Usage
 from .candidates import Candidate
+from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
 from .models import DEFAULT_MODELS, StudyModel, add_spent, build_all, call_costs, call_record, parse_models, preflight
@@ -112,16 +116,19 @@ def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, 
 
 
 def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
-    before = usage.as_dict()
+    before, billed = usage.as_dict(), usage.billed()
     record = call_record(model, candidate)
     started = time.perf_counter_ns()
     try:
         reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
         record["status"] = "ok"
+    except CostCeilingReached:
+        raise  # --max-cost: stop here, every timed call so far is already in latency.jsonl
     except EvalsError as exc:
         record.update(status="failed", error=exc.one_line())
     wall_ns = time.perf_counter_ns() - started
     record.update(call_costs(before, usage.as_dict(), model.provider))
+    record.update(call_bill(billed, usage.billed()))
     record["wall_ms"] = wall_ns / 1e6
     # Successful-call latency: perf_counter_ns around the SDK call(s) that answered (summed when a
     # request had to be split), measured inside providers.retry and read off this worker's Usage.
@@ -157,7 +164,11 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = No
                     session["prefix_cache"][model.name] = rerankers[model.name][0].verify_prefix_cache_off()
                 save_manifest(study_dir, manifest)  # the evidence is on disk before the first timed call
             timed = {(c.benchmark, c.subset) for c, _ in select_items(manifest, items, request.benchmarks, study_dir)}
-            counts = _run(study_dir, plan, models, items, rerankers, invocation, host.get("location"), echo, timed)
+            try:
+                counts = _run(study_dir, plan, models, items, rerankers, invocation, host.get("location"), echo, timed)
+            finally:
+                manifest["cost"] = study_costs(study_dir)  # saved with the session, whatever happened
+                save_calibration(request.cache_dir)  # what the providers counted, for later plans
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -186,6 +197,35 @@ def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: l
                 )
 
 
+def warmup_queries(lookup: dict, plan: dict[str, Any]) -> dict[tuple[str, str], tuple[Candidate, dict]]:
+    """Per (benchmark, subset), the query its warm-up call sends: one outside the plan where the subset has
+    one, so that no timed query has been seen by the provider before its first measured call (the repeat
+    check relies on it)."""
+    planned = {(b, s, q) for b, subsets in plan["queries"].items() for s, ids in subsets.items() for q in ids}
+    warmup_query: dict[tuple[str, str], tuple[Candidate, dict]] = {}
+    for (bench, subset, qid), item in sorted(lookup.items()):
+        current = warmup_query.get((bench, subset))
+        if current is None or ((bench, subset, current[0].query_id) in planned and (bench, subset, qid) not in planned):
+            warmup_query[(bench, subset)] = item
+    return warmup_query
+
+
+def remaining_calls(study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None):
+    """The timed calls still to make (in schedule order), and the (model, benchmark, subset, query, repeat)
+    keys already recorded."""
+    done = {
+        (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
+        for r in read_jsonl(Path(study_dir) / LATENCY)
+        if r.get("status") == "ok"
+    }
+    calls = [
+        c
+        for c in schedule(plan, models)
+        if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
+    ]
+    return calls, done
+
+
 def _run(
     study_dir: Path,
     plan,
@@ -198,24 +238,8 @@ def _run(
     timed: set[tuple[str, str]] | None = None,
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
-    # Warm up on a query outside the plan where the subset has one, so that no timed query has
-    # been seen by the provider before its first measured call (the repeat check relies on it).
-    planned = {(b, s, q) for b, subsets in plan["queries"].items() for s, ids in subsets.items() for q in ids}
-    warmup_query: dict[tuple[str, str], tuple[Candidate, dict]] = {}
-    for (bench, subset, qid), item in sorted(lookup.items()):
-        current = warmup_query.get((bench, subset))
-        if current is None or ((bench, subset, current[0].query_id) in planned and (bench, subset, qid) not in planned):
-            warmup_query[(bench, subset)] = item
-    done = {
-        (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
-        for r in read_jsonl(study_dir / LATENCY)
-        if r.get("status") == "ok"
-    }
-    calls = [
-        c
-        for c in schedule(plan, models)
-        if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
-    ]
+    warmup_query = warmup_queries(lookup, plan)
+    calls, done = remaining_calls(study_dir, plan, models, timed)
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
@@ -233,12 +257,14 @@ def _run(
                 record.update(invocation=invocation, host_location=location)
                 warm.append(record)
                 add_spent(spent, record)
+                bill_into(spent, record)
                 warmed.add((model.name, bench, subset))
                 counts["warmups"] += 1
             record = _timed_call(reranker, usage, model, candidate, texts)
             record.update(repeat=repeat, invocation=invocation, host_location=location)
             out.append(record)
             add_spent(spent, record)
+            bill_into(spent, record)
             counts["timed"] += 1
             if record["status"] != "ok":
                 counts["failed"] += 1
@@ -246,6 +272,6 @@ def _run(
             bar.advance()
     echo(
         f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s); "
-        f"spent: {spent.summary() if spent.get('requests') else 'nothing'}"
+        f"spent: {spend_text(spent.summary(), spent.billed()) if spent.get('requests') else 'nothing'}"
     )
     return counts

@@ -64,12 +64,24 @@ def parse_models(names: list[str]) -> list[StudyModel]:
     return models
 
 
-def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any]):
-    """A fresh reranker with a private Usage (returned alongside) for one worker thread."""
+def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any], planning: bool = False):
+    """A fresh reranker with a private Usage (returned alongside) for one worker thread (a plan's: no client)."""
     from ..registry import RERANKERS
 
-    ctx = MethodContext(benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage())
-    reranker = RERANKERS.require(model.reranker).factory(model.reranker, model.model, ctx)
+    ctx = MethodContext(
+        benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage(), planning=planning
+    )
+    entry = RERANKERS.require(model.reranker)
+    if entry.plugin is not None:  # a plugin's reranker: held to the Reranker protocol, and it takes no :model
+        from ..plugins import build_checked
+
+        if model.model is not None:
+            raise UsageError(
+                f"study model '{model.name}': reranker {model.reranker} ({entry.owner()}) takes no :model",
+                f"write {model.reranker}",
+            )
+        return build_checked(entry, model.reranker, model.model, ctx), ctx.usage
+    reranker = entry.factory(model.reranker, model.model, ctx)
     return reranker, ctx.usage
 
 

@@ -19,8 +19,12 @@ from typing import Any
 from ..errors import EvalsError, UsageError
 from ..io import JsonlAppender, read_jsonl
 from ..progress import progress_bar
+from ..providers.calibration import save as save_calibration
+from ..providers.ceiling import CostCeilingReached
+from ..providers.prices import spend_text
 from ..usage import Usage
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
+from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
 from .models import (
@@ -145,7 +149,11 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = No
         manifest["quality_settings"] = {k: options.get(k) for k in sorted(STUDY_DEFAULT_OPTIONS)}
         preflight(build_all(models, Path(request.cache_dir), options))  # an unusable local replica stops here, once
         with recorded_session(study_dir, manifest, command) as outcome:
-            counts = _score_all(study_dir, models, items, request, options, echo)
+            try:
+                counts = _score_all(study_dir, models, items, request, options, echo)
+            finally:
+                manifest["cost"] = study_costs(study_dir)  # saved with the session, whatever happened
+                save_calibration(request.cache_dir)  # what the providers counted, for later plans
             outcome["status"] = "completed" if counts["failed"] == 0 else "incomplete"
     return counts
 
@@ -179,17 +187,20 @@ def _score_all(
         if model.name not in cache:
             cache[model.name] = build_reranker(model, Path(request.cache_dir), options)
         reranker, usage = cache[model.name]
-        before = usage.as_dict()
+        before, billed = usage.as_dict(), usage.billed()
         started = time.perf_counter_ns()
         record = call_record(model, candidate)
         record.update(request_digest=candidate.request_digest, candidate_digest=candidate.candidate_digest)
         try:
             scores = reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
             record.update(status="ok", scores=[float(s) for s in scores])
+        except CostCeilingReached:
+            raise  # --max-cost: stop here, every answered request is already in quality.jsonl
         except EvalsError as exc:
             record.update(status="failed", error=exc.one_line())
         record["wall_ms"] = (time.perf_counter_ns() - started) / 1e6
         record.update(call_costs(before, usage.as_dict(), model.provider))
+        record.update(call_bill(billed, usage.billed()))
         return record
 
     with JsonlAppender(study_dir / QUALITY) as out, progress_bar("quality", total) as bar:
@@ -202,6 +213,7 @@ def _score_all(
                     out.append(record)
                 counts["sent"] += 1
                 add_spent(spent, record)
+                bill_into(spent, record)
                 if record["status"] != "ok":
                     counts["failed"] += 1
                     echo(
@@ -214,6 +226,6 @@ def _score_all(
                 pool.shutdown(wait=True, cancel_futures=True)
     echo(
         f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused; "
-        f"spent: {spent.summary() if counts['sent'] else 'nothing'}"
+        f"spent: {spend_text(spent.summary(), spent.billed()) if counts['sent'] else 'nothing'}"
     )
     return counts

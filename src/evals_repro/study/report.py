@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
+from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
@@ -83,7 +84,7 @@ def _ms(stat: dict[str, float] | None) -> str:
     return f"{stat['estimate']:.0f}"
 
 
-def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
+def render_markdown(quality: dict[str, Any], latency: dict[str, Any], costs: dict[str, Any] | None = None) -> str:
     lines = ["# Reranking study", "", *quality_markdown(quality)]
     for bench in quality["benchmarks"]:
         lines += ["", f"## {bench}", "", *benchmark_markdown(quality, bench)]
@@ -125,6 +126,7 @@ def render_markdown(quality: dict[str, Any], latency: dict[str, Any]) -> str:
         for model, entry in latency["models"].items():
             pooled = entry["pooled"]
             lines.append(f"| {model} | {_ms(pooled['p50']) if pooled else ''} | {entry['pooled_note']} |")
+    lines += cost_markdown(costs or {})
     return "\n".join(lines) + "\n"
 
 
@@ -137,7 +139,7 @@ def write_report(study_dir: Path, resamples: int = 2000) -> dict[str, Path]:
         "quality": study_dir / "quality.csv",
         "latency": study_dir / "latency-summary.json",
     }
-    atomic_write_text(paths["report"], render_markdown(quality, latency))
+    atomic_write_text(paths["report"], render_markdown(quality, latency, study_costs(study_dir)))
     atomic_write_text(paths["quality"], quality_csv(quality))
     atomic_write_json(paths["latency"], latency)
     return paths

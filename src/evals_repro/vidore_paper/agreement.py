@@ -1,7 +1,7 @@
 """`grounding agreement`: how much ViDoRe v3's annotators agree on where the evidence is (offline).
 
-Per query-page pair with two or three annotators who drew boxes: each annotator's boxes merge into one
-zone; zones are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values
+Per query-page pair with two or three annotators who drew boxes: each annotator's boxes, cut to the
+page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values
 are averaged. A pair with one annotator (or none) is counted but not scored. Per modality, zones hold
 only that modality's boxes and a pair is scored when two annotators drew boxes of it.
 
@@ -22,7 +22,7 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..io import atomic_write_json, atomic_write_text
 from ..progress import progress_bar
-from .annotations import PaperSubset, load_paper_subset
+from .annotations import PaperSubset, clip_to_pages, load_paper_subset
 from .zones import pairwise_agreement
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,8 @@ class _Scores:
 
 
 def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[str, _Scores]]:
-    """The subset's result block, its scored pairs and its per-modality scores."""
+    """The subset's result block, its scored pairs and its per-modality scores (boxes cut to their pages)."""
+    cuts = clip_to_pages(paper)
     scores, by_modality = _Scores(), dict[str, _Scores]()
     annotator_counts: dict[str, int] = {}
     pairs: list[list[Any]] = []
@@ -101,6 +102,7 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
         "single_annotator_pairs": single,
         "pairs_without_boxes": unboxed,
         "unaligned_modality_rows": paper.unaligned_modality_rows,
+        "human_boxes": cuts.as_record(),  # cut: reached past the page image (any edge); emptied: wholly off it
         "modalities": {m: s.block() for m, s in sorted(by_modality.items())},
         "scored_pairs": pairs,  # [query id, page id, annotators, IoU, F1]
     }
@@ -133,6 +135,9 @@ def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None 
         "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
     }
     overall = pooled.block()
+    cut = {k: sum(b["human_boxes"][k] for b in blocks.values()) for k in ("boxes", "cut", "emptied")}
+    if cut["cut"]:
+        echo(f"note: {cut['cut']} of {cut['boxes']} annotator box(es) reached past their page image; cut to it")
     result = {
         "kind": RESULT_NAME,
         "benchmark": decl.name,
@@ -140,8 +145,10 @@ def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None 
             "subsets": names,
             "language": request.language or "native",
             "revision_override": request.revision,
-            "method": "per annotator: union of boxes; pixel IoU and F1 (Dice); mean over annotator pairs",
+            "method": "per annotator: union of boxes cut to the page image; pixel IoU and F1 (Dice); "
+            "mean over annotator pairs",
         },
+        "human_boxes": cut,
         "subsets": blocks,
         "overall": overall,
         "macro": macro,
@@ -196,4 +203,9 @@ def agreement_table(result: dict[str, Any]) -> str:
     ]
     for modality, block in result["modalities"].items():
         lines.append(f"| {modality} | {block['pairs']} | {_fmt(block['iou'])} | {_fmt(block['f1'])} |")
+    boxes = result["human_boxes"]
+    lines += [
+        "",
+        f"Boxes cut to their page image: {boxes['cut']} of {boxes['boxes']} ({boxes['emptied']} wholly off it).",
+    ]
     return "\n".join(lines) + "\n"

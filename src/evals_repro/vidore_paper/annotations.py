@@ -6,15 +6,20 @@ Read from the same raw repo and commit the subset was loaded from (`vidore/vidor
   `content_type` (list of strings): the modality of each box, in the same order. A row whose
   `content_type` does not list one modality per box keeps its boxes with modality "unspecified"
   and is counted (`unaligned_modality_rows`), never guessed.
+
+Some annotators' boxes reach past their page image (negative or too large coordinates). Pixels off
+the page do not exist, so `clip_to_pages` cuts every box to its page image before anything is
+compared, and counts the boxes it cut (and those left empty, drawn wholly off the page).
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
 from ..benchmarks import LoadOptions, load_subset
 from ..benchmarks.declaration import BenchmarkDeclaration
-from ..benchmarks.hub import load_config, require_columns
+from ..benchmarks.hub import image_bytes, load_config, require_columns
 from ..data import Query, Subset
 from ..errors import DataError, UsageError
 from .zones import Box
@@ -39,6 +44,7 @@ class PaperSubset:
     unaligned_modality_rows: int = 0
     language: str = ""
     queries: list[Query] = field(default_factory=list)  # the evaluated language's queries
+    page_sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # page id -> (width, height)
 
     @property
     def name(self) -> str:
@@ -125,3 +131,72 @@ def load_paper_subset(
             modality = str(modalities[index]) if aligned else UNSPECIFIED
             page.append(AnnotatedBox(annotator, box, modality))
     return PaperSubset(subset, answers, boxes, unaligned, language, queries)
+
+
+@dataclass(frozen=True)
+class BoxCuts:
+    """What `clip_to_pages` did to the annotators' boxes of the evaluated queries."""
+
+    boxes: int  # every annotated box
+    cut: int  # boxes that reached past their page image (any edge: left/top below 0 too)
+    emptied: int  # of those, boxes drawn wholly off the page (nothing left)
+
+    def as_record(self) -> dict[str, int]:
+        return {"boxes": self.boxes, "cut": self.cut, "emptied": self.emptied}
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of an encoded image, read from its header."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+def page_image_sizes(paper: PaperSubset, page_ids: set[str]) -> dict[str, tuple[int, int]]:
+    """Sizes of the page images of `page_ids`: from the loaded images, else read from the corpus
+    config's image headers (the same repo and commit), so a text-only load pays no image decode."""
+    loaded = {p.id: p.image for p in paper.subset.pages if p.id in page_ids and p.image}
+    sizes = {page_id: image_size(data) for page_id, data in loaded.items()}
+    wanted = page_ids - set(sizes)
+    if not wanted:
+        return sizes
+    repo, commit = paper.subset.source["repo"], paper.subset.source["revision"]
+    split = paper.subset.source.get("split", "test")
+    corpus, _ = load_config(repo, "corpus", split, commit, images=("image",))
+    where = f"{repo}@{commit} corpus"
+    require_columns(corpus, where, ("corpus_id", "image"))
+    ids = [str(i) for i in corpus.select_columns(["corpus_id"]).to_dict()["corpus_id"]]
+    rows = [index for index, page_id in enumerate(ids) if page_id in wanted]
+    position = 0  # a batch at a time: only image headers are read, never a domain's images at once
+    for batch in corpus.select(rows).select_columns(["image"]).iter(batch_size=64):
+        for value in batch["image"]:
+            page_id = ids[rows[position]]
+            sizes[page_id] = image_size(image_bytes(value, f"{where} page {page_id}"))
+            position += 1
+    return sizes
+
+
+def clip_to_pages(paper: PaperSubset) -> BoxCuts:
+    """Cut every annotated box of `paper` to its page image (in place); count what was cut."""
+    page_ids = {page_id for pages in paper.boxes.values() for page_id, items in pages.items() if items}
+    paper.page_sizes.update(page_image_sizes(paper, page_ids - set(paper.page_sizes)))
+    missing = sorted(page_ids - set(paper.page_sizes))
+    if missing:
+        raise DataError(
+            f"{paper.subset.source.get('repo')} qrels: boxes on page(s) {', '.join(missing[:5])} absent from the corpus",
+            "the qrels and corpus configs do not match; check --revision",
+        )
+    total = cut = emptied = 0
+    for pages in paper.boxes.values():
+        for page_id, items in pages.items():
+            size = paper.page_sizes.get(page_id)
+            for index, item in enumerate(items):
+                total += 1
+                if size is None or not item.box.outside(size):
+                    continue
+                clipped = item.box.clip(size)
+                cut += 1
+                emptied += clipped.area == 0 and item.box.area > 0
+                items[index] = AnnotatedBox(item.annotator, clipped, item.modality)
+    return BoxCuts(total, cut, emptied)

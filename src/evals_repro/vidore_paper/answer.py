@@ -86,6 +86,11 @@ def run_dir_of(request: AnswerRequest, generator: ModelSpec | None) -> Path:
     return Path(request.out_dir) / "answer" / safe_name(name)
 
 
+def parse_request(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
+    """The request checked (no key needed): its generators and its judge."""
+    return _validate(request)
+
+
 def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
@@ -174,6 +179,7 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None
                 "reused_calls": done.reused,
             },
             "retrieval_usage": retrieval_usage.as_dict(),
+            "retrieval_cost": _retrieval_cost(retrieval_usage),
             "versions": package_versions(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
@@ -293,10 +299,24 @@ def _rows(
     return rows
 
 
+def _retrieval_cost(usage: Usage) -> dict[str, Any] | None:
+    """What the contexts' retrieval billed this session (embeddings, reranks), priced; None when nothing."""
+    from ..providers.prices import cost_of
+
+    units = usage.billed()
+    return cost_of(units).as_dict() if units else None
+
+
 def _summarise(result: dict[str, Any], run_dir: Path, echo: Callable[[str], None]) -> None:
+    from ..providers.prices import usd_text
+
     spent = result["spend"]
     if result["retrieval_usage"]:
         usage = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in result["retrieval_usage"].items())
+        cost = result.get("retrieval_cost")
+        if cost:
+            shown = usd_text(cost["usd"]) if cost["usd"] is not None else "unknown"
+            usage += f", cost {shown} (prices of {cost['prices_date']})"
         echo(f"retrieval spent: {usage}")
     echo(spend_line("spent this session", spent["this_session"]))
     echo(spend_line("run total (generation + judge)", spent["total"]))

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import EvalsError
 from ..io import JsonlAppender, read_jsonl
 from ..progress import progress_bar
+from ..providers.ceiling import CostCeilingReached
 from ..usage import Usage
 from .llm import ChatClient, GenerationSettings, ModelSpec
 from .render import Part
@@ -119,6 +120,8 @@ def execute(
             )
             if task.finish is not None:
                 task.finish(record)
+        except CostCeilingReached:
+            raise  # --max-cost: stop here; every answered call is already in the file
         except EvalsError as exc:
             record.update(status="failed", error=exc.one_line())
         p = task.spec.provider
@@ -155,13 +158,30 @@ def _where(record: dict[str, Any]) -> str:
     return f"{record.get('subset', '?')}/{record.get('query_id', '?')}"
 
 
-def spend(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Calls, tokens in/out (reasoning included in out), attempts, retries and 429s, in total and per model."""
+def billed(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """What the calls billed: tokens in and out (reasoning included in out) per provider model."""
+    units: dict[tuple[str, str, str], float] = {}
+    for record in records:
+        provider, _, model = str(record["model"]).partition(":")
+        for unit, key in (("input_tokens", "tokens_in"), ("output_tokens", "tokens_out")):
+            if record.get(key):
+                units[(provider, model, unit)] = units.get((provider, model, unit), 0) + record[key]
+    return units
 
-    def total(rows: list[dict[str, Any]]) -> dict[str, int]:
-        block = {"calls": len(rows)}
+
+def spend(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Calls, tokens in/out (reasoning included in out), attempts, retries and 429s, and the cost in USD (None
+    when a model has no price: named in `price_unknown`), in total and per model."""
+    from ..providers.prices import cost_of
+
+    def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        block: dict[str, Any] = {"calls": len(rows)}
         for key in SPEND_KEYS:
             block[key] = int(sum(r.get(key) or 0 for r in rows))
+        costing = cost_of(billed(rows))
+        block["cost_usd"] = round(costing.usd, 8) if costing.known else None
+        block["price_unknown"] = costing.unknown
+        block["prices_date"] = costing.date
         return block
 
     by_model: dict[str, list[dict[str, Any]]] = {}
@@ -171,8 +191,15 @@ def spend(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def spend_line(label: str, block: dict[str, Any]) -> str:
-    return (
+    from ..providers.prices import usd_text
+
+    line = (
         f"{label}: {block['calls']:,} call(s), {block['tokens_in']:,} tokens in, {block['tokens_out']:,} out "
         f"({block['reasoning_tokens']:,} reasoning), {block['attempts']:,} attempt(s), "
         f"{block['retries']:,} retried, {block['rate_limited']:,} rate-limited"
     )
+    if "cost_usd" not in block or not block["calls"]:
+        return line
+    if block["cost_usd"] is not None:
+        return f"{line}, cost {usd_text(block['cost_usd'])} (prices of {block['prices_date']})"
+    return f"{line}, cost unknown (price unknown: {', '.join(block['price_unknown'])})"

@@ -2,19 +2,19 @@
 boxes are scored against each annotator with the zone method of `agreement`, best annotator per query.
 
 The candidate pages are the query's relevant pages (qrels, grade descending), shown as images
-numbered 1..N; the pinned prompt asks for `<bboxes image="N">[x1, y1, x2, y2]</bboxes>` on a 0..scale
-grid (bboxes.py parses it, never failing on a malformed answer). Queries no annotator drew a box for
-are not asked.
+numbered 1..N; the pinned prompt asks for `<bboxes image="N">[...]</bboxes>` in the model family's own
+box convention (conventions.py: Gemini y-first on 0..1000, Qwen3-VL x-first on 0..1000, Qwen2.5-VL
+resized-image pixels), which bboxes.py reads back, never failing on a malformed answer. Queries no
+annotator drew a box for are not asked.
 
-Per query and annotator, the model's and the annotator's zones are pooled over the candidate pages
-(pixel counts summed), giving one IoU and one F1; the query keeps the annotator with the best F1
-(ties: IoU). Page level: pages with a model box and a human box, human pages without a model box,
-model pages without a human box.
+Every box, the annotators' and the model's, is cut to its page image before any pixel is counted;
+both cuts are counted. Scoring (grounding_results.py) reports both readings of the paper's open
+units: F1 per query pooled over its pages and per query-page pair; the same-page rate over pages
+either side boxed and over pages the annotators boxed.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 from collections.abc import Callable
@@ -27,15 +27,19 @@ from ..benchmarks.registry import resolve_subsets
 from ..errors import UsageError
 from ..io import atomic_write_json, atomic_write_text
 from . import labels as L
-from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
+from .annotations import PaperSubset, check_paper_benchmark, clip_to_pages, image_size, load_paper_subset
 from .answer import safe_name
 from .bboxes import parse_answer
 from .calls import CallTask, execute, spend, spend_line
+from .conventions import BoxConvention, choose_convention
+from .grounding_results import PAIR_UNIT, QUERY_UNIT, grounding_table, mean_scores, page_rates, score_pairs, score_query
 from .llm import GenerationSettings, parse_model, require_keys
 from .prompts import load_prompt
-from .render import page_parts
+from .render import Part, page_parts
 from .rundir import record_dataset, run_directory
-from .zones import EMPTY, Box, overlap, zone_area
+from .zones import Box, zone_area
+
+__all__ = ["GroundingRequest", "grounding_table", "run_grounding", "score_pairs", "score_query"]
 
 log = logging.getLogger(__name__)
 
@@ -55,46 +59,15 @@ class GroundingRequest:
     revision: str | None = None
     generator: str | None = None
     generation: GenerationSettings = field(default_factory=GenerationSettings)
-    box_scale: float = 1000.0  # 0 = page pixels
+    box_convention: str | None = None  # None/"auto": from the generator's name (conventions.py)
+    box_scale: float | None = None  # the x-first grid's extent (0 = page pixels); implies convention "xyxy"
+    min_pixels: int | None = None  # qwen2.5-vl: the server's image-processor limits, if not the defaults
+    max_pixels: int | None = None
     out_dir: Path = Path("results/vidore-v3-paper")
     run_name: str | None = None
     workers: int = 4
     cache_dir: Path = Path("cache")
     options: dict[str, Any] = field(default_factory=dict)
-
-
-def image_size(data: bytes) -> tuple[int, int]:
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as image:
-        return image.size
-
-
-def to_pixels(coords: tuple[float, float, float, float], size: tuple[int, int], scale: float) -> Box:
-    x1, y1, x2, y2 = coords
-    if scale > 0:
-        width, height = size
-        x1, x2 = x1 / scale * width, x2 / scale * width
-        y1, y2 = y1 / scale * height, y2 / scale * height
-    return Box.of(x1, x2, y1, y2)
-
-
-def score_query(model: dict[str, list[Box]], human: dict[str, dict[str, list[Box]]]) -> dict[str, Any] | None:
-    """Best-annotator IoU/F1 of a model's zones against each annotator's, pooled over the pages."""
-    annotators = sorted({a for zones in human.values() for a, boxes in zones.items() if zone_area(boxes) > 0})
-    if not annotators:
-        return None
-    pages = sorted(set(model) | set(human))
-    best: tuple[float, float, str] | None = None
-    for annotator in annotators:
-        total = EMPTY
-        for page in pages:
-            total = total + overlap(model.get(page, []), human.get(page, {}).get(annotator, []))
-        candidate = (total.f1, total.iou, annotator)
-        if best is None or candidate[:2] > best[:2]:
-            best = candidate
-    assert best is not None
-    return {"f1": best[0], "iou": best[1], "annotator": best[2], "annotators": len(annotators)}
 
 
 def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -103,16 +76,17 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
 
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
-    if request.box_scale < 0:
-        raise UsageError(f"--box-scale {request.box_scale:g} is negative", "use 1000 (or 0 for page pixels)")
     if not request.generator:
         raise UsageError("--generator is required", "e.g. --generator gemini:gemini-3-pro-preview")
     spec = parse_model(request.generator, "--generator")
+    convention, chosen_by = choose_convention(
+        spec.name, request.box_convention, request.box_scale, request.min_pixels, request.max_pixels
+    )
     require_keys([spec])
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
     names = resolve_subsets(decl, request.subsets)
-    prompt = load_prompt("grounding")
+    prompt = load_prompt(convention.prompt)
     run_dir = Path(request.out_dir) / "grounding" / safe_name(request.run_name or spec.name)
     config = {
         "benchmark": decl.name,
@@ -120,7 +94,7 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
         "revision_override": request.revision,
         "generator": spec.name,
         "generation": request.generation.describe(),
-        "box_scale": request.box_scale,
+        "box_convention": convention.as_record(chosen_by),
         "prompts": {prompt.name: prompt.digest},
     }
     with run_directory(run_dir, config, echo) as (manifest, outcome):
@@ -135,7 +109,9 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
                 "data_digest": paper.subset.data_digest(),
             }
             record_dataset(run_dir, manifest, name, identity)
-            _ground_domain(paper, spec, prompt, request, run_dir, tally, echo)
+            cuts = clip_to_pages(paper).as_record()
+            tally.human_boxes = {k: tally.human_boxes.get(k, 0) + v for k, v in cuts.items()}
+            _ground_domain(paper, spec, prompt, convention, request, run_dir, tally, echo)
             paper.subset.pages = []
             papers.append(paper)
         rows, used = tally.rows, tally.used
@@ -146,15 +122,22 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
             "run": run_dir.name,
             "config": config,
             "datasets": {p.name: manifest["datasets"][p.name] for p in papers},
-            "scores": _scores(rows, [p.name for p in papers]),
-            "pages": _page_rates(tally.pages),
+            "scores": mean_scores(rows, [p.name for p in papers], QUERY_UNIT, "queries"),
+            "scores_per_pair": mean_scores(tally.pairs, [p.name for p in papers], PAIR_UNIT, "pairs"),
+            "pages": page_rates(tally.pages),
             "parse": {status: tally.parse.get(status, 0) for status in ("ok", "no_boxes", "malformed")},
             "queries_without_human_boxes": tally.unasked,
-            "human_boxes_outside_image": tally.outside,
+            "human_boxes": tally.human_boxes,  # every box of the evaluated queries; cut = reached past its page
+            "human_boxes_outside_image": tally.human_boxes.get("cut", 0),
+            "model_boxes_outside_image": tally.model_outside,
             "published": PUBLISHED,
             "spend": {"total": spend(used), "this_session": spend(tally.session), "reused_calls": tally.reused},
             "queries": [
                 [r["key"], r["status"], r.get("annotator"), _round(r.get("iou")), _round(r.get("f1"))] for r in rows
+            ],
+            "pairs": [
+                [r["key"], r["page"], r["status"], r.get("annotator"), _round(r.get("iou")), _round(r.get("f1"))]
+                for r in tally.pairs
             ],
             "complete": missing == 0,
             "missing": missing,
@@ -166,8 +149,10 @@ def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None 
         outcome["status"] = "completed" if result["complete"] else "incomplete"
     echo(spend_line("spent this session", result["spend"]["this_session"]))
     echo(spend_line("run total", result["spend"]["total"]))
-    if tally.outside:
-        echo(f"note: {tally.outside} human box(es) reach past their page image (are boxes in page pixels?)")
+    if result["human_boxes_outside_image"]:
+        echo(f"note: {result['human_boxes_outside_image']} human box(es) reached past their page image; cut to it")
+    if tally.model_outside:
+        echo(f"note: {tally.model_outside} model box(es) reached past their page image; cut to it")
     if missing:
         echo(f"incomplete: {missing} grounding call(s) missing; rerun the same command to retry")
     echo(f"wrote {run_dir / 'result.json'} and {run_dir / 'table.md'}")
@@ -179,12 +164,14 @@ class _Tally:
     """What the domains gave so far: per-query rows, page-level counts, parse outcomes, calls."""
 
     rows: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)  # one per query-page pair the annotators boxed
     used: list[dict[str, Any]] = field(default_factory=list)
     session: list[dict[str, Any]] = field(default_factory=list)
     pages: dict[str, int] = field(default_factory=lambda: {"both": 0, "model_only": 0, "human_only": 0})
     parse: dict[str, int] = field(default_factory=dict)
     unasked: int = 0
-    outside: int = 0
+    human_boxes: dict[str, int] = field(default_factory=dict)  # annotations.BoxCuts, summed over domains
+    model_outside: int = 0  # model boxes cut to their page image (clipped on the model's grid)
     reused: int = 0
 
 
@@ -192,32 +179,44 @@ def _ground_domain(
     paper: PaperSubset,
     spec,
     prompt,
+    convention: BoxConvention,
     request: GroundingRequest,
     run_dir: Path,
     tally: _Tally,
     echo: Callable[[str], None],
 ) -> None:
     """Ask for every query of one domain that annotators boxed, then score what came back."""
-    scale = f"{request.box_scale:g}"
+    scale = f"{convention.scale:g}"
     pages = paper.subset.page_by_id()
+    sizes: dict[str, tuple[int, int]] = dict(paper.page_sizes)
+
+    def size_of(page_id: str) -> tuple[int, int]:
+        if page_id not in sizes:
+            sizes[page_id] = image_size(pages[page_id].image or b"")
+        return sizes[page_id]
+
+    def read(text: str, candidates: list[str]):
+        grids = {n: convention.grid_size(size_of(page_id)) for n, page_id in enumerate(candidates, 1)}
+        return parse_answer(text, len(candidates), convention.scale, convention.order, grids)
+
     tasks: dict[str, tuple[str, list[str], CallTask]] = {}
     for query in paper.queries:
         candidates = paper.relevant_pages(query.id)
         if not any(zone_area(b) for p in candidates for b in paper.zones(query.id, p).values()):
             tally.unasked += 1
             continue
-        parts = [
-            part
-            for n, page_id in enumerate(candidates, 1)
-            for part in page_parts(pages[page_id], "image", f"Image {n}")
-        ]
+        parts: list[Part] = []
+        for n, page_id in enumerate(candidates, 1):
+            width, height = size_of(page_id)
+            label = f"Image {n} ({width} x {height} pixels)" if convention.states_size else f"Image {n}"
+            parts += page_parts(pages[page_id], "image", label)
         values = {"question": query.text, "n_images": str(len(candidates)), "box_scale": scale}
         system, user = prompt.render(values, parts)
         key = L.query_key(paper.name, query.id)
         fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "pages": candidates}
 
-        def finish(record: dict[str, Any], n=len(candidates)) -> None:
-            parsed = parse_answer(record.get("text", ""), n, request.box_scale)
+        def finish(record: dict[str, Any], candidates=candidates) -> None:
+            parsed = read(record.get("text", ""), candidates)
             record["answer_text"] = parsed.text
             record["parse"] = parsed.as_record()
 
@@ -234,21 +233,22 @@ def _ground_domain(
     tally.reused += calls.reused
     for key, (query_id, candidates, task) in tasks.items():
         record = calls.records.get(task.digest)
-        if record is None:
+        human = {p: paper.zones(query_id, p) for p in candidates}
+        if record is None:  # the query and its pairs are missing: a rerun retries the call
             tally.rows.append({"key": key, "subset": paper.name, "status": "missing"})
+            boxed = [p for p, zones in human.items() if any(zone_area(b) for b in zones.values())]
+            tally.pairs += [{"key": key, "subset": paper.name, "status": "missing", "page": p} for p in boxed]
             continue
         tally.used.append(record)
-        parsed = parse_answer(record.get("text", ""), len(candidates), request.box_scale)
+        parsed = read(record.get("text", ""), candidates)
         tally.parse[parsed.status] = tally.parse.get(parsed.status, 0) + 1
+        tally.model_outside += parsed.clipped
         model: dict[str, list[Box]] = {}
         for image_number, boxes in parsed.boxes.items():
             page_id = candidates[image_number - 1]
-            size = image_size(pages[page_id].image or b"")
-            model[page_id] = [to_pixels(b, size, request.box_scale) for b in boxes]
-        human = {p: paper.zones(query_id, p) for p in candidates}
-        for page_id, zones in human.items():
-            width, height = image_size(pages[page_id].image or b"")
-            tally.outside += sum(1 for bs in zones.values() for b in bs if b.x2 > width or b.y2 > height)
+            size = size_of(page_id)
+            # Already on the model's grid, so on the page up to rounding; cut again so no pixel is off it.
+            model[page_id] = [convention.to_page(b, size).clip(size) for b in boxes]
         score = score_query(model, human)
         assert score is not None  # only queries with human boxes were asked
         human_pages = {p for p, zones in human.items() if any(zone_area(b) for b in zones.values())}
@@ -258,77 +258,9 @@ def _ground_domain(
         tally.pages["human_only"] += len(human_pages - model_pages)
         row = {"key": key, "subset": paper.name, "status": parsed.status, "boxes": parsed.n_boxes}
         tally.rows.append({**row, "issues": len(parsed.issues), **score})
+        for pair in score_pairs(model, human):
+            tally.pairs.append({"key": key, "subset": paper.name, "status": parsed.status, **pair})
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
-
-
-def _scores(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:
-    def block(subset_rows: list[dict[str, Any]]) -> dict[str, Any]:
-        scored = [r for r in subset_rows if r["status"] != "missing"]
-        n = len(scored)
-        return {
-            "queries": n,
-            "iou": sum(r["iou"] for r in scored) / n if n else None,
-            "f1": sum(r["f1"] for r in scored) / n if n else None,
-            "missing": len(subset_rows) - n,
-        }
-
-    per_domain = {d: block([r for r in rows if r["subset"] == d]) for d in domains}
-    scored = [b for b in per_domain.values() if b["queries"]]
-    return {
-        "overall": block(rows),
-        "macro": {
-            "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-            "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
-        },
-        "domains": per_domain,
-    }
-
-
-def _page_rates(counts: dict[str, int]) -> dict[str, Any]:
-    both, model_only, human_only = counts["both"], counts["model_only"], counts["human_only"]
-
-    def ratio(a: int, b: int) -> float | None:
-        return a / b if b else None
-
-    return {
-        **counts,
-        "same_page": ratio(both, both + model_only + human_only),
-        "human_pages_without_model_box": ratio(human_only, both + human_only),
-        "model_pages_without_human_box": ratio(model_only, both + model_only),
-    }
-
-
-def _fmt(value: float | None, pct: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 100:.1f}%" if pct else f"{value:.3f}"
-
-
-def grounding_table(result: dict[str, Any]) -> str:
-    scores, pages, published = result["scores"], result["pages"], result["published"]
-    lines = [
-        f"## Visual grounding: {result['config']['generator']} ({result['benchmark']})",
-        "",
-        "| domain | queries | IoU | F1 |",
-        "|---|---:|---:|---:|",
-    ]
-    for name, block in scores["domains"].items():
-        lines.append(f"| {name} | {block['queries']} | {_fmt(block['iou'])} | {_fmt(block['f1'])} |")
-    overall, macro = scores["overall"], scores["macro"]
-    lines += [
-        f"| all queries pooled | {overall['queries']} | {_fmt(overall['iou'])} | {_fmt(overall['f1'])} |",
-        f"| mean of domains | | {_fmt(macro['iou'])} | {_fmt(macro['f1'])} |",
-        f"| paper: human annotators | | | {published['human_f1']:.3f} |",
-        *(f"| paper: {model} | | | {f1:.3f} |" for model, f1 in published["models"].items()),
-        "",
-        f"Pages: {pages['both']} with both a model and a human box (same page {_fmt(pages['same_page'], True)} of "
-        f"pages boxed by either); human pages without a model box "
-        f"{_fmt(pages['human_pages_without_model_box'], True)}; model pages without a human box "
-        f"{_fmt(pages['model_pages_without_human_box'], True)}.",
-        f"Answers: {result['parse']['ok']} well-formed, {result['parse']['no_boxes']} without boxes, "
-        f"{result['parse']['malformed']} malformed (recorded, scored on what parsed).",
-    ]
-    return "\n".join(lines) + "\n"

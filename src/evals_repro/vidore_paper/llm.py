@@ -84,10 +84,15 @@ class ChatClient:
         self._client: Any = None
 
     def _estimate(self, system: str, parts: list[Part]) -> int:
+        estimate = self.estimate_units(system, parts)
+        return int(estimate["input_tokens"] + estimate["output_tokens"])
+
+    def estimate_units(self, system: str, parts: list[Part]) -> dict[str, float]:
+        """Estimated input tokens (text, and a fixed count per image) and output tokens (the cap, or a typical answer)."""
         text = system + "".join(p.text or "" for p in parts)
         images = sum(1 for p in parts if p.image is not None)
         output = self.generation.max_output_tokens or OUTPUT_TOKEN_ESTIMATE
-        return estimate_tokens(text) + images * IMAGE_TOKEN_ESTIMATE + output
+        return {"input_tokens": estimate_tokens(text) + images * IMAGE_TOKEN_ESTIMATE, "output_tokens": output}
 
     def complete(self, system: str, parts: list[Part], usage: Usage) -> Completion:
         call = self._gemini if self.spec.provider == "gemini" else self._openai
@@ -98,6 +103,9 @@ class ChatClient:
             tokens=self._estimate(system, parts),
             what=f"{self.spec.model} generation",
             reported_tokens=lambda c: c.tokens_in + c.tokens_out,
+            model=self.spec.model,
+            bill=lambda c: {"input_tokens": c.tokens_in, "output_tokens": c.tokens_out},
+            estimate=self.estimate_units(system, parts),
         )
 
     # -- Gemini (google-genai generateContent) -------------------------------------------------

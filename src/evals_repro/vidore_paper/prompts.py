@@ -15,7 +15,7 @@ from importlib import resources
 from ..errors import DataError
 from .render import Part
 
-NAMES = ("answer", "answer_no_context", "judge", "grounding")
+NAMES = ("answer", "answer_no_context", "judge", "grounding", "grounding_yx", "grounding_pixels")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Zones: the union of an annotator's (or a model's) boxes on a page, compared pixel-wise.
 
 A box covers the pixels [x1, x2) x [y1, y2) (so its area is (x2 - x1) * (y2 - y1)); boxes given with
-x1 > x2 or y1 > y2 are read with their ends swapped. Overlapping boxes of one zone count their shared
+x1 > x2 or y1 > y2 are read with their ends swapped. Pixels exist only on the page image: every box,
+an annotator's or a model's, is clipped to its page (`Box.clip`) before any pixel is counted. Overlapping boxes of one zone count their shared
 pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
 cell is in or out of a zone, and areas are sums of cell sizes; no page-sized bitmap is drawn.
 
@@ -35,6 +36,18 @@ class Box:
     @property
     def area(self) -> int:
         return max(0, self.x2 - self.x1) * max(0, self.y2 - self.y1)
+
+    def outside(self, size: tuple[int, int]) -> bool:
+        """Whether any edge lies past the page image of `size` (width, height): left or top below 0 too."""
+        width, height = size
+        return self.x1 < 0 or self.y1 < 0 or self.x2 > width or self.y2 > height
+
+    def clip(self, size: tuple[int, int]) -> Box:
+        """The part of the box on the page image of `size` (width, height); a box wholly off it is empty."""
+        width, height = size
+        x1, x2 = min(max(self.x1, 0), width), min(max(self.x2, 0), width)
+        y1, y2 = min(max(self.y1, 0), height), min(max(self.y2, 0), height)
+        return Box(x1, x2, y1, y2)
 
 
 @dataclass(frozen=True)

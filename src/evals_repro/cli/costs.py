@@ -1,0 +1,48 @@
+"""The money options every paid command shares: `--plan`, `--max-cost USD`, `--prices FILE`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import typer
+
+T = TypeVar("T")
+
+PLAN_HELP = "Print what it would send and cost (per provider and model), without a key or a request; exit."
+MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before a request that would pass it."
+PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
+
+PLAN = typer.Option(False, "--plan", help=PLAN_HELP)
+MAX_COST = typer.Option(None, "--max-cost", min=0, help=MAX_COST_HELP)
+PRICES = typer.Option(None, "--prices", help=PRICES_HELP)
+
+
+def cost_gate(make_plan: Callable[[], Any], show_plan: bool, max_cost: Optional[float], prices: Optional[Path]):
+    """Select the prices; with --plan print the plan and return None (the command stops); with --max-cost
+    refuse a plan past it. Otherwise returns the price table the work is priced with."""
+    from ..planning.run import check_ceiling
+    from ..providers.prices import use_prices
+
+    table = use_prices(prices)
+    if show_plan or max_cost is not None:
+        planned = make_plan()
+        if show_plan:
+            typer.echo(planned.render(table))
+            return None
+        check_ceiling(planned, table, max_cost)  # type: ignore[arg-type]
+    return table
+
+
+def with_ceiling(work: Callable[[], T], table: Any, max_cost: Optional[float]) -> T:
+    """`work()` under `--max-cost` (no ceiling when None); the ceiling is removed afterwards."""
+    if max_cost is None:
+        return work()
+    from ..providers.ceiling import CostGuard, install_guard
+
+    install_guard(CostGuard(max_cost, table))
+    try:
+        return work()
+    finally:
+        install_guard(None)

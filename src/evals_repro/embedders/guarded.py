@@ -1,0 +1,103 @@
+"""An embedder from outside the package (a plugin, or an object given to `evals_repro.run`), as the run calls it.
+
+The user's `embed` sees calls of at most `batch_size` items (its attribute; 64 when it has none), under
+the per-minute budgets it declares with the attributes `requests_per_minute`, `items_per_minute` and
+`tokens_per_minute` (tokens estimated from the text as for the providers; 0 or absent: no budget),
+through the same throttle the hosted providers use. Each call's rows are checked (one finite row per
+item, one width throughout), unit-normalised, and handed to the embedding cache the moment the call
+returns, so a run killed later keeps what was computed. Calls and items are counted in the run's
+usage as `<name>_requests` and `<name>_items`, waits as `<name>_wait_seconds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProviderError, UsageError
+from ..providers.batching import estimate_tokens
+from ..providers.throttle import Throttle
+from ..rendering import PageStyle
+from ..usage import Usage
+from .base import Embedder, EmbedItem, InputType, normalise
+
+DEFAULT_BATCH_SIZE = 64
+BUDGETS = ("requests_per_minute", "items_per_minute", "tokens_per_minute")
+
+RowsCallback = Callable[[list[int], np.ndarray], None]
+
+
+def _whole(inner: Any, attribute: str, default: int, minimum: int, name: str) -> int:
+    value = getattr(inner, attribute, None)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(
+            f"embedder '{name}': {attribute} = {value!r} is not a whole number >= {minimum}",
+            f"set {attribute} on {type(inner).__name__} to an int (or drop it)",
+        )
+    return value
+
+
+class GuardedEmbedder:
+    """The Embedder protocol around a user's embedder: batches, budgets, checked unit rows, usage."""
+
+    def __init__(self, inner: Embedder, name: str, usage: Usage, window: float = 60.0):
+        self.inner = inner
+        self.name = name
+        self.model = inner.model
+        self.dimension = inner.dimension
+        self.supports_images = inner.supports_images
+        self.text_style = PageStyle(inner.text_style)
+        self.usage = usage
+        self.batch_size = _whole(inner, "batch_size", DEFAULT_BATCH_SIZE, 1, name)
+        rpm, ipm, tpm = (_whole(inner, budget, 0, 0, name) for budget in BUDGETS)
+        self.throttle = Throttle(tpm, rpm, ipm, window=window) if rpm or ipm or tpm else None
+        self._width: int | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def _call(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
+        ticket = None
+        if self.throttle is not None:
+            tokens = sum(estimate_tokens(item.text) for item in items)
+            ticket, waited = self.throttle.acquire(tokens, len(items))
+            if waited:
+                self.usage.add(f"{self.name}_wait_seconds", waited)
+        try:
+            result = self.inner.embed(items, input_type)
+        finally:
+            if ticket is not None and self.throttle is not None:
+                self.throttle.release(ticket)
+        self.usage.add(f"{self.name}_requests")
+        self.usage.add(f"{self.name}_items", len(items))
+        matrix = np.asarray(result, dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[0] != len(items) or not np.isfinite(matrix).all():
+            raise ProviderError(
+                f"embedder '{self.name}' returned shape {matrix.shape} (or non-finite values) for {len(items)} items",
+                "embed() must return one finite row per item, in order",
+            )
+        if self._width is None:
+            self._width = matrix.shape[1]
+        elif matrix.shape[1] != self._width:
+            raise ProviderError(
+                f"embedder '{self.name}' returned rows of width {matrix.shape[1]}, earlier rows have {self._width}",
+                "embed() must return one width throughout a run",
+            )
+        return normalise(matrix)
+
+    def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
+        """Unit rows for `items`, in order, from calls of at most `batch_size` items; each call's rows go to
+        `on_rows` as soon as they are checked."""
+        parts = []
+        for start in range(0, len(items), self.batch_size):
+            rows = self._call(items[start : start + self.batch_size], input_type)
+            if on_rows is not None:
+                on_rows(list(range(start, start + len(rows))), rows)
+            parts.append(rows)
+        if not parts:
+            return np.zeros((0, self._width or (self.dimension or 0)), dtype=np.float32)
+        return np.vstack(parts)

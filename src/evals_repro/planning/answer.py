@@ -1,0 +1,132 @@
+"""`answer --plan`: the generator and judge calls still to send (and the retrieval behind contexts not yet
+built), from the data, the stored contexts and what answers.jsonl / verdicts.jsonl already hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks import LoadOptions, get_benchmark
+from ..benchmarks.registry import resolve_subsets
+from ..context import MethodContext
+from ..errors import EvalsError
+from ..providers.batching import estimate_tokens
+from ..providers.calibration import ratios
+from ..providers.plan import Plan
+from ..usage import Usage
+from ..vidore_paper import labels as L
+from ..vidore_paper.annotations import PaperSubset, check_paper_benchmark, load_paper_subset
+from ..vidore_paper.answer import AnswerRequest, parse_request, run_dir_of
+from ..vidore_paper.calls import CallTask, completed
+from ..vidore_paper.contexts import compute_contexts, context_parts, spec_of
+from ..vidore_paper.judge import judge_request
+from ..vidore_paper.llm import IMAGE_TOKEN_ESTIMATE, ChatClient, ModelSpec
+from ..vidore_paper.prompts import load_prompt
+from .run import hub_offline
+
+
+def _count(plan: Plan, client: ChatClient, spec: ModelSpec, what: str, units: dict[str, float]) -> None:
+    tokens = int(units["input_tokens"] + units["output_tokens"])
+    plan.add(
+        spec.provider,
+        spec.model,
+        what,
+        requests=1,
+        items=1,
+        tokens=tokens,
+        units={
+            "input_tokens": plan.tokens(spec.provider, spec.model, int(units["input_tokens"])),
+            "output_tokens": units["output_tokens"],
+        },
+        settings=client.settings,
+    )
+
+
+def _stored_contexts(path: Path, identity: dict[str, Any]) -> dict[str, list[list[Any]]] | None:
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return stored["queries"] if stored.get("identity") == identity else None
+
+
+def _plan_retrieval(paper: PaperSubset, request: AnswerRequest, plan: Plan) -> None:
+    """The contexts are not built yet: count the retrieval that builds them (cache-aware, like `run --plan`)."""
+    for kind, method in request.pipeline.streams():
+        spec = spec_of(method, kind)
+        ctx = MethodContext(
+            benchmark=paper.subset.benchmark,
+            cache_dir=Path(request.cache_dir),
+            content=spec.content,
+            options=dict(request.options),
+            planning=True,
+        )
+        planner = getattr(spec.build(ctx), "plan", None)
+        if planner is not None:
+            planner(paper.subset, paper.queries, request.pipeline.top_k, plan)
+
+
+def plan_answer(request: AnswerRequest) -> Plan:
+    generators, judge = parse_request(request)
+    decl = get_benchmark(request.benchmark)
+    check_paper_benchmark(decl)
+    answer_prompt = load_prompt("answer_no_context" if request.panel_mode else "answer")
+    judge_prompt = load_prompt("judge")
+    run_dir = run_dir_of(request, None if request.panel_mode else generators[0])
+    answered, judged = completed(run_dir / "answers.jsonl"), completed(run_dir / "verdicts.jsonl")
+    plan = Plan(ratios=ratios(request.cache_dir))
+    clients = {spec: ChatClient(spec, request.options, request.generation) for spec in generators}
+    judge_client = ChatClient(judge, request.options, request.judge_generation)
+    content = "images" if request.pipeline.needs_images else "markdown"
+    options = LoadOptions(content=content, revision=request.revision, cache_dir=Path(request.cache_dir))
+    for name in resolve_subsets(decl, request.subsets):
+        try:
+            with hub_offline():
+                paper = load_paper_subset(decl, name, options, request.language)
+        except EvalsError as exc:
+            plan.note(f"{name}: its data is not here ({exc.one_line()}); download it first: this domain is not counted")
+            continue
+        identity = {
+            "revision": paper.subset.source.get("revision"),
+            "language": paper.language,
+            "data_digest": paper.subset.data_digest(),
+            "pipeline": request.pipeline.describe(),
+        }
+        contexts = _stored_contexts(run_dir / "contexts" / f"{name}.json", identity)
+        if contexts is None and (request.pipeline.none or request.pipeline.oracle):
+            contexts = compute_contexts(paper, request.pipeline, request.cache_dir, request.options, Usage())
+        extra = 0  # estimated context tokens per prompt when the contexts are not built yet
+        if contexts is None:
+            _plan_retrieval(paper, request, plan)
+            mean = sum(estimate_tokens(p.text) for p in paper.subset.pages) / max(1, len(paper.subset.pages))
+            per_page = IMAGE_TOKEN_ESTIMATE if content == "images" else mean
+            extra = int(per_page * request.pipeline.top_k * len(request.pipeline.streams()))
+            plan.note(f"{name}: contexts not built yet: generation input counts {extra:,} tokens of context a prompt")
+        pages = paper.subset.page_by_id()
+        for query in paper.queries:
+            key = L.query_key(paper.name, query.id)
+            parts = context_parts(contexts[query.id], pages) if contexts is not None else []
+            system, user = answer_prompt.render({"question": query.text}, parts)
+            for spec in generators:
+                fields = {"subset": paper.name, "query_id": query.id, "query_key": key, "generator": spec.name}
+                task = CallTask(spec, request.generation, system, user, fields)
+                answer = answered.get(task.digest) if contexts is not None else None
+                if answer is not None:
+                    plan.add(spec.provider, spec.model, "generation", held=1)
+                else:
+                    units = clients[spec].estimate_units(system, user)
+                    units["input_tokens"] += extra
+                    _count(plan, clients[spec], spec, "generation", units)
+                reference = paper.answers.get(query.id, "")
+                jsystem, juser = judge_request(judge_prompt, query.text, reference, answer["text"] if answer else "")
+                if answer is not None:
+                    jfields = {**fields, "answer_digest": task.digest}
+                    verdict = CallTask(judge, request.judge_generation, jsystem, juser, jfields)
+                    if verdict.digest in judged:
+                        plan.add(judge.provider, judge.model, "judge", held=1)
+                        continue
+                units = judge_client.estimate_units(jsystem, juser)
+                if answer is None:  # the answer is not written yet: count the generator's expected output
+                    units["input_tokens"] += clients[spec].estimate_units("", [])["output_tokens"]
+                _count(plan, judge_client, judge, "judge", units)
+    return plan

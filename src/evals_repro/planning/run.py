@@ -1,0 +1,93 @@
+"""`run --plan` and `run --max-cost`: the requests a run would send, per subset, from its data and caches."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+from ..errors import EvalsError, UsageError
+from ..evaluation import RunRequest, prepare_run, saved_run, subset_coverage
+from ..providers.plan import Plan
+from ..providers.prices import PriceTable, usd_text
+from ..results import Action, DamagedResult, read_record, result_path
+
+
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Load datasets from the local cache only: a plan downloads nothing (it says what is missing)."""
+    from huggingface_hub import constants  # imported before the variables change: it reads them once, at import
+
+    saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    os.environ.update({key: "1" for key in saved})
+    before = getattr(constants, "HF_HUB_OFFLINE", False)
+    constants.HF_HUB_OFFLINE = True  # read at import time: set where hub.offline() reads it
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = before
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None) -> Plan:
+    """What `run` would send for this request, subset by subset; with `--resume`, kept results send nothing."""
+    from ..benchmarks import load_subset
+    from ..pooling import pool_plan
+    from ..providers.calibration import ratios
+    from ..scoring import ranked_queries
+
+    prepared = prepare_run(request, say, planning=True)
+    plan = Plan(ratios=ratios(request.cache_dir))
+    planner = getattr(prepared.retriever, "plan", None)
+    if planner is None:
+        return plan  # a method that pays for nothing (bm25, local embedders and rerankers)
+    for name in prepared.subset_names:
+        try:
+            with hub_offline():
+                subset = load_subset(prepared.decl, name, prepared.options)
+        except EvalsError as exc:
+            plan.note(
+                f"{name}: its data is not here ({exc.one_line()}); download it first (a run without --plan "
+                "loads it), then plan again: this subset is not counted"
+            )
+            continue
+        path = result_path(request.results_dir, prepared.decl.name, prepared.spec.label, name)
+        existing = None
+        if request.resume:
+            try:
+                existing = read_record(path)
+            except DamagedResult:
+                existing = None
+        asked_for, languages, _, coverage = subset_coverage(
+            request, prepared.decl, subset, prepared.spec, prepared.ctx, prepared.protocol, existing, path, say
+        )
+        if request.resume and existing is not None:
+            verdict = existing.covers(coverage)
+            kept = verdict.action is Action.KEEP
+            rescored = verdict.action is Action.RESCORE and saved_run(path, existing) is not None
+            if kept or rescored:
+                plan.note(f"{name}: its result is {'kept' if kept else 're-scored'} by --resume (nothing sent)")
+                continue
+        queries, _ = ranked_queries(subset, languages)
+        depth = pool_plan(subset, prepared.spec, asked_for.top_k, request.method).top_k
+        planner(subset, queries, depth, plan)
+    return plan
+
+
+def check_ceiling(plan: Plan, table: PriceTable, max_cost: float) -> None:
+    """Refuse to start when the plan's cost passes --max-cost (or cannot be known)."""
+    costing = plan.costing(table)
+    if costing.unknown:
+        raise UsageError(
+            f"--max-cost {usd_text(max_cost)}: the plan's cost is unknown (price unknown: {', '.join(costing.unknown)})",
+            "give the missing prices with --prices FILE, or see --plan for the details",
+        )
+    if costing.usd > max_cost:
+        raise UsageError(
+            f"the plan costs {usd_text(costing.usd)}, over --max-cost {usd_text(max_cost)}",
+            "see --plan for the details, or raise --max-cost",
+        )

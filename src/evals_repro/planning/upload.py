@@ -1,0 +1,91 @@
+"""`mixedbread-upload --plan`: the uploads and attachments still to make and what indexing them bills."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalsError
+from ..providers.plan import Plan
+from ..providers.prices import current_prices, usd_text
+from ..providers.settings import provider_settings
+from ..stores.common import STORE_MODEL, default_prefix, indexing_units, page_payload, store_name
+from ..stores.journal import UploadJournal
+from ..stores.upload import stored_path
+from .run import hub_offline
+
+JOURNALS = "mixedbread-uploads"
+
+
+def _stored(path: Path) -> dict[str, str]:
+    try:
+        pages = json.loads(path.read_text("utf-8")).get("pages", {})
+        return {str(k): str(v) for k, v in pages.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def plan_upload(
+    benchmark: str,
+    content: str,
+    subsets: list[str] | None = None,
+    *,
+    parsing: str = "fast",
+    store_prefix: str | None = None,
+    options: dict[str, Any] | None = None,
+    cache_dir: Path = Path("cache"),
+) -> Plan:
+    """Per subset: pages whose bytes the store already holds (as the last upload left it) or that an interrupted
+    upload sent (attached, not sent again) are held; the rest are one upload and one attachment each."""
+    from ..benchmarks.declaration import LoadOptions
+    from ..benchmarks.registry import get_benchmark, load_subset, resolve_subsets
+
+    decl = get_benchmark(benchmark)
+    settings = provider_settings("mixedbread", options or {})
+    prefix = store_prefix or default_prefix(decl.name)
+    journals = Path(cache_dir) / JOURNALS
+    plan = Plan()
+    storage_tokens = 0.0
+    for name in resolve_subsets(decl, subsets):
+        try:
+            with hub_offline():
+                subset = load_subset(decl, name, LoadOptions(content=content))
+        except EvalsError as exc:
+            plan.note(f"{name}: its data is not here ({exc.one_line()}); download it first: this subset is not counted")
+            continue
+        store = store_name(prefix, subset.name, content)
+        stored = _stored(stored_path(journals, store))
+        uploads, _ = UploadJournal(journals / f"{store}.jsonl").outstanding()
+        sent = {(u.page, u.sha256) for u in uploads}
+        for page in subset.pages:
+            payload = page_payload(page, content)
+            if payload is None:
+                continue
+            units = indexing_units(payload, parsing)
+            storage_tokens += units.get("store_tokens", 0) + units.get("store_tokens_high_quality", 0)
+            if stored.get(page.id) == payload.digest:
+                plan.add("mixedbread", STORE_MODEL, "upload", held=1)
+                continue
+            requests = 1 if (page.id, payload.digest) in sent else 2  # an earlier upload is only attached
+            plan.add(
+                "mixedbread",
+                STORE_MODEL,
+                "upload",
+                requests=requests,
+                items=1,
+                tokens=int(sum(units.values())) if content == "markdown" else 0,
+                units=units,
+                settings=settings,
+            )
+    plan.note(
+        "plus, per store, a lookup, file listings and processing polls (not billed); pages are counted as held "
+        "from what the last upload left in the store (listing the store itself needs the key)"
+    )
+    price = current_prices().price("mixedbread", STORE_MODEL, "store_token_months")
+    if storage_tokens and price is not None:
+        plan.note(
+            f"storage: about {storage_tokens:,.0f} tokens of text, {usd_text(price.cost(storage_tokens))} per month "
+            "while the stores are kept (not in the cost above)"
+        )
+    return plan

@@ -1,0 +1,191 @@
+"""Components from outside the package: entry-point plugins and Python objects given to `evals_repro.run`.
+
+Both arrive as registry entries carrying a `PluginOrigin` (registry.py). Here they are held to the
+protocols the built-ins implement (`Retriever`, `Embedder`, `Reranker`): an object missing a member is
+refused in one line naming the object and the member, before any work. What a result records of them
+(`pipeline_plugins`) is part of what decides whether a result covers a request: the distribution and
+version of a plugin (upgrading it re-runs on `--resume`), and for a Python object, which has no
+version, its class and its own `describe()`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import sys
+from typing import Any
+
+from .embedders.base import Embedder
+from .errors import EvalsError, UsageError
+from .io import jsonable
+from .registry import (
+    EMBEDDERS,
+    METHODS,
+    OBJECT_GROUP,
+    RERANKERS,
+    UNUSABLE_IN_NAMES,
+    Entry,
+    PluginFactory,
+    PluginOrigin,
+    Registry,
+    plugin_contents,
+)
+from .rerankers.base import Reranker
+from .retrieval.base import Retriever
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS: dict[str, type] = {"method": Retriever, "embedder": Embedder, "reranker": Reranker}
+REGISTRIES: dict[str, Registry] = {"method": METHODS, "embedder": EMBEDDERS, "reranker": RERANKERS}
+README_HINT = 'see "Bring your own model" in the README'
+
+
+def missing_member(obj: Any, protocol: type) -> tuple[str, str] | None:
+    """The first member of `protocol` that `obj` lacks, as ("method" | "attribute", name); None if complete."""
+    members = sorted(getattr(protocol, "__protocol_attrs__", ()))
+    for name in [m for m in members if callable(getattr(protocol, m, None))] + members:
+        wanted_method = callable(getattr(protocol, name, None))
+        if not hasattr(obj, name):
+            return ("method" if wanted_method else "attribute", name)
+        if wanted_method and not callable(getattr(obj, name)):
+            return ("method", name)
+    return None
+
+
+def _object_name(obj: Any) -> str:
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _signature(protocol: type, member: str) -> str:
+    attribute = getattr(protocol, member, None)
+    if callable(attribute):
+        written = f"{member}{inspect.signature(attribute)}".replace("'", "")
+        return written.replace("(self, ", "(").replace("(self)", "()")
+    hint = protocol.__annotations__.get(member, "")
+    return f"{member}: {hint}" if hint else member
+
+
+def check_protocol(obj: Any, entry: Entry) -> Any:
+    """`obj` itself when it implements the protocol of the entry's kind; else a UsageError (exit 2) in one
+    line naming the object, the missing method or attribute and the signature to add."""
+    protocol = PROTOCOLS[entry.kind]
+    gap = missing_member(obj, protocol)
+    if gap is None:
+        return obj
+    what, member = gap
+    where = entry.plugin.label() if entry.plugin else entry.module
+    raise UsageError(
+        f"{entry.kind} '{entry.name}' ({where}): object {_object_name(obj)} lacks {what} '{member}' "
+        f"of the {protocol.__name__} protocol",
+        f"add {_signature(protocol, member)} ({README_HINT})",
+    )
+
+
+def build_checked(entry: Entry, *args: Any) -> Any:
+    """Build a registry entry; a plugin's or Python object's component is checked against its protocol."""
+    built = entry.factory(*args)
+    return check_protocol(built, entry) if entry.plugin is not None else built
+
+
+# -- Python objects ------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _distribution_of(module: str) -> tuple[str | None, str | None]:
+    """The installed distribution providing a module (and its version), when there is one."""
+    from importlib import metadata
+
+    top = module.partition(".")[0]
+    if top == "__main__" or top not in sys.modules or not getattr(sys.modules[top], "__file__", None):
+        return None, None  # a script or notebook: no distribution to look for
+    names = metadata.packages_distributions().get(top) or []
+    for name in names:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+class ObjectFactory(PluginFactory):
+    """A Python object given to `run`: built already, so the factory hands it back."""
+
+    def __init__(self, obj: Any, origin: PluginOrigin, kind: str, name: str):
+        super().__init__(lambda: obj, origin, kind, name)
+        self.obj = obj
+
+    def __call__(self, *args: Any) -> Any:
+        return self.obj
+
+
+def object_entry(kind: str, name: str, obj: Any) -> Entry:
+    """A registry entry for a Python object implementing the protocol of `kind`; refused (UsageError,
+    naming the object and the missing member) when it lacks one, or when `name` cannot be a method name."""
+    if isinstance(obj, type):
+        raise UsageError(
+            f"{kind} object {_object_name(obj)} is a class, not an instance", f"pass {obj.__name__}(...) instead"
+        )
+    module = type(obj).__module__
+    distribution, version = _distribution_of(module)
+    origin = PluginOrigin(distribution, version, OBJECT_GROUP, f"{module}:{type(obj).__qualname__}")
+    entry = Entry(
+        kind,
+        name,
+        ObjectFactory(obj, origin, kind, name),
+        description=_first_line(type(obj).__doc__),
+        contents=plugin_contents(kind),
+        module=module,
+        plugin=origin,
+    )
+    check_protocol(obj, entry)
+    if not name or not isinstance(name, str) or any(c in name for c in UNUSABLE_IN_NAMES):
+        raise UsageError(
+            f"name={name!r} for the {kind} object {_object_name(obj)} is not a valid method name",
+            "give a short name without spaces or any of + @ : [ ] / (results are filed under it)",
+        )
+    return entry
+
+
+# -- what results record -------------------------------------------------------------------------------
+
+
+def recorded(entry: Entry) -> dict[str, Any]:
+    """What a result records of a plugin component (and compares on `--resume`)."""
+    assert entry.plugin is not None
+    record = entry.plugin.as_dict()
+    factory = entry.factory
+    if isinstance(factory, ObjectFactory):
+        try:
+            record["describe"] = jsonable(factory.obj.describe())
+        except Exception as exc:  # noqa: BLE001 - the object's own failure, named
+            raise UsageError(
+                f"{entry.kind} object '{entry.name}' ({entry.plugin.target}): describe() raised "
+                f"{type(exc).__name__}: {exc}",
+                "describe() must return a dict of the settings that change its results",
+            ) from exc
+    return record
+
+
+# -- listing ---------------------------------------------------------------------------------------------
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().partition("\n")[0].strip()
+
+
+def describe_plugin(entry: Entry) -> tuple[str, bool]:
+    """(what `methods` shows for a plugin entry, whether it imports): its `description` or docstring's
+    first line and its distribution; an entry that fails to import is named in one warning line."""
+    assert entry.plugin is not None
+    source = f"[{entry.plugin.distribution} {entry.plugin.version}]"
+    factory = entry.factory
+    try:
+        target = factory.target() if isinstance(factory, PluginFactory) else factory
+    except EvalsError as exc:
+        log.warning(exc.message + "; skipped")
+        return f"{source} (failed to import; see the warning above)", False
+    text = getattr(target, "description", None)
+    described = text if isinstance(text, str) and text else _first_line(getattr(target, "__doc__", None))
+    return f"{source} {described}".rstrip(), True

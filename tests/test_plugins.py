@@ -1,0 +1,330 @@
+"""Plugins through entry points, as a user installs them: real packages (tests/plugins/) with their own
+pyproject and entry points, built and installed by uv (offline) into a throwaway venv that sees this
+checkout's environment; then `evals-repro methods`, `benchmarks` and `run` in that venv.
+
+Reference values: the demo oracle returns each query's relevant pages best grade first, so nDCG@10
+and MAP are 1 by definition; the length reranker's order is the pages' lengths, counted by hand below.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import in_ci
+
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+DEMO = "evals-repro-demo-plugin"
+TWIN = "evals-repro-twin-plugin"
+
+DEMO_ENTRY_POINTS = """
+[project.entry-points."evals_repro.retrievers"]
+demo-oracle = "evals_repro_demo.retrievers:OracleRetriever"
+demo-raises = "evals_repro_demo.retrievers:RaisingRetriever"
+demo-incomplete = "evals_repro_demo.retrievers:NoDescribe"
+demo-broken = "evals_repro_demo.broken:Never"
+demo-twin = "evals_repro_demo.retrievers:Twin"
+demo-unstartable = "evals_repro_demo.retrievers:Unstartable"
+"demo+plus" = "evals_repro_demo.retrievers:OracleRetriever"
+
+[project.entry-points."evals_repro.embedders"]
+demo-hash = "evals_repro_demo.embedders:HashEmbedder"
+
+[project.entry-points."evals_repro.rerankers"]
+demo-length = "evals_repro_demo.rerankers:LengthReranker"
+
+[project.entry-points."evals_repro.benchmarks"]
+demo = "evals_repro_demo:BENCHMARKS"
+demo-layout = "evals_repro_demo.loader:load"
+demo-broken-bench = "evals_repro_demo.broken:BENCHMARKS"
+"""
+
+TWIN_ENTRY_POINTS = """
+[project.entry-points."evals_repro.retrievers"]
+demo-twin = "evals_repro_twin:Twin"
+bm25 = "evals_repro_twin:Twin"
+
+[project.entry-points."evals_repro.rerankers"]
+cohere = "evals_repro_twin:Twin"
+
+[project.entry-points."evals_repro.benchmarks"]
+twin = "evals_repro_twin:BENCHMARKS"
+"""
+
+
+def uv_binary() -> str:
+    found = os.environ.get("UV") or shutil.which("uv")
+    if not found:
+        if in_ci():
+            pytest.fail("uv is not on PATH, and CI=true requires the plugin tests to run", pytrace=False)
+        pytest.skip("uv is not available")
+    return found
+
+
+def write_package(root: Path, source: str, name: str, module: str, version: str, entry_points: str) -> Path:
+    """A plugin project: its package copied from tests/plugins, and a pyproject declaring its entry points."""
+    project = root / name
+    if project.exists():
+        shutil.rmtree(project)
+    shutil.copytree(PLUGINS / source / module, project / module)
+    (project / "pyproject.toml").write_text(
+        f'[project]\nname = "{name}"\nversion = "{version}"\nrequires-python = ">=3.12"\n'
+        f"{entry_points}\n"
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        f'[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n',
+        encoding="utf-8",
+    )
+    return project
+
+
+class Venv:
+    """A throwaway venv that sees this checkout's environment (evals_repro and its dependencies) through a
+    .pth file, so only the plugins are installed into it, offline."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.uv = uv_binary()
+        self.path = root / "venv"
+        self._uv("venv", "--offline", "--python", sys.executable, str(self.path))
+        self.python = self.path / "bin" / "python"
+        site = next(self.path.glob("lib/python*/site-packages"))
+        project_site = sysconfig.get_paths()["purelib"]
+        (site / "_evals_repro_checkout.pth").write_text(f"import site; site.addsitedir({project_site!r})\n")
+
+    def _uv(self, *args: str) -> None:
+        done = subprocess.run([self.uv, *args], capture_output=True, text=True, timeout=300, cwd=self.root)
+        assert done.returncode == 0, done.stderr
+
+    def install(self, project: Path) -> None:
+        self._uv("pip", "install", "--offline", "--reinstall", "--python", str(self.python), str(project))
+
+    def cli(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "EVALS_REPRO_NO_PROGRESS": "1", "COLUMNS": "200"}
+        return subprocess.run(
+            [str(self.python), "-m", "evals_repro", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=cwd,
+            env=env,
+        )
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Venv:
+    """Both plugins installed: the demo (version 1.0.0) and the twin, whose names clash."""
+    root = tmp_path_factory.mktemp("plugins")
+    environment = Venv(root)
+    environment.install(write_package(root, "demo", DEMO, "evals_repro_demo", "1.0.0", DEMO_ENTRY_POINTS))
+    environment.install(write_package(root, "twin", TWIN, "evals_repro_twin", "1.0.0", TWIN_ENTRY_POINTS))
+    return environment
+
+
+def records(results: Path, benchmark: str, label: str) -> dict[str, dict]:
+    folder = results / benchmark / label
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def line_with(text: str, *parts: str) -> str:
+    found = [line for line in text.splitlines() if all(part in line for part in parts)]
+    assert len(found) == 1, (parts, text)
+    return found[0]
+
+
+def test_methods_lists_plugins_with_their_distribution_and_names_the_broken_and_the_clashing(venv, tmp_path):
+    done = venv.cli("methods", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out, err = done.stdout, done.stderr
+    assert "plugin method [evals-repro-demo-plugin 1.0.0] Each query's relevant pages" in line_with(out, "demo-oracle")
+    assert "plugin embedder [evals-repro-demo-plugin 1.0.0] Hashed bag of words" in line_with(out, "demo-hash ")
+    assert "plugin reranker [evals-repro-demo-plugin 1.0.0] Shorter pages first" in line_with(out, "+demo-length")
+    # The broken plugin: listed as failing, and named in exactly one warning line with its error.
+    broken = line_with(err, "demo-broken")
+    assert broken.startswith("warning: plugin method 'demo-broken' (evals-repro-demo-plugin 1.0.0")
+    assert "ModuleNotFoundError: No module named 'evals_repro_demo_missing_dependency'" in broken
+    assert "failed to import" in line_with(out, "demo-broken")
+    # Clashes: with a built-in (the built-in stays), and between two plugins (both refused).
+    bm25 = line_with(err, "'bm25'")
+    assert f"method 'bm25' (plugin {TWIN} 1.0.0, evals_repro_twin:Twin)" in bm25
+    assert "clashes with the built-in method 'bm25' (built-in, evals_repro.retrieval.bm25)" in bm25
+    assert line_with(out, "bm25 ").startswith("bm25") and "BM25 (bm25s" in line_with(out, "bm25 ")
+    assert "clashes with the built-in reranker 'cohere'" in line_with(err, "'cohere'")
+    twin = line_with(err, "demo-twin")
+    assert DEMO in twin and TWIN in twin and "both refused" in twin
+    assert "demo-twin" not in out
+    plus = line_with(err, "demo+plus")
+    assert plus.startswith(f"warning: plugin method 'demo+plus' ({DEMO} 1.0.0, evals_repro_demo.retrievers:Oracle")
+    assert "a method name cannot hold any of '+'" in plus and "refused" in plus
+    assert "Traceback" not in err
+
+
+def test_benchmarks_lists_plugin_declarations_and_loaders(venv, tmp_path):
+    done = venv.cli("benchmarks", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"plugin [{DEMO} 1.0.0]" in line_with(done.stdout, "demo-mini ")
+    assert f"plugin [{DEMO} 1.0.0]" in line_with(done.stdout, "demo-coded ")
+    assert line_with(done.stdout, "loader demo-layout") == f"loader demo-layout  plugin [{DEMO} 1.0.0]"
+    clash = line_with(done.stderr, "'sample'")
+    assert f"plugin {TWIN} 1.0.0" in clash and "clashes with the built-in benchmark 'sample'" in clash
+    assert "Bundled offline sample" in line_with(done.stdout, "sample  [beir]")  # the built-in kept
+    broken = line_with(done.stderr, "demo-broken-bench")
+    assert broken.startswith(f"warning: plugin benchmark 'demo-broken-bench' ({DEMO} 1.0.0, evals_repro_demo.broken")
+    assert "ModuleNotFoundError" in broken and "skipped" in broken
+
+
+def test_run_through_a_plugin_records_its_distribution_and_version(venv, tmp_path):
+    results = tmp_path / "results"
+    done = venv.cli("run", "demo-oracle", "--benchmark", "sample", "--results-dir", str(results), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = records(results, "sample", "demo-oracle")
+    assert sorted(written) == ["clinical-trials", "heat-pumps", "railway-maintenance"]
+    for record in written.values():
+        assert record["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
+        assert record["metrics"]["map"] == pytest.approx(1.0)
+        assert record["config"]["pipeline"]["plugins"] == {
+            "demo-oracle": {
+                "distribution": DEMO,
+                "version": "1.0.0",
+                "group": "evals_repro.retrievers",
+                "target": "evals_repro_demo.retrievers:OracleRetriever",
+            }
+        }
+        assert record["config"]["retriever"] == {"oracle": "qrels, best grade first"}
+    assert "'demo-broken'" not in done.stderr  # a broken method plugin that is not used is not even imported
+
+
+def test_plugin_benchmarks_declaration_folder_and_loader(venv, tmp_path):
+    results = tmp_path / "results"
+    for benchmark, subset in (("demo-mini", "tiny"), ("demo-coded", "alpha")):
+        done = venv.cli("run", "demo-oracle", "--benchmark", benchmark, "--results-dir", str(results), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        record = records(results, benchmark, "demo-oracle")[subset]
+        assert record["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
+        assert record["n_queries"] == 2
+
+
+def test_plugin_embedder_under_a_plugin_reranker(venv, tmp_path):
+    """demo-hash (dense, cached, exact index) then demo-length over it: shorter pages first. Pages as
+    rerankers read them ("title\\n\\ntext"): d3 "Trials\\n\\na randomised trial" 26 characters, d1
+    "Pumps\\n\\nheat pumps move heat" 27, d2 "Rails\\n\\nrail grinding removes corrugation" 40."""
+    results, cache = tmp_path / "results", tmp_path / "cache"
+    method = "demo-hash+demo-length@5"
+    args = ("run", method, "--benchmark", "demo-mini", "--results-dir", str(results), "--cache-dir", str(cache))
+    done = venv.cli(*args, "--top-k", "10", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = records(results, "demo-mini", method)["tiny"]
+    assert set(record["config"]["pipeline"]["plugins"]) == {"demo-hash", "demo-length"}
+    assert record["config"]["retriever"]["first_stage"]["embedder"] == {"model": "crc32-bow-64", "dimension": 64}
+    with gzip.open(results / "demo-mini" / method / "tiny.run.gz", "rt") as handle:
+        lines = [line.split() for line in handle]
+    for query in ("q1", "q2"):
+        assert [docid for qid, _, docid, *_ in lines if qid == query] == ["d3", "d1", "d2"]
+    assert any((cache / "embeddings" / "demo-mini" / "demo-hash").rglob("*.emb"))
+
+
+def test_a_plugin_that_raises_fails_its_subset_and_the_others_go_on(venv, tmp_path):
+    results = tmp_path / "results"
+    done = venv.cli("run", "demo-raises", "--benchmark", "sample", "--results-dir", str(results), cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert "railway-maintenance: failed: RuntimeError: demo retriever cannot read railway-maintenance" in done.stderr
+    assert sorted(records(results, "sample", "demo-raises")) == ["clinical-trials", "heat-pumps"]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [
+        (
+            "demo-incomplete",
+            f"error: method 'demo-incomplete' ({DEMO} 1.0.0, evals_repro_demo.retrievers:NoDescribe): object "
+            "evals_repro_demo.retrievers.NoDescribe lacks method 'describe' of the Retriever protocol: "
+            "add describe() -> dict[str, Any]",
+        ),
+        (
+            "demo-broken",
+            f"error: plugin method 'demo-broken' ({DEMO} 1.0.0, evals_repro_demo.broken:Never) failed to import: "
+            "ModuleNotFoundError: No module named 'evals_repro_demo_missing_dependency': fix or uninstall " + DEMO,
+        ),
+        ("demo-twin", f"error: method 'demo-twin' is refused: method 'demo-twin' (plugin {TWIN} 1.0.0"),
+        (
+            "demo-unstartable",
+            f"error: plugin method 'demo-unstartable' ({DEMO} 1.0.0, evals_repro_demo.retrievers:Unstartable) "
+            "failed to start: RuntimeError: no GPU here",
+        ),
+    ],
+)
+def test_an_unusable_plugin_is_one_line_and_exit_2(venv, tmp_path, method, expected):
+    done = venv.cli("run", method, "--benchmark", "sample", "--results-dir", str(tmp_path / "r"), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(expected), done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "r" / "sample" / method).exists()
+
+
+def test_other_commands_still_work_beside_broken_and_clashing_plugins(venv, tmp_path):
+    results = tmp_path / "results"
+    args = ("run", "bm25", "--benchmark", "sample", "--subsets", "heat-pumps", "--results-dir", str(results))
+    done = venv.cli(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = records(results, "sample", "bm25")["heat-pumps"]
+    assert "plugins" not in record["config"]["pipeline"]  # the built-in BM25 ran, not the twin's `bm25`
+    assert record["config"]["retriever"]["method"] == "lucene"  # BM25's own description
+
+
+def test_help_imports_no_plugin(venv, tmp_path):
+    code = (
+        "import json, sys\nfrom evals_repro.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)"
+    )
+    done = subprocess.run([str(venv.python), "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "run" in done.stdout
+    assert not {m for m in loaded if m.startswith(("evals_repro_demo", "evals_repro_twin"))}
+    assert not {"evals_repro.plugins", "evals_repro.registry"} & loaded
+
+
+def test_upgrading_a_plugin_reruns_on_resume(tmp_path):
+    environment = Venv(tmp_path)
+    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.0.0", DEMO_ENTRY_POINTS))
+    results = tmp_path / "results"
+    args = ("run", "demo-oracle", "--benchmark", "sample", "--subsets", "heat-pumps", "--results-dir", str(results))
+    assert environment.cli(*args, cwd=tmp_path).returncode == 0
+    again = environment.cli(*args, "--resume", cwd=tmp_path)
+    assert "heat-pumps: complete result kept" in again.stderr
+    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.1.0", DEMO_ENTRY_POINTS))
+    upgraded = environment.cli(*args, "--resume", cwd=tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert (
+        "heat-pumps: recomputing, the existing result does not match "
+        f"(plugin 'demo-oracle' changed ({DEMO} 1.0.0 -> {DEMO} 1.1.0))" in upgraded.stderr
+    )
+    record = records(results, "sample", "demo-oracle")["heat-pumps"]
+    assert record["config"]["pipeline"]["plugins"]["demo-oracle"]["version"] == "1.1.0"
+
+
+def test_a_plugin_reranker_in_the_reranking_study(venv, tmp_path):
+    """Every sample query's frozen candidates are sent to the plugin once; scores are minus the page lengths."""
+    folders = ("--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache"))
+    prepared = venv.cli("rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps", *folders, cwd=tmp_path)
+    assert prepared.returncode == 0, prepared.stderr
+    done = venv.cli("rerank-study", "quality", "--models", "demo-length", "-b", "sample", *folders, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "study" / "quality.jsonl").read_text().splitlines()]
+    assert len(rows) == 26 and {row["status"] for row in rows} == {"ok"}
+    assert all(score < 0 and score == int(score) for row in rows for score in row["scores"])
+    refused = venv.cli("rerank-study", "quality", "--models", "demo-length:x", "-b", "sample", *folders, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert (
+        f"error: study model 'demo-length:x': reranker demo-length (plugin {DEMO} 1.0.0, "
+        "evals_repro_demo.rerankers:LengthReranker) takes no :model" in refused.stderr
+    )
