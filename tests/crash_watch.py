@@ -128,6 +128,15 @@ class Quiet:
             self.changed.notify_all()
 
 
+def _check_result_unit(path: Path) -> None:
+    """A result record found on disk sits beside its own run, qrels and gains (the digests it records)."""
+    from evals_repro.results import load_record
+    from evals_repro.runs import saved_files_differ
+
+    differs = saved_files_differ(path, load_record(path))
+    assert differs is None, f"{path}: its saved {differs[0].name} is {'missing' if differs[1] else 'not its own'}"
+
+
 def check_files(root: Path, final: bool) -> None:
     """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
     from evals_repro.embedders.cache import decode
@@ -140,7 +149,7 @@ def check_files(root: Path, final: bool) -> None:
         if name.startswith(".") and name.endswith(".tmp"):
             continue  # an atomic write cut short: a hidden temp file no reader opens
         data = path.read_bytes()
-        if name == "study.lock":
+        if name == "study.lock" or (name.startswith(".") and name.endswith(".lock")):  # study, result unit
             assert data == b"" or isinstance(json.loads(data), dict), f"{path}: garbled lock label"
         elif name.endswith(".jsonl"):
             lines = data.split(b"\n")
@@ -151,9 +160,11 @@ def check_files(root: Path, final: bool) -> None:
                     json.loads(line), f"{path}:{number}"
         elif name.endswith(".json"):
             try:
-                json.loads(data)
+                loaded = json.loads(data)
             except ValueError as exc:
                 raise AssertionError(f"{path}: partial or corrupt JSON ({exc})") from None
+            if isinstance(loaded, dict) and "schema_version" in loaded and isinstance(loaded.get("run"), dict):
+                _check_result_unit(path)
         elif name.endswith(".emb"):
             if "partial" in path.parts:
                 decode_partial(data)

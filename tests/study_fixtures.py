@@ -3,9 +3,9 @@
 Served by the fake Hub (tests/fakehub.py) at the revisions the declarations pin (`main` for the
 unpinned Legal RAG Bench and FreshStack repos, which resolves to the sha below):
 
-- FinanceBench (`embedding-benchmark/FinanceBench`): `corpus.jsonl` (id, text), `queries.jsonl`
-  (id, text), `qrels/test.jsonl` (query-id, corpus-id, score float); README configs `corpus`
-  (split corpus), `queries` (split queries), `default` (split test). Two questions share a document.
+- FinanceBench (`mteb/FinanceBenchRetrieval`, as mteb 2.x's push_dataset_to_hub lays it out): parquet
+  `corpus/test-*` (id, text), `queries/test-*` (id, text), `qrels/test-*` (query-id, corpus-id, score int);
+  README configs `corpus`, `queries`, `qrels`, each with split test. Two questions share a document.
 - Legal RAG Bench (`isaacus/legal-rag-bench`): `corpus.jsonl` (id, title, text in Markdown,
   footnotes) and `qa.jsonl` (id, question, answer, relevant_passage_id); configs `corpus`, `qa`,
   split test. Two passages share a text under different ids.
@@ -104,17 +104,26 @@ FINANCE_QUERIES = [
 
 
 def financebench_files() -> dict[str, bytes]:
+    from datasets import Value
+
+    s = Value("string")
     return {
-        "README.md": _readme(
-            [
-                ("corpus", [("corpus", "corpus.jsonl")]),
-                ("queries", [("queries", "queries.jsonl")]),
-                ("default", [("test", "qrels/test.jsonl")]),
-            ]
+        "README.md": _readme([(c, [("test", f"{c}/test-*")]) for c in ("corpus", "queries", "qrels")]),
+        ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n",
+        "corpus/test-00000-of-00001.parquet": _parquet(
+            {"id": [i for i, _ in FINANCE_DOCS], "text": [f"{t} {i}" for i, t in FINANCE_DOCS]}, {"id": s, "text": s}
         ),
-        "corpus.jsonl": _jsonl([{"id": i, "text": f"{t} {i}"} for i, t in FINANCE_DOCS]),
-        "queries.jsonl": _jsonl([{"id": q, "text": t} for q, t, _ in FINANCE_QUERIES]),
-        "qrels/test.jsonl": _jsonl([{"query-id": q, "corpus-id": d, "score": 1.0} for q, _, d in FINANCE_QUERIES]),
+        "queries/test-00000-of-00001.parquet": _parquet(
+            {"id": [q for q, _, _ in FINANCE_QUERIES], "text": [t for _, t, _ in FINANCE_QUERIES]}, {"id": s, "text": s}
+        ),
+        "qrels/test-00000-of-00001.parquet": _parquet(
+            {
+                "query-id": [q for q, _, _ in FINANCE_QUERIES],
+                "corpus-id": [d for _, _, d in FINANCE_QUERIES],
+                "score": [1] * len(FINANCE_QUERIES),
+            },
+            {"query-id": s, "corpus-id": s, "score": Value("int64")},
+        ),
     }
 
 
@@ -270,7 +279,13 @@ def freshstack_topic(topic: str) -> tuple[list[dict], list[dict]]:
                     "text": "n",
                     "relevant_corpus_ids": [docs[1]],
                     "non_relevant_corpus_ids": [],
-                }
+                },
+                {  # listed both relevant and non-relevant: FreshStack's loader writes 1, then 0 (last wins)
+                    "_id": f"{len(topic)}9000001_1",
+                    "text": "m",
+                    "relevant_corpus_ids": [docs[0]],
+                    "non_relevant_corpus_ids": [docs[0]],
+                },
             ],
             "answer_id": "a",
             "answer_text": "An answer.",

@@ -136,7 +136,7 @@ def test_float_gains_compare_scores_as_given_under_every_rule(capsys, tmp_path):
         _, printed, _ = call(capsys, tmp_path, "q 0 a 1\n", tied, *gains, "--tie-rule", rule)
         assert printed["ndcg_float_at_1", "all"] == value, rule
     # rcp-ndcg's spelling of the rule: the library takes it, the CLI names its own spelling in one line.
-    from evals_repro.metrics.ndcg_float import ndcg_float_at_k
+    from evals_repro.metrics.published.ndcg_float import ndcg_float_at_k
 
     assert ndcg_float_at_k({"a": 0.5, "b": 0.5}, {"a": 1.0}, 1, "input_order") == 1.0
     code, _, err = call(

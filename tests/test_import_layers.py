@@ -1,7 +1,9 @@
 """The import graph of `src/evals_repro`: no cycles, and the foundations import none of the layers above them.
 
-Every import counts, at module level or inside a function (a lazy import is still a dependency). Subpackages
-are collapsed to one node each (`evals_repro.metrics`), top-level modules are nodes of their own.
+Every import counts, at module level or inside a function (a lazy import is still a dependency). Between
+units, subpackages are collapsed to one node each (`evals_repro.metrics`), top-level modules are nodes of their
+own; inside a subpackage, every module (and the package's `__init__`) is a node, so a circle among a
+subpackage's own modules is caught too.
 """
 
 from __future__ import annotations
@@ -114,8 +116,35 @@ def test_the_graph_sees_lazy_imports():
     assert "benchmarks" in graph["rcp"]
 
 
+def inner_edges() -> dict[str, set[str]]:
+    """Module-level edges that stay inside one subpackage (its `__init__` included)."""
+    return {
+        source: {target for target in targets if unit(target) == unit(source)}
+        for source, targets in module_edges().items()
+    }
+
+
 def test_no_import_cycles():
     assert cycles(unit_edges()) == []
+
+
+def test_no_import_cycles_inside_a_subpackage():
+    assert cycles(inner_edges()) == []
+
+
+def test_the_inner_graph_sees_a_subpackage_and_its_init(tmp_path, monkeypatch):
+    """A circle through a package's `__init__` (`from . import app` in a module the package imports) is found."""
+    package = tmp_path / PACKAGE / "tools"
+    package.mkdir(parents=True)
+    (tmp_path / PACKAGE / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from . import commands\napp = 1\n")
+    (package / "commands.py").write_text("from . import app\n")
+    (package / "plain.py").write_text("from .helpers import x\n")
+    (package / "helpers.py").write_text("def x():\n    from .plain import y\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    found = cycles(inner_edges())
+    assert [f"{PACKAGE}.tools", f"{PACKAGE}.tools.commands"] in found
+    assert [f"{PACKAGE}.tools.helpers", f"{PACKAGE}.tools.plain"] in found
 
 
 def test_a_cycle_is_found_when_there_is_one():

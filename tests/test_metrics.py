@@ -10,7 +10,7 @@ import pytest
 
 from evals_repro import metrics as M
 from evals_repro.errors import DataError, UsageError
-from evals_repro.metrics.base import FAMILIES, Family, Measure
+from evals_repro.metrics.protocol import FAMILIES, Family, Measure
 
 
 def test_float32_equal_scores_tie_and_break_by_doc_id_descending():

@@ -90,7 +90,7 @@ def test_rrf_then_a_reranker_runs_end_to_end(tmp_path, monkeypatch, registered):
     args = ["--benchmark", str(tmp_path / "bench"), "--results-dir", str(tmp_path / "r")]
     assert main(["run", "rrf:s1+s2", "--rerank", "scripted", "--rerank-depth", "2", *args]) == 0
     assert scripted_method.RERANK_CALLS == [("one", ["d0", "d1"])]  # the fused top 2, in fused order
-    path = tmp_path / "r/bench/rrf:s1+s2+scripted@2/alpha.json"
+    path = tmp_path / "r/bench/rrf%3As1+s2+scripted@2/alpha.json"
     record = json.loads(path.read_text())
     assert record["first_stage"] == "rrf:s1+s2" and record["reranked"] is True
     assert record["config"]["pipeline"]["first_stage"] == ["s1", "s2"]

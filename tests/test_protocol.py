@@ -34,6 +34,7 @@ def test_defaults_and_round_trip():
         "max_results": 100,
         "judged_only": True,
         "complete": False,
+        "ignore_identical_ids": False,
     }
     assert ScoringProtocol.from_dict(data) == custom
     assert ScoringProtocol.from_dict({}) == protocol  # fields an older file lacks take their defaults

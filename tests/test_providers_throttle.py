@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from evals_repro.providers.settings import provider_settings
 from evals_repro.providers.throttle import Throttle, get_throttle
 from fakes.clock import FakeClock
@@ -139,3 +141,43 @@ def test_reset_throttles_forgets_budgets():
     before = get_throttle(settings)
     reset_throttles()
     assert get_throttle(settings) is not before
+
+
+def test_the_first_reported_count_is_taken_at_once_and_learning_goes_on():
+    """Issue 24.3's case per request: estimated 16,000, counted 12,000 by the server, a 36,000 budget."""
+    clock = FakeClock()
+    throttle = make(clock, tokens_per_window=36_000, window=60)
+    first, _ = throttle.acquire(16_000)
+    second, _ = throttle.acquire(16_000)
+    assert (first.tokens, second.tokens) == (16_000, 16_000)  # nothing learned yet: the estimate
+    throttle.release(first, tokens=12_000)
+    assert throttle.scale == 0.75  # 12,000 / 16,000 at once, not a step of a moving average
+    assert second.tokens == 12_000  # the call in flight is re-booked at the learned ratio
+    third, waited = throttle.acquire(16_000)
+    assert (third.tokens, waited) == (12_000, 0)  # three requests fit the window, as on the server
+    throttle.release(second, tokens=12_000)
+    throttle.release(third, tokens=6_000)  # a later report still moves the ratio (0.8 x 0.75 + 0.2 x 0.375)
+    assert throttle.scale == pytest.approx(0.675)
+
+
+def test_a_waiting_thread_is_woken_when_budget_frees():
+    """Real clock: the waiter's computed wait is the whole 5 s window, but a call that fails (booked as 0)
+    frees its share at once, and the waiter goes then."""
+    throttle = Throttle(tokens_per_window=100, window=5.0)
+    done, _ = throttle.acquire(50)
+    throttle.release(done, tokens=50)
+    in_flight, _ = throttle.acquire(50)
+    admitted: list[float] = []
+
+    def waiter() -> None:
+        throttle.acquire(50)
+        admitted.append(time.monotonic())
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.2)
+    assert not admitted  # 100 booked: it waits
+    freed = time.monotonic()
+    throttle.release(in_flight, tokens=0)
+    thread.join(timeout=3)
+    assert admitted and admitted[0] - freed < 1.0

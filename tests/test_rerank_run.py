@@ -28,7 +28,8 @@ QRELS = [("q1", "h1", 2), ("q1", "h6", 1), ("q2", "h2", 2), ("q3", "h6", 2)]
 
 
 @pytest.fixture
-def fakes(monkeypatch):
+def fakes(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the default --cache-dir (journals of paid calls) is ./cache
     with FakeMixedbreadStores(polls_to_complete=1) as store, FakeCohereRerank() as cohere:
         monkeypatch.setenv("MIXEDBREAD_BASE_URL", store.url)
         monkeypatch.setenv("MXBAI_API_KEY", "test-key")
@@ -42,13 +43,14 @@ def _folder(tmp_path):
 
 
 def _reranked_run(benchmark, subsets, tmp_path, depth=3, top_k=5):
-    upload_benchmark(benchmark, "markdown", subsets, workers=2, options={"timeout": 5})
+    upload_benchmark(benchmark, "markdown", subsets, workers=2, options={"timeout": 5}, cache_dir=tmp_path / "cache")
     request = RunRequest(
         method=f"mixedbread-markdown+cohere@{depth}",
         benchmark=benchmark,
         subsets=subsets,
         top_k=top_k,
         results_dir=tmp_path / "results",
+        cache_dir=tmp_path / "cache",
         options={"timeout": 5, "workers": 2},
     )
     return run_benchmark(request, echo=lambda line: None)
@@ -78,6 +80,7 @@ def test_reranked_run_writes_the_named_result_and_report_hides_it(fakes, tmp_pat
             benchmark=benchmark,
             top_k=5,
             results_dir=tmp_path / "results",
+            cache_dir=tmp_path / "cache",
             options={"timeout": 5},
         ),
         echo=lambda _: None,

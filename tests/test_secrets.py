@@ -118,7 +118,7 @@ def test_key_that_cannot_be_sent_fails_at_once_without_showing_it(monkeypatch, t
         code = main(["--verbose", *run_args(tmp_path)])
         assert fake.requests == []
     out, err = capsys.readouterr()
-    assert code != 0 and "check VOYAGE_API_KEY for stray characters" in err
+    assert code == 2 and "malformed API key: VOYAGE_API_KEY holds a line break (character 11 of" in err
     assert leaks(out + err, KEY[:10]) == [] and leaks(out + err, KEY[11:]) == []
     assert leaks(out + err, repr(broken)[1:-1]) == []
 

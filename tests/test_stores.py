@@ -39,7 +39,8 @@ UPLOADABLE = [p.id for p in PAGES if p.text.strip()]
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the default --cache-dir (store-search journals, upload journals) is ./cache
     with FakeMixedbreadStores(polls_to_complete=2, page_size_cap=2) as server:  # 2 per list page: pagination
         monkeypatch.setenv("MIXEDBREAD_BASE_URL", server.url)
         monkeypatch.setenv("MXBAI_API_KEY", "test-key")

@@ -270,3 +270,65 @@ def test_the_library_logs_and_the_cli_shows_the_same_lines(tmp_path, capsys, cap
     assert main([*args, "--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache")]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "sample/heat-pumps: candidates already frozen" in err
+
+
+def test_report_compares_every_reranker_with_the_first_stage_and_each_other(study, providers, tmp_path):
+    """comparisons.csv and quality.csv: each model against the first stage and the other model, per dataset, per
+    group and overall; the differences are those of the quality table's scores (computed apart, from the means),
+    the p-values are randomization p-values (never below 1 / (1 + permutations)), Holm-adjusted."""
+    models = ["cohere-fast", "voyage"]
+    run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    paths = write_report(study, resamples=500, permutations=999)
+    quality = {(r["subset"], r["metric"]): r for r in csv.DictReader(paths["quality"].open())}
+    rows = list(csv.DictReader(paths["comparisons"].open()))
+    pairs = {("cohere-fast", "first stage"), ("voyage", "first stage"), ("voyage", "cohere-fast")}
+    scopes = {"overall", "sample", "sample/heat-pumps", "sample/railway-maintenance"}
+    assert {(r["model"], r["vs"], r["scope"]) for r in rows} == {(*p, s) for p in pairs for s in scopes}
+    for r in rows:
+        assert 1 / 1000 - 1e-9 <= float(r["p"]) <= float(r["p_adjusted"]) <= 1
+        assert r["low"] and float(r["low"]) <= float(r["diff"]) <= float(r["high"])
+        if r["kind"] == "dataset":
+            row = quality[(r["scope"].split("/")[1], "ndcg_at_10")]
+            vs = row["baseline"] if r["vs"] == "first stage" else row[r["vs"]]
+            assert float(r["diff"]) == pytest.approx(float(row[r["model"]]) - float(vs), abs=0.051)
+    for model in models:  # quality.csv: each model's comparison with the first stage on the headline row
+        for subset in ("heat-pumps", "railway-maintenance"):
+            row = quality[(subset, "ndcg_at_10")]
+            found = next(
+                r for r in rows if (r["model"], r["vs"], r["scope"]) == (model, "first stage", f"sample/{subset}")
+            )
+            assert row[f"{model} diff"] == found["diff"] and row[f"{model} p_adjusted"] == found["p_adjusted"]
+            assert quality[(subset, "recall_at_10")][f"{model} diff"] == ""
+    report = paths["report"].read_text()
+    assert "## Paired comparisons (headline measure, x100)" in report
+    assert "better / worse than the first stage at p < 0.05" in report
+    assert f"Holm-Bonferroni adjusted over all {len(rows)} comparisons of the study" in report
+
+
+def test_report_plots_and_html_page_render_offline_in_chromium(study, providers, tmp_path):
+    """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
+    as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""
+    from chromium import load, non_blank_share
+    from test_report_html import browser
+
+    binary = browser()
+    models = ["cohere-fast", "voyage"]
+    run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    latency = LatencyRequest(
+        study_dir=study, models=models, samples=4, repeats=2, host_location="test-host", cache_dir=tmp_path / "cache"
+    )
+    run_latency(latency, echo=QUIET)
+    paths = write_report(study, resamples=300, permutations=500)
+    stems = {"sample-quality", "sample-quality-latency", "sample-latency-ecdf", "overall-quality-latency"}
+    assert {p.name for p in paths["plots"].iterdir()} == {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    page = paths["html"]
+    text = page.read_text(encoding="utf-8")
+    assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text
+    assert "test-host" in text and "sample/heat-pumps" in text  # provenance: host, datasets
+    loaded = load(page, ["table", "figure svg"], binary)
+    (tmp_path / "study.png").write_bytes(loaded.screenshot)
+    assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == [] and loaded.errors == []
+    assert len(loaded.boxes["table"]) == text.count("<table")
+    assert len(loaded.boxes["figure svg"]) == len(stems)
+    for box in loaded.boxes["table"] + loaded.boxes["figure svg"]:
+        assert box.width > 50 and box.height > 20 and non_blank_share(loaded.screenshot, box) > 0.03, box

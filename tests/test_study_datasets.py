@@ -31,35 +31,48 @@ def hub(fake_hub):
     return sfx.install(fake_hub)
 
 
+def said(caplog) -> str:
+    """The library's warnings since the last call, as the CLI prints them (the log records, whatever the
+    order tests run in: a library call alone configures no console)."""
+    text = "".join(f"warning: {r.getMessage()}\n" for r in caplog.records if r.levelname == "WARNING")
+    caplog.clear()
+    return text
+
+
 def load(name: str, subset: str, **options):
     return load_subset(get_benchmark(name), subset, LoadOptions(**options))
 
 
 # -- loaders ----------------------------------------------------------------------------------------
-def test_financebench_layout_and_count_warning(hub, capsys):
+def test_financebench_layout_and_count_warning(hub, caplog):
     subset = load("financebench", "financebench")
     assert [q.id for q in subset.queries] == ["00000", "00001", "00002", "00003"]
-    assert subset.qrels["00002"] == {"000000002": 1} == subset.qrels["00003"]  # float 1.0 read as grade 1
+    assert subset.qrels["00002"] == {"000000002": 1} == subset.qrels["00003"]  # two questions, one document
     assert subset.pages[0].text.startswith("Revenue for fiscal 2022") and subset.pages[0].title is None
-    assert subset.source["revision"] == sfx.declared("financebench")["source"]["revision"]
+    # The copy mteb 2.26.x's FinanceBenchRetrieval loads, at the revision it pins (mteb 2.26.24
+    # tasks/retrieval/eng/finance_bench_retrieval.py), read through mteb's push layout (configs corpus,
+    # queries, qrels; split test).
+    assert subset.source["repo"] == "mteb/FinanceBenchRetrieval"
+    assert subset.source["revision"] == "c5215673492044833ff5e0dfd9b5fa848d5df0f2"
+    assert sorted(subset.source["configs"]) == ["corpus", "qrels", "queries"]
     counts = subset.source["counts"]
     assert counts["loaded"] == {"queries": 4, "docs": 3, "judged": 4}
     assert counts["published"] == {"queries": 150, "docs": 145, "judged": 150} and counts["match"] is False
-    err = capsys.readouterr().err
+    err = said(caplog)
     assert err.count("warning: financebench/financebench") == 1 and "queries 4 (published 150)" in err
 
 
-def test_legalragbench_unpinned_is_said_and_revision_pins_it(hub, capsys):
+def test_legalragbench_unpinned_is_said_and_revision_pins_it(hub, caplog):
     subset = load("legalragbench", "legalragbench")
     sha = sfx.UNPINNED_SHA["isaacus/legal-rag-bench"]
     assert subset.source["revision"] == sha
-    err = capsys.readouterr().err
+    err = said(caplog)
     assert "isaacus/legal-rag-bench is not pinned" in err and f"--revision {sha}" in err
     assert {p.id: p.title for p in subset.pages}["p-0004"] == "Self-defence"
     assert subset.pages[0].text.startswith("## Elements\n\nThe prosecution")  # Markdown kept as is
     assert subset.qrels == {"q1": {"p-0001": 1}, "q2": {"p-0002": 1}, "q3": {"p-0004": 1}}
     pinned = load("legalragbench", "legalragbench", revision=sha)
-    assert pinned.source["revision"] == sha and "not pinned" not in capsys.readouterr().err
+    assert pinned.source["revision"] == sha and "not pinned" not in said(caplog)
 
 
 def test_cure_specialties_are_subsets_with_english_queries_only(hub):
@@ -87,6 +100,15 @@ def test_freshstack_nuggets_belong_to_their_row_not_an_id_prefix(hub):
     # a document's grade is the number of the query's nuggets it supports (0 if only judged not)
     assert subset.qrels["78000001"][LC["A"]] == 1 and subset.qrels["78000001"][LC["E"]] == 0
     assert subset.qrels["78000002"] == {LC["E"]: 1, LC["F"]: 0}
+
+
+def test_freshstack_relevant_and_non_relevant_for_one_nugget_is_non_relevant(hub):
+    # FreshStack's DataLoader (fresh-stack/freshstack, datasets/data_loader.py) writes each relevant id as 1,
+    # then each non-relevant id as 0 into the same nugget's qrels: the last write wins.
+    subset = load("freshstack", "yolo")
+    qid, guide, main_py = "49000001", "yolo/docs/guide.md_0_100", "yolo/src/main.py_0_200"
+    assert subset.subtopics[qid] == {f"{qid}_0": {main_py: 1}, f"{qid}_1": {guide: 0}}
+    assert subset.qrels[qid] == {main_py: 1, guide: 0}  # judged, supports no nugget
 
 
 def test_freshstack_revision_override_for_both_repos(hub):
@@ -117,7 +139,7 @@ def test_a_gated_repo_stops_with_one_line_naming_the_licence_page_and_hf_token(h
     (folder / "gated.toml").write_text(
         'name = "gated"\nloader = "hub-retrieval"\nquery_languages = ["english"]\nnative_language = "english"\n'
         f'subsets = ["one"]\n[source]\nrepo = "fixture/gated-retrieval"\nrevision = "{"9a7ed" + "0" * 35}"\n'
-        'corpus = { split = "corpus" }\nqueries = { split = "queries" }\n'
+        'corpus = { split = "test" }\nqueries = { split = "test" }\nqrels = { config = "qrels" }\n'
     )
     monkeypatch.setenv("EVALS_REPRO_BENCHMARKS", str(folder))
     hub.clear_requests()

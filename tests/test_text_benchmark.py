@@ -8,6 +8,9 @@ first; nDCG is trec_eval's: linear gain = grade, discount log2(rank + 1)):
   rank 2: nDCG@10 = (1/log2 3) / 1 = 0.630930. q2: the only relevant document first: 1. q3: 104
   first, 103 (also relevant) matches no term: 1 / (1 + 1/log2 3) = 0.613147. Mean 0.748026;
   recall@100 (1 + 1 + 1/2) / 3 = 0.833333.
+- fiqa q8 "index funds cost": corpus document 8 (the query's own id, every term twice) ranks first and
+  31 (relevant) second; mteb's FiQA2018 sets ignore_identical_ids, so 8 is dropped and 31 is at rank 1:
+  nDCG@10 1 (without the rule 1/log2 3 = 0.630930). q9: 32 first: 1. Mean 1.0 (0.815465 without).
 - dl19 q1001: passages 0 (8 words, grade 1) and 1 (13 words, grade 3) hold all three terms, so 0 ranks
   first: (1 + 3/log2 3) / (3 + 1/log2 3) = 0.796707. q1002: the grade-2 passage (4 words) before the
   grade-0 one (6 words): 1. Mean 0.898353. dl20 q2001: its grade-2 passage alone matches: 1.
@@ -28,6 +31,7 @@ from evals_repro.cli import main
 from evals_repro.data import Page, Subset
 from evals_repro.errors import DataError
 from evals_repro.pagestore import PageStore
+from evals_repro.runs import read_saved_run
 
 LOG2_3 = math.log2(3)
 SCIFACT_NDCG10 = ((1 / LOG2_3) + 1 + 1 / (1 + 1 / LOG2_3)) / 3
@@ -164,6 +168,14 @@ def test_run_bm25_on_text_end_to_end_with_hand_computed_metrics(text_data, tmp_p
     assert written["dl19"]["protocol"]["relevance_level"] == 2
     assert written["dl19"]["metrics"]["map"] == pytest.approx((0.5 + 1) / 2)
     assert written["scifact"]["protocol"]["relevance_level"] == 1
+    # mteb's ignore_identical_ids, per task at the pinned mteb commit: FiQA2018 sets it, the others do not.
+    fiqa = written["fiqa"]
+    assert fiqa["protocol"]["ignore_identical_ids"] is True
+    saved = read_saved_run(results / "text" / "bm25" / fiqa["run"]["path"])["8"]
+    assert sorted(saved, key=saved.__getitem__, reverse=True)[:2] == ["8", "31"]  # the run keeps it; scoring drops it
+    assert fiqa["per_query"]["8"]["metrics"]["ndcg_at_10"] == 1.0
+    assert fiqa["metrics"]["ndcg_at_10"] == 1.0  # without the rule: (1/log2 3 + 1) / 2 = 0.815465
+    assert [name for name, r in written.items() if r["protocol"]["ignore_identical_ids"]] == ["fiqa"]
     # Query 3 is judged (grade 0 and -1 only): every judged query counts, so it scores 0 and stays in.
     covid = written["trec-covid"]
     assert covid["n_queries"] == 3 and covid["skipped_queries"] == []

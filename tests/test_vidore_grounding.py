@@ -147,7 +147,8 @@ def test_grounding_cli_with_an_openai_compatible_server_without_key(servers, tmp
     args = ["grounding", "predict", "-s", "hr", "--generator", "openai:qwen3-vl", "--out-dir", str(tmp_path)]
     assert main(args) == 0
     out = capsys.readouterr()
-    assert "| hr | 2 |" in out.out and "| paper: human annotators | | | 0.602 |" in out.out
+    assert "| hr | 2 |" in out.out and "| paper: human annotators | | | 0.602 | | | 0.602 |" in out.out
+    assert "The paper does not say which unit its F1 uses" in out.out
     assert "tokens in" in out.err and "authorization" not in servers["openai"].requests[0].headers
     assert main(["grounding", "predict", "-s", "hr", "--out-dir", str(tmp_path)]) == 2
     assert "--generator is required" in capsys.readouterr().err

@@ -6,8 +6,13 @@ The fixture is hr at its own commit (`EDGE_SHA`), pages of 120 x 170 pixels, one
   x 100-120, y 150-170, 400 px); annotator 1 draws exactly the visible part.
 - "left" (page 1): annotator 0 draws x 0-60, y 0-85 (5100 px); annotator 1 x -10..50, y -5..40 (negative
   left and top edges: visible x 0-50, y 0-40, 2000 px, all inside annotator 0's box).
-- "top" (page 2): annotator 0 draws x 0-60, y 0-30 (1800 px).
-Cut boxes: edge/0 and left/1 = 2 of 5 (the former counter saw only edge/0: it missed negative x1/y1).
+- "top" (page 2): annotator 0 draws x 0-60, y 0-30 (1800 px); annotator 1 draws x 130-150, y 0-10, wholly
+  off the page (cut to nothing: the pair has one annotator who drew, not two with disjoint zones).
+- "corner" (page 3): one annotator draws x 100-130, y 150-180 (the issue's reproduction: no other annotator
+  matches the visible part, so only the cut decides the score).
+- "margin" (page 4): one annotator's only box, x -20..-5, lies wholly off the page: nothing to score or ask.
+Cut boxes: edge/0, left/1, top/1, corner/0, margin/0 = 5 of 8, two emptied (the former counter missed
+negative x1/y1).
 """
 
 from __future__ import annotations
@@ -28,24 +33,29 @@ QUESTIONS = {
     "edge": "What does the corner note say?",
     "left": "What is in the left column?",
     "top": "What is the heading?",
+    "corner": "What is printed in the corner?",
+    "margin": "What is written in the margin?",
 }
 BOXES = {
     "edge": {0: [(0, 100, 130, 150, 180, "Text"), (1, 100, 120, 150, 170, "Text")]},
     "left": {1: [(0, 0, 60, 0, 85, "Text"), (1, -10, 50, -5, 40, "Text")]},
-    "top": {2: [(0, 0, 60, 0, 30, "Text")]},
+    "top": {2: [(0, 0, 60, 0, 30, "Text"), (1, 130, 150, 0, 10, "Text")]},
+    "corner": {3: [(0, 100, 130, 150, 180, "Text")]},
+    "margin": {4: [(0, -20, -5, 10, 40, "Text")]},
 }
 
 
 def edge_files() -> dict[str, bytes]:
     pages = [(0, "notes", 0, "Corner note.", (255, 0, 0)), (1, "notes", 1, "Left column.", (0, 255, 0))]
-    pages.append((2, "notes", 2, "Heading.", (0, 0, 255)))
+    pages += [(2, "notes", 2, "Heading.", (0, 0, 255)), (3, "notes", 3, "Corner.", (255, 255, 0))]
+    pages.append((4, "notes", 4, "Margin.", (0, 255, 255)))
     names = list(QUESTIONS)
     return fx.raw_domain_files(
         pages,
         [(index, name, "english") for index, name in enumerate(names)],
         {name: {"english": text} for name, text in QUESTIONS.items()},
         {name: {"query_types": ["extractive"], "query_format": "question", "content_type": ["Text"]} for name in names},
-        {name: {page: 2} for name, page in zip(names, (0, 1, 2))},
+        {name: {page: 2} for name, page in zip(names, (0, 1, 2, 3, 4))},
         {name: "-" for name in names},
         BOXES,
         "Edges",
@@ -103,15 +113,18 @@ def test_human_boxes_past_the_page_are_cut_before_scoring(serve, tmp_path):
             "edge": '<bboxes image="1">[833.333333, 882.352941, 1000, 1000]</bboxes>',
             "left": '<bboxes image="1">[0, 0, 500, 500]</bboxes>',
             "top": '<bboxes image="1">[0, 0, 500, 176.470588]</bboxes>',
+            "corner": '<bboxes image="1">[833.333333, 882.352941, 1000, 1000]</bboxes>',
         }
     )
     result, queries = ground(tmp_path, "openai:Qwen/Qwen3-VL-235B-A22B-Instruct")
     assert result["config"]["box_convention"]["name"] == "qwen3-vl"
-    # Uncut, annotator 0's edge box would count 900 px against the model's 400: F1 800/1300 = 0.615.
-    assert queries["hr/0"][4] == 1.0 and queries["hr/1"][4] == 1.0 and queries["hr/2"][4] == 1.0
-    assert result["human_boxes"] == {"boxes": 5, "cut": 2, "emptied": 0}
-    assert result["human_boxes_outside_image"] == 2 and result["model_boxes_outside_image"] == 0
-    assert result["parse"]["ok"] == 3
+    # corner: the model's box is x 100-120, y 150-170 (400 px), the visible part of the only annotator's box.
+    # Uncut, that box would count 900 px: F1 2 x 400 / (400 + 900) = 800/1300 = 0.615, IoU 400/900.
+    assert queries["hr/3"][1:] == ["ok", "0", 1.0, 1.0]
+    assert [queries[k][4] for k in ("hr/0", "hr/1", "hr/2")] == [1.0, 1.0, 1.0]
+    assert result["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
+    assert result["human_boxes_outside_image"] == 5 and result["model_boxes_outside_image"] == 0
+    assert result["parse"]["ok"] == 4 and result["queries_without_human_boxes"] == 1  # margin: nothing on the page
 
 
 def test_page_pixel_boxes_past_the_page_are_cut_and_flagged(serve, tmp_path):
@@ -120,6 +133,7 @@ def test_page_pixel_boxes_past_the_page_are_cut_and_flagged(serve, tmp_path):
             "edge": '<bboxes image="1">[100, 150, 120, 170]</bboxes>',
             "left": '<bboxes image="1">[-60, 0, 60, 85]</bboxes>',
             "top": '<bboxes image="1">[0, 0, 60, 30]</bboxes>',
+            "corner": '<bboxes image="1">[100, 150, 120, 170]</bboxes>',
         }
     )
     result, queries = ground(tmp_path, "openai:fake-vlm", box_scale=0)
@@ -127,7 +141,7 @@ def test_page_pixel_boxes_past_the_page_are_cut_and_flagged(serve, tmp_path):
     assert (convention["name"], convention["grid"], convention["chosen_by"]) == ("xyxy", "page-pixels", "--box-scale")
     # Uncut, [-60, 0, 60, 85] covers 10200 px, 5100 of them annotator 0's: F1 10200/15300 = 0.667.
     assert queries["hr/1"][1] == "malformed" and queries["hr/1"][4] == 1.0
-    assert result["model_boxes_outside_image"] == 1 and result["parse"] == {"ok": 2, "no_boxes": 0, "malformed": 1}
+    assert result["model_boxes_outside_image"] == 1 and result["parse"] == {"ok": 3, "no_boxes": 0, "malformed": 1}
     call = next(c for c in openai.calls if QUESTIONS["left"] in c.text)
     assert "Image 1 (120 x 170 pixels)" in call.text and "absolute pixel" in call.system
     assert list(result["config"]["prompts"]) == ["grounding_pixels"]
@@ -164,8 +178,9 @@ def test_box_convention_options_refuse_contradictions(serve, tmp_path, capsys):
     assert "--box-scale applies to --box-convention xyxy only" in capsys.readouterr().err
     assert main([*args, "--box-convention", "sideways"]) == 2
     assert "qwen2.5-vl" in capsys.readouterr().err
-    assert main([*args, "--box-scale", "-1"]) == 2
-    assert "--box-scale -1 is negative" in capsys.readouterr().err
+    for value in ("-1", "nan", "inf"):
+        assert main([*args, "--box-scale", value]) == 2
+        assert f"--box-scale {value} is not a grid size" in capsys.readouterr().err
     assert main([*args, "--max-pixels", "1003520"]) == 2
     assert "--min-pixels/--max-pixels apply to the qwen2.5-vl convention only, not gemini" in capsys.readouterr().err
 
@@ -180,10 +195,14 @@ def test_agreement_cuts_annotator_boxes_to_the_page(hub, tmp_path):
         [1.0, 1.0],
         [pytest.approx(2000 / 5100, abs=1e-6), pytest.approx(4000 / 7100, abs=1e-6)],
     ]
-    assert block["human_boxes"] == {"boxes": 5, "cut": 2, "emptied": 0}
-    assert result["human_boxes"] == {"boxes": 5, "cut": 2, "emptied": 0}
+    # top: annotator 1's box is wholly off the page, so one annotator drew there (uncut: a third pair, 0 and 0);
+    # corner: one annotator; margin: nothing left on the page, a pair without boxes.
+    assert block["single_annotator_pairs"] == 2 and block["pairs_by_annotators"] == {"2": 2}
+    assert block["pairs_without_boxes"] == 1
+    assert block["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
+    assert result["human_boxes"] == {"boxes": 8, "cut": 5, "emptied": 2}
     assert (
-        "Boxes cut to their page image: 2 of 5 (0 wholly off it)." in (tmp_path / "grounding-agreement.md").read_text()
+        "Boxes cut to their page image: 5 of 8 (2 wholly off it)." in (tmp_path / "grounding-agreement.md").read_text()
     )
 
 
@@ -229,10 +248,11 @@ def test_qwen25_answers_in_pixels_of_its_resized_image(serve, tmp_path):
             "edge": '<bboxes image="1">[93.333, 148.235, 112, 168]</bboxes>',
             "left": '<bboxes image="1">[0, 0, 56, 84]</bboxes>',
             "top": '<bboxes image="1">[0, 0, 56, 29.647]</bboxes>',
+            "corner": '<bboxes image="1">[93.333, 148.235, 112, 168]</bboxes>',
         }
     )
     result, queries = ground(tmp_path, "openai:Qwen/Qwen2.5-VL-72B-Instruct")
-    assert [queries[k][4] for k in ("hr/0", "hr/1", "hr/2")] == [1.0, 1.0, 1.0]
-    assert result["config"]["box_convention"]["grid"] == "resized-pixels" and result["parse"]["ok"] == 3
+    assert [queries[k][4] for k in ("hr/0", "hr/1", "hr/2", "hr/3")] == [1.0, 1.0, 1.0, 1.0]
+    assert result["config"]["box_convention"]["grid"] == "resized-pixels" and result["parse"]["ok"] == 4
     call = next(c for c in openai.calls if QUESTIONS["top"] in c.text)
     assert "Image 1:" in call.text and "pixels)" not in call.text  # it answers in the pixels it sees

@@ -80,3 +80,12 @@ def test_three_annotators_average_the_three_pairs():
 def test_fewer_than_two_drawing_annotators_is_not_scored():
     assert pairwise_agreement({"0": [Box(0, 5, 0, 5)]}) is None
     assert pairwise_agreement({"0": [Box(0, 5, 0, 5)], "1": [Box(3, 3, 0, 5)]}) is None  # 1 drew nothing
+
+
+def test_fractional_edges_take_the_pixels_whose_centres_they_cover():
+    # Pixel i spans [i, i + 1), centre i + 0.5: [10.5, 11.5) covers the centre 10.5 only, [11.5, 12.5) the
+    # centre 11.5 only; each is one pixel wide, whatever the parity (round() made them 2 and 0 pixels).
+    assert Box.of(10.5, 11.5, 0, 1) == Box(10, 11, 0, 1) and Box.of(11.5, 12.5, 0, 1) == Box(11, 12, 0, 1)
+    assert Box.of(0.5, 1.5, 2.5, 3.5).area == 1
+    # Off a half, a coordinate goes to the nearest edge: 99.99999996 -> 100, 21.1764 -> 21, 149.6 -> 150.
+    assert Box.of(99.99999996, 21.1764, 149.6, 0.4) == Box(21, 100, 0, 150)

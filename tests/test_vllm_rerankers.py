@@ -108,6 +108,19 @@ def test_zerank_scores_are_the_raw_yes_logit(zerank):
     assert classify_bodies(zerank)[0]["use_activation"] is False
 
 
+def test_zerank_keeps_whitespace_as_the_pinned_revision_does(zerank):
+    """zerank-2@5eae30d5 is a sentence-transformers CrossEncoder (Transformer + LogitScore, no remote code): each
+    pair becomes flat `query`/`document` messages holding the texts as given, and the checkpoint's
+    chat_template.jinja writes them into the system and user turns untouched. The `.strip()` of zerank's older
+    `format_pointwise_datapoints` (zerank-1's custom code) is not part of this revision: leading and trailing
+    whitespace reach the model."""
+    reranker, _ = build("zerank-2")
+    reranker.rerank("  What is 2+2?\n", ["\n4  "])
+    assert zerank.prompts[0] == (
+        "<|im_start|>system\n  What is 2+2?\n<|im_end|>\n<|im_start|>user\n\n4  <|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
 def test_only_the_document_is_cut_and_the_template_tail_kept(qwen):
     reranker, ctx = build("qwen3-8b")
     long_document = " ".join(f"w{i}" for i in range(40_000))  # 80,000 fake tokens

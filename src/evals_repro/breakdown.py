@@ -17,6 +17,7 @@ from typing import Any
 
 from .data import QUERY_METADATA_FIELDS
 from .errors import UsageError, choices
+from .metrics.protocol import running_mean
 from .results import ResultRecord, Setting
 
 # The query metadata keys every loader writes (data.QUERY_METADATA_FIELDS): ViDoRe's `query_types`
@@ -74,7 +75,7 @@ def breakdown(
             f"measure '{measure}' is not in the per-query results", f"choose from {choices(sorted(seen_measures))}"
         )
     return [
-        BreakdownRow(value, len(scores), sum(scores) / len(scores))
+        BreakdownRow(value, len(scores), running_mean(scores))
         for value, scores in sorted(groups.items(), key=lambda item: _order(item[0]))
     ]
 

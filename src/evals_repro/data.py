@@ -270,6 +270,7 @@ def check_subset(subset: Subset, origin: str = "") -> CheckResult:
         raise DataError(
             f"subset {subset.benchmark}/{subset.name}{where}: {result.counts[kind]} "
             f"{kind.replace('_', ' ')}, first: {', '.join(ids)}",
-            "fix the source data or pick another revision",
+            # A Hub source has revisions to pick from; a local folder or an ir_datasets source does not.
+            "fix the source data or pick another revision" if subset.source.get("revision") else "fix the source data",
         )
     return result

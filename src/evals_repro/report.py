@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .benchmarks.declaration import BenchmarkDeclaration
 from .errors import DataError, UsageError, choices
+from .metrics.protocol import running_mean
 from .results import ResultRecord, Setting, scan_records
 
 DEFAULT_TIE_RULE = "group-mean"
@@ -29,6 +30,11 @@ class Table:
     title: str
     columns: list[str]  # subset names, then "avg"
     rows: list[tuple[str, list[float | None]]]  # method, one value per column
+    # What each cell averages, for paired comparisons (`comparisons.py`): the measure, the setting whose
+    # scores it reads, and per column the subsets with their weights (a subset column: itself, 1.0).
+    measure: str = ""
+    setting: str = Setting.MONOLINGUAL.value
+    sources: dict[str, dict[str, float]] = field(default_factory=dict)
     cost: dict[str, str] | None = None  # `report --cost`: method -> what its results cost (USD), a last column
 
 
@@ -147,7 +153,9 @@ def subset_tables(
             if all(v is None for v in values):
                 continue
             rows.append((method, values + [_mean(values)]))
-        tables.append(Table(f"{benchmark} — {setting.value} — {measure} (x100)", subsets + ["avg"], rows))
+        sources = {s: {s: 1.0} for s in subsets} | {"avg": dict.fromkeys(subsets, 1 / len(subsets))}
+        title = f"{benchmark} — {setting.value} — {measure} (x100)"
+        tables.append(Table(title, subsets + ["avg"], rows, measure, setting.value, sources))
     return tables
 
 
@@ -196,7 +204,7 @@ def _mean(values: list[float | None]) -> float | None:
     """The mean, only when every value is present: a partial mean is not comparable."""
     if not values or any(v is None for v in values):
         return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    return running_mean(values)  # type: ignore[arg-type]
 
 
 def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measure: str) -> list[Table]:
@@ -222,9 +230,28 @@ def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measur
         if any(v is not None for v in by_mean):
             mean_rows.append((method, by_mean + [_mean(by_mean)]))
     columns = domains + ["mean"]
+    native_sources = {d: {f"{d}__{native[d]}": 1.0} for d in domains}
+    mean_sources = {d: {f"{d}__{lang}": 1 / len(languages) for lang in languages} for d in domains}
+    native_sources["mean"] = {f"{d}__{native[d]}": 1 / len(domains) for d in domains}
+    mean_sources["mean"] = {f"{d}__{lang}": 1 / (len(domains) * len(languages)) for d in domains for lang in languages}
+    mono = Setting.MONOLINGUAL.value
     return [
-        Table(f"{decl.name} — native-language view — {measure} (x100)", columns, native_rows),
-        Table(f"{decl.name} — {len(languages)}-language mean view — {measure} (x100)", columns, mean_rows),
+        Table(
+            f"{decl.name} — native-language view — {measure} (x100)",
+            columns,
+            native_rows,
+            measure,
+            mono,
+            native_sources,
+        ),
+        Table(
+            f"{decl.name} — {len(languages)}-language mean view — {measure} (x100)",
+            columns,
+            mean_rows,
+            measure,
+            mono,
+            mean_sources,
+        ),
     ]
 
 
@@ -232,13 +259,16 @@ def _cell(value: float | None, decimals: int) -> str:
     return "" if value is None else f"{value * 100:.{decimals}f}"
 
 
-def to_markdown(table: Table, decimals: int = 1) -> str:
+def to_markdown(table: Table, decimals: int = 1, marks: dict[tuple[str, str], str] | None = None) -> str:
+    """The table as Markdown; `marks` appends a marker to a (method, column) cell (`report --baseline`)."""
     extra = [] if table.cost is None else ["cost (USD)"]
     header = "| method | " + " | ".join(table.columns + extra) + " |"
     rule = "|---|" + "|".join("---:" for _ in table.columns + extra) + "|"
     lines = [f"### {table.title}", "", header, rule]
+    marks = marks or {}
     for method, values in table.rows:
-        cells = [_cell(v, decimals) for v in values] + ([table.cost.get(method, "")] if table.cost is not None else [])
+        cells = [_cell(v, decimals) + marks.get((method, c), "") for c, v in zip(table.columns, values)]
+        cells += [table.cost.get(method, "")] if table.cost is not None else []
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     if not table.rows:
         lines.append("| (no results) |" + " |" * len(table.columns + extra))

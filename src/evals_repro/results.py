@@ -7,14 +7,16 @@ spend, package versions, and the saved run beside it (`<subset>.run.gz`, TREC fo
 order, with the judged qrels in `<subset>.qrels.gz`), so a result can be re-scored, compared for
 significance or checked with trec_eval. Every reader goes through `load_record` / `scan_records`.
 
-A file is complete when it validates and says `complete: true`; it is written to a temporary name
-and renamed once whole, so a killed run never leaves a partial file. `covers()` decides what
+A file is complete when it validates and says `complete: true`; it is written with its saved run,
+qrels and gains as one unit (each whole under a temporary name, then renamed, the record last), so a
+killed run or a full disk never leaves a partial file, nor a record beside files that are not its own. `covers()` decides what
 `--resume` may keep. The JSON Schema is exported to `schemas/result-record.schema.json`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -205,8 +207,12 @@ class ResultRecord(_Model):
         return Verdict.keep()
 
     # -- files ----------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=1, exclude_none=False) + "\n"
+
     def save(self, path: Path) -> None:
-        atomic_write_text(path, self.model_dump_json(indent=1, exclude_none=False) + "\n")
+        """The record alone (a run writes it with its saved files as one unit, see `io.write_unit`)."""
+        atomic_write_text(path, self.to_json())
 
 
 def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -> str:
@@ -267,8 +273,54 @@ class Coverage:
 # -- paths and reading ------------------------------------------------------------------------------
 
 
+# Characters a method label keeps in its folder name: every other one (`:` of `rrf:` and `reranker:model`, the
+# `/` of a Hub model id, `%` itself) is percent-encoded, so the name is valid on Windows and in sync tools and
+# maps back to exactly one label (`method_of_folder`). Letters, digits and `_.-~` are always kept.
+FOLDER_SAFE: Final = "+@[],="
+
+
+def method_folder(label: str) -> str:
+    """The portable folder name of a method label: `rrf:bm25+minilm` -> `rrf%3Abm25+minilm`."""
+    from urllib.parse import quote
+
+    return quote(label, safe=FOLDER_SAFE)
+
+
+def method_of_folder(name: str) -> str:
+    """The method label a results folder holds (the inverse of `method_folder`)."""
+    from urllib.parse import unquote
+
+    return unquote(name)
+
+
 def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> Path:
-    return Path(results_dir) / benchmark / label / f"{subset}.json"
+    return Path(results_dir) / benchmark / method_folder(label) / f"{subset}.json"
+
+
+def migrate_method_folder(results_dir: Path, benchmark: str, label: str) -> str | None:
+    """Results an earlier version wrote under the label itself (`rrf:bm25+minilm/`) are moved to the portable
+    name, so `--resume` finds them; returns what was done, for the user, or None when there was nothing to do."""
+    root = Path(results_dir) / benchmark
+    old, new = root / label, root / method_folder(label)  # a `/` in the label made `old` nested
+    if old == new or not old.is_dir():
+        return None
+    if new.exists():
+        return (
+            f"note: {old} holds results of {label} under its old folder name; {new} is used, "
+            f"move what you need from the old folder into it"
+        )
+    try:
+        os.rename(old, new)
+    except OSError as exc:
+        return f"note: could not rename {old} to {new} ({exc.strerror}); rename it yourself to reuse its results"
+    for parent in old.parents:
+        if parent == root or not parent.is_relative_to(root):
+            break
+        try:
+            parent.rmdir()  # the folders a `/` in the label created, once empty
+        except OSError:
+            break
+    return f"moved {old} to {new} (portable folder name: no ':' or '/')"
 
 
 def run_paths(path: Path) -> tuple[Path, Path, Path]:

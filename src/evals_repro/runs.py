@@ -4,7 +4,8 @@
 trec_eval way: score descending, then doc id descending) and `<subset>.qrels.gz` (`qid 0 docid grade`)
 beside every result file; `rerank-study prepare` freezes its candidates through the same writer.
 Scores are written in full (shortest round-trip repr), so reading a file back gives the same doubles.
-Files are gzip with a fixed timestamp (identical runs give identical bytes) and written atomically.
+Files are gzip with a fixed timestamp (identical runs give identical bytes); `run` writes them with their
+result as one unit (`io.write_unit`), and `saved_files_differ` tells a result whose files are not its own.
 """
 
 from __future__ import annotations
@@ -43,31 +44,58 @@ def run_lines(run: Mapping[str, Mapping[str, float]], tag: str, score_precision:
     return lines
 
 
-def _write_gz(path: Path, lines: list[str]) -> str:
+@dataclass(frozen=True)
+class Encoded:
+    """A saved file's bytes before they are written (a result unit writes them together, see io.write_unit)."""
+
+    data: bytes
+    sha256: str
+    n_queries: int
+    n_lines: int
+
+
+def _gz(lines: list[str], n_queries: int) -> Encoded:
     payload = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
     data = gzip.compress(payload, mtime=0)
-    atomic_write_bytes(path, data)
-    return hashlib.sha256(data).hexdigest()
+    return Encoded(data, hashlib.sha256(data).hexdigest(), n_queries, len(lines))
+
+
+def encode_run(run: Mapping[str, Mapping[str, float]], tag: str, score_precision: str = "float32") -> Encoded:
+    """A run's file; the tag must be one whitespace-free token (a method label is)."""
+    tag = "".join(tag.split()) or "run"
+    return _gz(run_lines(run, tag, score_precision), len(run))
+
+
+def encode_qrels(qrels: Mapping[str, Mapping[str, int]]) -> Encoded:
+    lines = [f"{qid} 0 {doc} {int(grade)}" for qid in sorted(qrels) for doc, grade in sorted(qrels[qid].items())]
+    return _gz(lines, len(qrels))
+
+
+def encode_gains(gains: Mapping[str, Mapping[str, float]]) -> Encoded:
+    """Float gains in TREC qrels layout (`qid 0 docid gain`), as `evaluate --gains` reads them."""
+    lines = [f"{qid} 0 {doc} {float(g)!r}" for qid in sorted(gains) for doc, g in sorted(gains[qid].items())]
+    return _gz(lines, len(gains))
+
+
+def _write(path: Path, encoded: Encoded) -> WrittenFile:
+    atomic_write_bytes(Path(path), encoded.data)
+    return WrittenFile(Path(path), encoded.sha256, encoded.n_queries, encoded.n_lines)
 
 
 def write_trec_run(
     path: Path, run: Mapping[str, Mapping[str, float]], tag: str, score_precision: str = "float32"
 ) -> WrittenFile:
     """Write a run; the tag must be one whitespace-free token (a method label is)."""
-    tag = "".join(tag.split()) or "run"
-    lines = run_lines(run, tag, score_precision)
-    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(run), len(lines))
+    return _write(path, encode_run(run, tag, score_precision))
 
 
 def write_trec_qrels(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> WrittenFile:
-    lines = [f"{qid} 0 {doc} {int(grade)}" for qid in sorted(qrels) for doc, grade in sorted(qrels[qid].items())]
-    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(qrels), len(lines))
+    return _write(path, encode_qrels(qrels))
 
 
 def write_trec_gains(path: Path, gains: Mapping[str, Mapping[str, float]]) -> WrittenFile:
     """Float gains in TREC qrels layout (`qid 0 docid gain`), as `evaluate --gains` reads them."""
-    lines = [f"{qid} 0 {doc} {float(g)!r}" for qid in sorted(gains) for doc, g in sorted(gains[qid].items())]
-    return WrittenFile(Path(path), _write_gz(Path(path), lines), len(gains), len(lines))
+    return _write(path, encode_gains(gains))
 
 
 def file_sha256(path: Path) -> str:
@@ -115,6 +143,22 @@ class Saved:
     gains: dict[str, dict[str, float]] | None
 
 
+def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | None:
+    """The first saved file of a result that is missing (`(path, True)`) or not the one its record names
+    (`(path, False)`: its sha256 differs); None when the run, judgments and gains are all its own."""
+    folder = Path(result_path).parent
+    files = [(record.run.path, record.run.sha256), (record.run.qrels_path, record.run.qrels_sha256)]
+    if record.run.gains_path:
+        files.append((record.run.gains_path, record.run.gains_sha256 or ""))
+    for name, digest in files:
+        path = folder / name
+        if not path.exists():
+            return path, True
+        if file_sha256(path) != digest:
+            return path, False
+    return None
+
+
 def load_saved(result_path: Path) -> Saved:
     """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
     from .errors import DataError
@@ -129,18 +173,15 @@ def load_saved(result_path: Path) -> Saved:
             "rerun that subset if it is damaged",
         ) from None
     folder = Path(result_path).parent
-    files = [(record.run.path, record.run.sha256), (record.run.qrels_path, record.run.qrels_sha256)]
-    if record.run.gains_path:
-        files.append((record.run.gains_path, record.run.gains_sha256 or ""))
-    for name, digest in files:
-        path = folder / name
-        if not path.exists():
+    differs = saved_files_differ(result_path, record)
+    if differs is not None:
+        path, missing = differs
+        if missing:
             raise DataError(f"{path}: the saved file of {result_path} is missing", "rerun that subset to write it")
-        if file_sha256(path) != digest:
-            raise DataError(
-                f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
-                "rerun that subset, or restore the file",
-            )
+        raise DataError(
+            f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
+            "rerun that subset, or restore the file",
+        )
     gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else None
     return Saved(
         record,

@@ -11,7 +11,7 @@ from typing import Any
 
 from .benchmarks.declaration import BenchmarkDeclaration
 from .data import Query, Run, Subset
-from .metrics.protocol import ScoringProtocol
+from .metrics.protocol import ScoringProtocol, running_mean
 from .results import LanguageBlock, QueryEntry, Setting
 from .retrieval.base import Retriever
 
@@ -80,13 +80,13 @@ def score_run(
     }
     names = [name for name in protocol.measures if not M.get_measure(name).text]  # runid, relstring: no number
     aggregate = (
-        {name: sum(b.metrics[name] for b in language_blocks.values()) / len(language_blocks) for name in names}
+        {name: running_mean(b.metrics[name] for b in language_blocks.values()) for name in names}
         if language_blocks
         else {}
     )
     variants = None
     if subset.changed_docs is not None:  # instruction pairs (FollowIR): per-variant means and p-MRR
-        from .metrics.variants import variant_blocks
+        from .metrics.published.variants import variant_blocks
 
         # p-MRR: a changed document missing from a ranking takes rank depth + 1 (101 for a top 100).
         extra = variant_blocks(queries, per_query_metrics, run, subset.changed_docs, depth, protocol.score_precision)

@@ -31,14 +31,28 @@ def _folder(decl: BenchmarkDeclaration, name: str) -> Path:
     return path
 
 
-def _lines(path: Path) -> Iterator[str]:
-    """The file's lines, streamed: a BOM is dropped and bytes that are not UTF-8 are one clear error.
+# Longest line read (characters): a JSONL record holds a whole page's text, a qrels row three fields. A longer
+# "line" (a file without line breaks) is refused once that much is read, not after reading it whole.
+MAX_JSONL_LINE = 16 << 20
+MAX_TSV_LINE = 1 << 20
+
+
+def _lines(path: Path, max_chars: int) -> Iterator[str]:
+    """The file's lines, streamed: a BOM is dropped and bytes that are not UTF-8 are one clear error, as is
+    a line longer than `max_chars`.
 
     Only \\n, \\r\\n and \\r end a line (not U+2028, which JSON strings may hold raw).
     """
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
-            for line in handle:
+            number = 0
+            while line := handle.readline(max_chars + 1):
+                number += 1
+                if len(line) > max_chars and not line.endswith(("\n", "\r")):
+                    raise DataError(
+                        f"{path}:{number}: line is longer than {max_chars >> 20} MiB characters",
+                        "a BEIR file holds one record per line: is this the right file?",
+                    )
                 yield line.rstrip("\r\n")
     except UnicodeDecodeError:
         pass
@@ -61,7 +75,7 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
     if not path.exists():
         raise DataError(f"{path}: file not found", "a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/test.tsv")
     records = []
-    for number, line in enumerate(_lines(path), start=1):
+    for number, line in enumerate(_lines(path, MAX_JSONL_LINE), start=1):
         if not line.strip():
             continue
         try:
@@ -87,7 +101,7 @@ def read_qrels_tsv(path: Path) -> Qrels:
         raise DataError(f"{path}: file not found", "a BEIR folder needs qrels/test.tsv")
     qrels: Qrels = {}
     # QUOTE_NONE: ids are taken verbatim; a quote in an id must not swallow the rest of the file.
-    rows = list(csv.reader(_lines(path), delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = list(csv.reader(_lines(path, MAX_TSV_LINE), delimiter="\t", quoting=csv.QUOTE_NONE))
     if not rows:
         raise DataError(f"{path}: file is empty", "add `query-id corpus-id score` rows")
     start = 1 if rows[0] and rows[0][0] in ("query-id", "query_id", "qid") else 0

@@ -6,7 +6,8 @@ loaded). Corpus: config = topic, split `train`; `_id`, `text`, optional `title`.
 
 - Query text = `query_title + " " + query_text`, as FreshStack's own loader builds it.
 - Nuggets are for scoring only: `Subset.subtopics[query][nugget][doc]` = 1 for each relevant id,
-  0 for each judged non-relevant id (the nugget qrels of FreshStack's alpha-nDCG and coverage).
+  0 for each judged non-relevant id (the nugget qrels of FreshStack's alpha-nDCG and coverage); an id
+  listed as both is non-relevant, as FreshStack's loader leaves it (its last write).
   A nugget belongs to the query whose row lists it. (FreshStack's own code re-derives that from
   the nugget id prefix, which would also hand a query the nuggets of any query whose id it
   prefixes; reading the row avoids that trap.)
@@ -74,8 +75,9 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
         qid = str(qid)
         judged: dict[str, dict[str, int]] = {}
         for nugget in nuggets or []:
-            docs = {str(d): 0 for d in nugget.get("non_relevant_corpus_ids") or []}
-            docs.update({str(d): 1 for d in nugget.get("relevant_corpus_ids") or []})
+            # As FreshStack's loader: relevant ids written 1, then non-relevant ids 0 (a document in both is 0)
+            docs = {str(d): 1 for d in nugget.get("relevant_corpus_ids") or []}
+            docs.update({str(d): 0 for d in nugget.get("non_relevant_corpus_ids") or []})
             judged[str(nugget["_id"])] = docs
         if not judged:
             continue

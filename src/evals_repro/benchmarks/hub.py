@@ -95,6 +95,8 @@ def hub_provenance(
         "origin": origin,
         **facts,
         **({"licence": source["licence"]} if source.get("licence") else {}),
+        # the benchmark's own published measures, scored beside the requested ones (pooling.measures_for)
+        **({"own_measures": list(source["own_measures"])} if source.get("own_measures") else {}),
         **({"counts": counts} if counts is not None else {}),
         **({"notes": notes} if notes else {}),
     }
@@ -216,13 +218,21 @@ def load_config(repo: str, config: str, split: str, revision: str, *, images: tu
     Returns `(dataset, commit_sha)`. Raises `ConfigurationError` when the Hub is unreachable or
     the revision is not in the offline cache, `DataError` for unknown repos, revisions or configs.
     """
-    import datasets
-
+    # The Hub is probed (or the offline pin checked) before `datasets` is imported: its ~1 s import would
+    # otherwise come before an unreachable Hub is refused.
     if offline():
+        if not FULL_SHA.fullmatch(revision):
+            raise _offline_needs_sha(repo, revision)
+        if not datasets_cache_root().is_dir():  # nothing was ever cached: no need to import datasets to say so
+            raise _not_cached(repo, config, revision)
+        import datasets
+
         dataset = _load_cached(repo, config, split, revision)
         commit = revision
     else:
         commit = resolve_revision(repo, revision)
+        import datasets
+
         try:
             # The datasets/Hub cache (HF_HOME, HF_DATASETS_CACHE), not LoadOptions.cache_dir: that is
             # the harness's own cache, and Hub data is shared with every other datasets user.
@@ -266,10 +276,7 @@ def _load_cached(repo: str, config: str, split: str, revision: str):
     from datasets.packaged_modules.cache.cache import Cache
 
     if not FULL_SHA.fullmatch(revision):
-        raise ConfigurationError(
-            f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
-            "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
-        )
+        raise _offline_needs_sha(repo, revision)
     builder = Cache(dataset_name=repo.split("/")[-1], repo_id=repo, config_name=config, version="0.0.0", hash=revision)
     if not Path(builder.cache_dir).is_dir():
         raise _not_cached(repo, config, revision)
@@ -277,6 +284,24 @@ def _load_cached(repo: str, config: str, split: str, revision: str):
         return builder.as_dataset(split=split)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         raise _not_cached(repo, config, revision) from exc
+
+
+def datasets_cache_root() -> Path:
+    """The folder `datasets` caches into, derived as `datasets.config` derives it (without importing it)."""
+    import os
+
+    given = os.environ.get("HF_DATASETS_CACHE")
+    if given:
+        return Path(given)
+    xdg = os.environ.get("XDG_CACHE_HOME", "~/.cache")
+    return Path(os.path.expanduser(os.environ.get("HF_HOME", os.path.join(xdg, "huggingface")))) / "datasets"
+
+
+def _offline_needs_sha(repo: str, revision: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got revision '{revision}'",
+        "pin a 40-hex-digit sha (the declarations do) or unset HF_HUB_OFFLINE",
+    )
 
 
 def _not_cached(repo: str, config: str, commit: str) -> ConfigurationError:

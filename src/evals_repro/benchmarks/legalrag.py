@@ -8,7 +8,9 @@
 
 The official evaluation counts a hit when the gold id is a substring of a retrieved id; this loader
 judges exact ids (the qrels, as every measure here reads them). Passages sharing a text under
-different ids are therefore distinct pages.
+different ids are therefore distinct pages. The official measure itself is scored beside them under
+its own name, `relevant_passage_in_context_at_5` (metrics/published/passage_in_context.py; declared as
+the benchmark's `own_measures`).
 """
 
 from __future__ import annotations

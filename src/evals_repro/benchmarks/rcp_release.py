@@ -320,7 +320,12 @@ def _list_files(repo: str, revision: str) -> list[str]:
         from huggingface_hub import constants
 
         root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}" / "snapshots" / commit
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+        if not root.is_dir():  # nothing of this revision was ever downloaded: every subset would miss its files
+            raise ConfigurationError(
+                f"{repo}@{commit} is not in the offline cache and HF_HUB_OFFLINE=1 is set",
+                "download it once with network access, or pass --snapshot with a local copy of the release",
+            )
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
     from huggingface_hub import HfApi
 
     try:
@@ -341,13 +346,13 @@ def _download(repo: str, relpath: str, revision: str) -> Path:
     commit = _offline_or_commit(repo, revision)
     try:
         return Path(hf_hub_download(repo, relpath, repo_type="dataset", revision=commit))
-    except EntryNotFoundError:
-        raise DataError(f"{repo}@{commit}: no file {relpath}", "check the subset name and the revision") from None
-    except LocalEntryNotFoundError:
+    except LocalEntryNotFoundError:  # first: it is a subclass of EntryNotFoundError
         raise ConfigurationError(
             f"{repo}@{commit}/{relpath} is not in the offline cache and HF_HUB_OFFLINE=1 is set",
             "download it once with network access, or pass --snapshot with a local copy of the release",
         ) from None
+    except EntryNotFoundError:
+        raise DataError(f"{repo}@{commit}: no file {relpath}", "check the subset name and the revision") from None
     except Exception as exc:
         if hub._is_network_error(exc):
             raise hub.unreachable(repo, commit, type(exc).__name__) from None

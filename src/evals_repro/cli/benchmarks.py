@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import app
+from .application import app
 
 DEFAULT_BENCHMARK = "vidore-v3"  # what `run` and `report` take without --benchmark
 

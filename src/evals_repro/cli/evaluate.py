@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .options import ScorePrecision, TieRule, value_of
 
 MEASURE_HELP = (
@@ -60,6 +60,12 @@ def evaluate_command(
         help="Score judged queries without results as 0 (trec_eval -c, the default); -C skips them (trec_eval 9).",
     ),
     no_summary: bool = typer.Option(False, "-n", "--no-summary", help="Print no `all` lines (trec_eval -n)."),
+    ignore_identical_ids: bool = typer.Option(
+        False,
+        "--ignore-identical-ids",
+        help="Drop a retrieved document whose id equals the query id before scoring (BEIR's and mteb's "
+        "evaluator, for tasks such as FiQA2018 that set it).",
+    ),
     gains: Optional[Path] = typer.Option(
         None, "--gains", help="Float gains in TREC qrels layout (`qid 0 docid 0.897`): adds ndcg_float_at_10."
     ),
@@ -75,7 +81,7 @@ def evaluate_command(
 ) -> None:
     """Score a run like `trec_eval -c`: every judged query counts, one without results scores 0."""
     from ..errors import UsageError
-    from ..metrics.evaluate_files import evaluate_files
+    from ..metrics.trec_io.evaluate_files import evaluate_files
 
     tie_rule = value_of(tie_choice) if tie_choice is not None else None
     score_precision = value_of(precision_choice) if precision_choice is not None else None
@@ -100,6 +106,7 @@ def evaluate_command(
         max_results = scoring.max_results if max_results is None else max_results
         judged_only = judged_only or scoring.judged_only
         complete = scoring.complete if complete is None else complete
+        ignore_identical_ids = ignore_identical_ids or scoring.ignore_identical_ids
     if tie_rule is not None and gains is None:
         raise UsageError(
             "--tie-rule applies only to float-gain measures (ndcg_float_at_k)",
@@ -116,6 +123,7 @@ def evaluate_command(
         "max_results": max_results,
         "judged_only": judged_only or None,
         "complete": complete,
+        "ignore_identical_ids": ignore_identical_ids or None,
     }
     outcome = evaluate_files(
         qrels=qrels,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum, StrEnum
 
+from ..providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
+
 
 class Setting(StrEnum):
     """Which query languages a run scores."""
@@ -103,14 +105,31 @@ def split_list(values: Iterable[str] | None, option: str = "") -> list[str] | No
 
 
 LIST_HELP = "repeat the option or separate with commas"
+# What --help shows as the default of a provider option left unset (the option stays None: "not given", and the
+# library applies providers/settings.py's default).
+TIMEOUT_DEFAULT = f"{DEFAULT_TIMEOUT:g}"
+MAX_ATTEMPTS_DEFAULT = str(DEFAULT_MAX_ATTEMPTS)
+
+
+def budget_default(provider: str, kind: str) -> str:
+    """The default a provider budget option (`tpm`, `rpm`, `interval`) shows in --help; 0 = no budget."""
+    if kind == "interval":
+        return "none"
+    value = DEFAULTS[provider][0 if kind == "tpm" else 1]
+    return f"{value:,}" if value else "none"
+
+
+# `report --decimals`: x100 scores are means of float32-compared values; past 6 decimals the digits are noise.
+MAX_DECIMALS = 6
 
 EXIT_CODES = {
     0: "success",
     1: "unexpected error (a bug: rerun with --verbose and report the traceback)",
     2: "usage, data or configuration error (bad option, unknown name, missing or garbled file, missing key, "
-    "no Hub access)",
+    "no Hub access, a full or read-only disk)",
     3: "provider error (a hosted API refused the request or failed after retries)",
     4: "some subsets of a run failed (the others' results are written; each failure is listed)",
     130: "interrupted (finished subsets and records are kept; rerun with --resume)",
+    143: "terminated by SIGTERM (handled as an interrupt)",
 }
 EPILOG = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + "."

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .options import LIST_HELP, split_list
 
 rcp_app = typer.Typer(

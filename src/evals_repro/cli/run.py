@@ -7,19 +7,53 @@ from typing import Optional
 
 import typer
 
-from . import app, given_options
+from ..providers.settings import OPENAI_EMBEDDING_BUDGET
+from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES
-from .options import LIST_HELP, BreakdownField, Content, ScorePrecision, Setting, TieRule, split_list, value_of
+from .options import (
+    LIST_HELP,
+    MAX_ATTEMPTS_DEFAULT,
+    MAX_DECIMALS,
+    TIMEOUT_DEFAULT,
+    BreakdownField,
+    Content,
+    ScorePrecision,
+    Setting,
+    TieRule,
+    budget_default,
+    split_list,
+    value_of,
+)
 
-REPORT_SUFFIXES = (".md", ".csv")
+REPORT_SUFFIXES = (".md", ".csv", ".html")
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
 )
-RESULTS_DIR_HELP = "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json."
+RESULTS_DIR_HELP = (
+    "Where result files live: <results-dir>/<benchmark>/<method>/<subset>.json (':' and '/' in <method> as %3A, %2F)."
+)
+# Defaults the library applies when an option is not given (the option itself stays None: "not given").
+RERANK_DEPTH_DEFAULT = 50  # pipeline.DEFAULT_RERANK_DEPTH
+RERANK_TOP_K_DEFAULT = 10  # stores.search.DEFAULT_RERANK_TOP_K
 
 
-@app.command("run")
+class RunCommand(typer.core.TyperCommand):
+    """`run`: its --help lists the rerankers registered now (the registry is read only when help is shown)."""
+
+    def format_help(self, ctx, formatter) -> None:
+        from ..registry import RERANKERS
+
+        for param in self.params:
+            if param.name == "rerank" and isinstance(param, typer.core.TyperOption):
+                param.help = (
+                    f"Rerank the first stage with a registered reranker, NAME or NAME:model: "
+                    f"{', '.join(RERANKERS.names())}."
+                )
+        super().format_help(ctx, formatter)
+
+
+@app.command("run", cls=RunCommand)
 def run_command(
     method: str = typer.Argument(
         ..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."
@@ -49,30 +83,78 @@ def run_command(
         "--score-precision",
         help="Score comparison when ranking: float32 = trec_eval 9 / pytrec_eval (default), float64 = trec_eval 10.",
     ),
-    rerank: Optional[str] = typer.Option(None, help="Rerank the first stage: cohere, voyage, mixedbread[:model]."),
+    rerank: Optional[str] = typer.Option(
+        None, help="Rerank the first stage with a registered reranker (listed by `run --help`)."
+    ),
     rerank_depth: Optional[int] = typer.Option(
-        None, "--rerank-depth", help="Candidates reranked per query by --rerank (default 50)."
+        None,
+        "--rerank-depth",
+        show_default=str(RERANK_DEPTH_DEFAULT),
+        help="Candidates reranked per query by --rerank.",
     ),
     rerank_top_k: Optional[int] = typer.Option(
-        None, "--rerank-top-k", min=1, help="Store reranking: results reranked by the store (default 10)."
+        None,
+        "--rerank-top-k",
+        min=1,
+        show_default=str(RERANK_TOP_K_DEFAULT),
+        help="Store reranking: results reranked by the store.",
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
-    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
-    voyage_tpm: Optional[int] = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute."),
-    voyage_rpm: Optional[int] = typer.Option(None, "--voyage-rpm", help="Voyage requests per minute."),
-    voyage_interval: Optional[float] = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls."),
-    cohere_tpm: Optional[int] = typer.Option(None, "--cohere-tpm", help="Cohere tokens per minute."),
-    cohere_rpm: Optional[int] = typer.Option(None, "--cohere-rpm", help="Cohere requests per minute."),
-    cohere_interval: Optional[float] = typer.Option(None, "--cohere-interval", help="Seconds between Cohere calls."),
-    gemini_tpm: Optional[int] = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute."),
-    gemini_rpm: Optional[int] = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute."),
-    gemini_interval: Optional[float] = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls."),
-    mixedbread_tpm: Optional[int] = typer.Option(None, "--mixedbread-tpm", help="Mixedbread tokens per minute."),
-    mixedbread_rpm: Optional[int] = typer.Option(None, "--mixedbread-rpm", help="Mixedbread requests per minute."),
+    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(
+        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
+    ),
+    voyage_tpm: Optional[int] = typer.Option(
+        None, "--voyage-tpm", show_default=budget_default("voyage", "tpm"), help="Voyage tokens per minute."
+    ),
+    voyage_rpm: Optional[int] = typer.Option(
+        None, "--voyage-rpm", show_default=budget_default("voyage", "rpm"), help="Voyage requests per minute."
+    ),
+    voyage_interval: Optional[float] = typer.Option(
+        None,
+        "--voyage-interval",
+        show_default=budget_default("voyage", "interval"),
+        help="Seconds between Voyage calls.",
+    ),
+    cohere_tpm: Optional[int] = typer.Option(
+        None, "--cohere-tpm", show_default=budget_default("cohere", "tpm"), help="Cohere tokens per minute."
+    ),
+    cohere_rpm: Optional[int] = typer.Option(
+        None, "--cohere-rpm", show_default=budget_default("cohere", "rpm"), help="Cohere requests per minute."
+    ),
+    cohere_interval: Optional[float] = typer.Option(
+        None,
+        "--cohere-interval",
+        show_default=budget_default("cohere", "interval"),
+        help="Seconds between Cohere calls.",
+    ),
+    gemini_tpm: Optional[int] = typer.Option(
+        None, "--gemini-tpm", show_default=budget_default("gemini", "tpm"), help="Gemini tokens per minute."
+    ),
+    gemini_rpm: Optional[int] = typer.Option(
+        None, "--gemini-rpm", show_default=budget_default("gemini", "rpm"), help="Gemini requests per minute."
+    ),
+    gemini_interval: Optional[float] = typer.Option(
+        None,
+        "--gemini-interval",
+        show_default=budget_default("gemini", "interval"),
+        help="Seconds between Gemini calls.",
+    ),
+    mixedbread_tpm: Optional[int] = typer.Option(
+        None, "--mixedbread-tpm", show_default=budget_default("mixedbread", "tpm"), help="Mixedbread tokens per minute."
+    ),
+    mixedbread_rpm: Optional[int] = typer.Option(
+        None,
+        "--mixedbread-rpm",
+        show_default=budget_default("mixedbread", "rpm"),
+        help="Mixedbread requests per minute.",
+    ),
     mixedbread_interval: Optional[float] = typer.Option(
-        None, "--mixedbread-interval", help="Seconds between Mixedbread calls."
+        None,
+        "--mixedbread-interval",
+        show_default=budget_default("mixedbread", "interval"),
+        help="Seconds between Mixedbread calls.",
     ),
     index_ram: Optional[str] = typer.Option(
         None,
@@ -94,14 +176,26 @@ def run_command(
         None, "--document-prefix", help="openai:<model>: text before each page."
     ),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="openai:<model>: inputs per request (128)."),
-    openai_tpm: Optional[int] = typer.Option(None, "--openai-tpm", help="OpenAI tokens per minute (0: none)."),
-    openai_rpm: Optional[int] = typer.Option(None, "--openai-rpm", help="OpenAI requests per minute (0: none)."),
-    openai_interval: Optional[float] = typer.Option(None, "--openai-interval", help="Seconds between OpenAI calls."),
+    openai_tpm: Optional[int] = typer.Option(
+        None,
+        "--openai-tpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[0]:,}",
+        help="openai:<model> tokens per minute on OpenAI (none on a server of your own; 0: none).",
+    ),
+    openai_rpm: Optional[int] = typer.Option(
+        None,
+        "--openai-rpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[1]:,}",
+        help="openai:<model> requests per minute on OpenAI (none on a server of your own; 0: none).",
+    ),
+    openai_interval: Optional[float] = typer.Option(
+        None, "--openai-interval", show_default="none", help="Seconds between OpenAI calls."
+    ),
     rerank_base_url: Optional[str] = typer.Option(
         None, "--rerank-base-url", help="rerank-api: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS)."
     ),
     rerank_endpoint: Optional[str] = typer.Option(
-        None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style) or score (vLLM)."
+        None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
     ),
     rerank_max_tokens: Optional[int] = typer.Option(
         None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
@@ -177,6 +271,9 @@ def run_command(
     if table is None:
         return
     summary = with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
+    refusal = summary.refusal()
+    if refusal is not None and not summary.usage.as_dict():
+        raise refusal  # every subset refused on its data or options, nothing spent: that reason is the answer
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     from ..providers.prices import spend_text
@@ -188,6 +285,8 @@ def run_command(
         highlight=False,
         soft_wrap=True,
     )
+    if refusal is not None:
+        raise refusal
     if summary.failures:
         from ..errors import SubsetsFailed
 
@@ -208,12 +307,29 @@ def report_command(
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
-    decimals: int = typer.Option(1, min=0, help="Decimals of the x100 scores (0 or more)."),
+    decimals: int = typer.Option(
+        1, min=0, max=MAX_DECIMALS, help=f"Decimals of the x100 scores (0 to {MAX_DECIMALS}: past that, float noise)."
+    ),
     by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
     rule_choice: TieRule = typer.Option(
         TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
     ),
     cost: bool = typer.Option(False, "--cost", help="Add a column: what each method's results cost (USD)."),
+    baseline: Optional[str] = typer.Option(
+        None,
+        "--baseline",
+        help="Compare every method with this one: differences with 95% bootstrap intervals, randomization and "
+        "t-test p-values (Holm-adjusted per table), markers in the tables.",
+    ),
+    compare: bool = typer.Option(False, "--compare", help="Compare every pair of methods (as --baseline does)."),
+    permutations: int = typer.Option(
+        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
+    ),
+    plots: Optional[Path] = typer.Option(
+        None,
+        "--plots",
+        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -221,7 +337,7 @@ def report_command(
     language-mean views per domain."""
     from ..benchmarks import get_benchmark
     from ..io import check_output_file, write_output_text
-    from ..metrics.ndcg_float import check_tie_rule
+    from ..metrics.published.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
 
     if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
@@ -229,18 +345,26 @@ def report_command(
 
         raise UsageError(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
-            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables or CSV)",
+            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables, CSV or a self-contained HTML page)",
         )
     if output is not None:
         check_output_file(output, "--output")
+    if plots is not None:
+        from ..io import ensure_directory
+
+        ensure_directory(plots, "--plots")
+    output_html = output is not None and output.suffix.lower() == ".html"
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and cost:
+    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
         from ..errors import UsageError
 
-        raise UsageError("--cost adds a column to the method tables, not to a --by breakdown", "drop --by or --cost")
+        raise UsageError(
+            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
+            "run them separately",
+        )
     if by is not None:
         from ..breakdown import breakdown_report
 
@@ -264,6 +388,47 @@ def report_command(
                 ),
                 "--output",
             )
+        return
+    if baseline is not None or compare or plots is not None or output_html:
+        from ..report_bundle import build_bundle
+
+        bundle = build_bundle(
+            results_dir,
+            decl,
+            measures,
+            first_stage_only,
+            tie_rule,
+            baseline,
+            compare,
+            permutations,
+            figures=plots is not None or output_html,
+            cost=cost,
+        )
+        try:
+            for note in bundle.notes:
+                typer.echo(f"note: {note}", err=True)
+            text = bundle.markdown(decimals)
+            typer.echo(text)
+            if plots is not None:
+                from ..plots import save
+
+                written = save(bundle.figures, plots)
+                typer.echo(
+                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+                )
+            if output is not None:
+                if output_html:
+                    from ..html_report import report_html
+
+                    write_output_text(output, report_html(bundle, decimals), "--output")
+                else:
+                    write_output_text(
+                        output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
+                    )
+        finally:
+            from ..plots import close
+
+            close(bundle.figures)
         return
     tables: list = []
     notes: list[str] = []

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 
 
 @app.command("serve-reranker", context_settings={"allow_extra_args": True, "ignore_unknown_options": False})

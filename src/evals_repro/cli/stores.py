@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
-from .options import LIST_HELP, Content, Parsing, split_list, value_of
+from .options import LIST_HELP, MAX_ATTEMPTS_DEFAULT, TIMEOUT_DEFAULT, Content, Parsing, split_list, value_of
 
 
 @app.command("mixedbread-upload")
@@ -25,8 +25,10 @@ def mixedbread_upload_command(
     cache_dir: Path = typer.Option(
         Path("cache"), "--cache-dir", help="Keeps the upload journal (uploads a killed run left unattached)."
     ),
-    timeout: Optional[float] = typer.Option(None, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts per API request (default 6)."),
+    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
+    max_attempts: Optional[int] = typer.Option(
+        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
+    ),
     plan: bool = PLAN,
     max_cost: Optional[float] = MAX_COST,
     prices: Optional[Path] = PRICES,
@@ -38,7 +40,7 @@ def mixedbread_upload_command(
     from ..providers.prices import spend_text
     from ..stores.upload import upload_benchmark
     from ..usage import Usage
-    from . import given_options
+    from .application import given_options
 
     options = given_options(timeout=timeout, max_attempts=max_attempts)
     chosen = split_list(subsets, "--subsets")

@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
-from . import app, given_options
+from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
-from .options import LIST_HELP, split_list
+from .options import LIST_HELP, TIMEOUT_DEFAULT, split_list
 
 study_app = typer.Typer(
     help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
@@ -24,16 +24,20 @@ MODELS = typer.Option(
     f"offline: minilm, e5), reranker:model, or rerank-api:<served model>; {LIST_HELP} (several may also follow one --models).",
 )
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
-TIMEOUT = typer.Option(None, "--timeout", help="API request timeout in seconds.")
-VOYAGE_TPM = typer.Option(None, "--voyage-tpm", help="Voyage tokens per minute (2,000,000).")
-VOYAGE_INTERVAL = typer.Option(None, "--voyage-interval", help="Seconds between Voyage calls (3).")
+# The study's own defaults (study.quality.STUDY_DEFAULT_OPTIONS; tests/test_robust_inputs.py keeps them equal).
+STUDY_VOYAGE_TPM, STUDY_VOYAGE_INTERVAL = 2_000_000, 3.0
+TIMEOUT = typer.Option(None, "--timeout", show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
+VOYAGE_TPM = typer.Option(None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute.")
+VOYAGE_INTERVAL = typer.Option(
+    None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
+)
 RERANK_BASE_URL = typer.Option(
     None,
     "--rerank-base-url",
     help="rerank-api:<model>: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS).",
 )
 RERANK_ENDPOINT = typer.Option(
-    None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style) or score (vLLM)."
+    None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
 )
 RERANK_MAX_TOKENS = typer.Option(
     None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
@@ -74,7 +78,10 @@ def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
 @study_app.command("prepare")
 def prepare_command(
     benchmark: list[str] = typer.Option(
-        ["all"], "--benchmark", "-b", help=f"'all' = the study's seven groups (every [study] benchmark); {LIST_HELP}."
+        ["all"],
+        "--benchmark",
+        "-b",
+        help=f"'all' = the study's seven groups (every benchmark with a \\[study] table); {LIST_HELP}.",
     ),
     subsets: Optional[list[str]] = typer.Option(
         None, "--subsets", "-s", help=f"Subsets (default: all of each benchmark); {LIST_HELP}."
@@ -164,7 +171,9 @@ def latency_command(
     benchmark: list[str] = typer.Option(
         ["all"], "--benchmark", "-b", help=f"Prepared benchmarks or groups to time; {LIST_HELP}."
     ),
-    samples: int = typer.Option(20, help="Timed queries per dataset (a benchmark, or each subset: [study])."),
+    samples: int = typer.Option(
+        20, help="Timed queries per dataset: a benchmark, or each of its subsets where its \\[study] table says so."
+    ),
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42, help="Seed of the query sample (the same seed times the same queries)."),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
@@ -210,11 +219,15 @@ def latency_command(
 
 @study_app.command("report")
 def report_command(
-    study_dir: Path = STUDY_DIR, resamples: int = typer.Option(2000, help="Bootstrap resamples.")
+    study_dir: Path = STUDY_DIR,
+    resamples: int = typer.Option(2000, help="Bootstrap resamples of the latency and quality intervals (at least 40)."),
+    permutations: int = typer.Option(
+        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
+    ),
 ) -> None:
-    """Write report.md, quality.csv and latency-summary.json, and print report.md."""
+    """Write report.md, quality.csv, comparisons.csv, latency-summary.json, plots/ and report.html; print report.md."""
     from ..study.report import write_report
 
-    paths = write_report(study_dir, resamples=resamples)
+    paths = write_report(study_dir, resamples=resamples, permutations=permutations)
     typer.echo(paths["report"].read_text(encoding="utf-8"))
     _echo("wrote " + ", ".join(str(p) for p in paths.values()))

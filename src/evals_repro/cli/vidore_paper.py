@@ -8,9 +8,18 @@ from typing import Optional
 
 import typer
 
-from . import app
+from .application import app
 from .costs import MAX_COST, PLAN, PRICES
-from .options import LIST_HELP, AnswerContext, BoxConventionChoice, split_list, value_of
+from .options import (
+    LIST_HELP,
+    MAX_ATTEMPTS_DEFAULT,
+    TIMEOUT_DEFAULT,
+    AnswerContext,
+    BoxConventionChoice,
+    budget_default,
+    split_list,
+    value_of,
+)
 
 grounding_app = typer.Typer(
     help="ViDoRe v3 visual grounding: annotator agreement (offline) and model boxes.", no_args_is_help=True
@@ -22,20 +31,41 @@ LANGUAGE_HELP = "Query language to evaluate (default: each domain's native langu
 BENCHMARK = typer.Option("vidore-v3", "--benchmark", "-b", help="The ViDoRe v3 benchmark declaration to read.")
 SUBSETS = typer.Option(None, "--subsets", "-s", help=f"Domains (default: all); {LIST_HELP}.")
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and page caches.")
-GEMINI_TPM = typer.Option(None, "--gemini-tpm", help="Gemini tokens per minute.")
-GEMINI_RPM = typer.Option(None, "--gemini-rpm", help="Gemini requests per minute.")
-GEMINI_INTERVAL = typer.Option(None, "--gemini-interval", help="Seconds between Gemini calls.")
-OPENAI_TPM = typer.Option(None, "--openai-tpm", help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).")
-OPENAI_RPM = typer.Option(None, "--openai-rpm", help="OpenAI-compatible requests per minute; 0 = no budget.")
-OPENAI_INTERVAL = typer.Option(None, "--openai-interval", help="Seconds between OpenAI-compatible calls.")
+GEMINI_TPM = typer.Option(
+    None, "--gemini-tpm", show_default=budget_default("gemini", "tpm"), help="Gemini tokens per minute."
+)
+GEMINI_RPM = typer.Option(
+    None, "--gemini-rpm", show_default=budget_default("gemini", "rpm"), help="Gemini requests per minute."
+)
+GEMINI_INTERVAL = typer.Option(
+    None, "--gemini-interval", show_default=budget_default("gemini", "interval"), help="Seconds between Gemini calls."
+)
+OPENAI_TPM = typer.Option(
+    None,
+    "--openai-tpm",
+    show_default=budget_default("openai", "tpm"),
+    help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).",
+)
+OPENAI_RPM = typer.Option(
+    None,
+    "--openai-rpm",
+    show_default=budget_default("openai", "rpm"),
+    help="OpenAI-compatible requests per minute; 0 = no budget.",
+)
+OPENAI_INTERVAL = typer.Option(
+    None,
+    "--openai-interval",
+    show_default=budget_default("openai", "interval"),
+    help="Seconds between OpenAI-compatible calls.",
+)
 LANGUAGE = typer.Option(None, "--language", help=LANGUAGE_HELP)
 REVISION = typer.Option(None, help="Load another dataset revision than the declared pin.")
 GENERATOR = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>.")
 TEMPERATURE = typer.Option(None, help="Generator temperature (default: the provider's).")
 MAX_OUTPUT_TOKENS = typer.Option(None, "--max-output-tokens", help="Generator output cap.")
 WORKERS = typer.Option(4, help="Concurrent calls.")
-TIMEOUT = typer.Option(None, help="API request timeout in seconds.")
-MAX_ATTEMPTS = typer.Option(None, "--max-attempts", help="Attempts per call (default 6).")
+TIMEOUT = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
+MAX_ATTEMPTS = typer.Option(None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per call.")
 # What `answer` and `grounding predict` pass on to the providers, by parameter name.
 LLM_OPTIONS = (
     "workers",
@@ -95,7 +125,7 @@ EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 def _llm_options(ctx: typer.Context, *extra: str) -> dict:
     """The provider options the user set, read from the command's parameters by name: `answer` and
     `grounding predict` take the same set (LLM_OPTIONS), so an option added there reaches both."""
-    from . import given_options
+    from .application import given_options
 
     return given_options(**{name: ctx.params[name] for name in (*LLM_OPTIONS, *extra)})
 
@@ -238,7 +268,8 @@ def predict_command(
     openai_interval: Optional[float] = OPENAI_INTERVAL,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
-    """Answer with inline boxes over each query's annotated pages; score against every annotator (resumable)."""
+    """Answer with inline boxes over each query's relevant pages only (unlike the paper: the pages annotators
+    rejected are not published); score against every annotator (resumable)."""
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
     from ..vidore_paper.llm import GenerationSettings
 

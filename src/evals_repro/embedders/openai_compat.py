@@ -29,7 +29,7 @@ from ..errors import ConfigurationError, UsageError, choices
 from ..providers.batching import estimate_tokens
 from ..providers.errors_map import MalformedAnswer
 from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls
-from ..providers.settings import ProviderSettings
+from ..providers.settings import OPENAI_EMBEDDING_BUDGET, ProviderSettings
 from ..registry import EMBEDDERS
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
@@ -43,7 +43,7 @@ PREFIX_STYLES: dict[str, tuple[str, str]] = {
 DEFAULT_BATCH_SIZE = 128
 MAX_BATCH_ITEMS = 2048  # OpenAI: at most 2,048 inputs per request
 MAX_REQUEST_TOKENS = 300_000  # OpenAI: at most 300,000 tokens summed over a request's inputs
-OPENAI_EMBED_TPM, OPENAI_EMBED_RPM = 1_000_000, 3_000  # OpenAI tier 1, text-embedding-3-*
+OPENAI_EMBED_TPM, OPENAI_EMBED_RPM = OPENAI_EMBEDDING_BUDGET  # OpenAI tier 1, text-embedding-3-*
 IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
 URLS_ENV = "OPENAI_BASE_URLS"
 OPTIONS = ("base_url", "dimensions", "prefix_style", "query_prefix", "document_prefix", "batch_size")

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 # Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
 # isort: off
-from . import ndcg, ap, recall, precision, rr, success, judged, ndcg_float, diversity, coverage, p_mrr  # noqa: F401
-from . import trec_measures
+from .trec import ours, judged  # noqa: F401
+from .published import ndcg_float, diversity, coverage, p_mrr, passage_in_context  # noqa: F401
+from .trec import names as trec_names
 
 # isort: on
-from .base import (
+from .protocol import (
+    DEFAULT_MEASURES,
     FAMILIES,
     EvalData,
     Family,
     Measure,
     PerQuery,
+    ScoringProtocol,
     expand_measure,
     get_measure,
     measure_forms,
@@ -39,13 +42,12 @@ from .base import (
     register,
 )
 
-register(trec_measures.FAMILY)
+register(trec_names.FAMILY)
 
 from .evaluate import aggregate, evaluate, judged_queries, mean, scored_queries  # noqa: E402
-from .protocol import DEFAULT_MEASURES, ScoringProtocol  # noqa: E402
 from .ranking import trec_ranked  # noqa: E402
-from .trec_files import iter_columns, read_trec_qrels, read_trec_run  # noqa: E402
-from .trec_output import trec_eval_lines  # noqa: E402
+from .trec_io.read import iter_columns, read_trec_qrels, read_trec_run  # noqa: E402
+from .trec_io.write import trec_eval_lines  # noqa: E402
 
 __all__ = [
     "DEFAULT_MEASURES",

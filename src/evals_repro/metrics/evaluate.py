@@ -13,10 +13,9 @@ from itertools import chain
 from typing import Any
 
 from ..errors import DataError, EvalsError
-from .base import EvalData, Measure, PerQuery, expand_measure
-from .complete import clean
-from .protocol import ScoringProtocol
+from .protocol import EvalData, Measure, PerQuery, ScoringProtocol, expand_measure, running_sum
 from .ranking import check_scores
+from .trec.complete import clean
 
 MIN_GEO_MEAN = 0.00001  # trec_eval's floor for gm_map / gm_bpref
 
@@ -80,6 +79,11 @@ def prepare(
     # pytrec_eval reads plain dicts of float scores and int grades. The checks run at C speed over
     # the whole run and fall back to the per-query work only when something needs fixing or naming.
     given = {qid: run.get(qid) or {} for qid in qids}
+    if protocol.ignore_identical_ids:  # BEIR's / mteb's evaluator: the query's own id is not a result
+        given = {
+            qid: {doc: s for doc, s in scores.items() if doc != qid} if qid in scores else scores
+            for qid, scores in given.items()
+        }
     prepared: dict[str, dict[str, float]] = (
         given  # type: ignore[assignment]
         if all(type(scores) is dict for scores in given.values())
@@ -166,10 +170,10 @@ def aggregate(name: str, values: list[float]) -> float:
     """The `all` value of one measure over per-query values (mean, sum or geometric mean)."""
     how = _aggregation(name)
     if how == "sum":
-        return float(sum(values))
+        return running_sum(values)
     if how == "gmean":
-        return math.exp(sum(math.log(max(v, MIN_GEO_MEAN)) for v in values) / len(values))
-    return sum(values) / len(values)
+        return math.exp(running_sum(math.log(max(v, MIN_GEO_MEAN)) for v in values) / len(values))
+    return running_sum(values) / len(values)
 
 
 def mean(per_query: Mapping[str, Mapping[str, float]], qids: Iterable[str] | None = None) -> dict[str, float]:

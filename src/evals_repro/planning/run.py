@@ -62,7 +62,7 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
                 existing = read_record(path)
             except DamagedResult:
                 existing = None
-        asked_for, languages, _, coverage = subset_coverage(
+        asked_for, languages, _, coverage, _ = subset_coverage(
             request, prepared.decl, subset, prepared.spec, prepared.ctx, prepared.protocol, existing, path, say
         )
         if request.resume and existing is not None:

@@ -18,6 +18,11 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "EMPTY"  # sent to a server of your own that takes no key (the SDK insists on one); vLLM's docs use it
 
 
+def openai_key_required(base_url: str | None) -> bool:
+    """OPENAI_API_KEY is needed for OpenAI itself, optional for a server of your own (vLLM, TEI, Infinity)."""
+    return not (base_url and base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL)
+
+
 def openai_key(base_url: str | None) -> str | None:
     """OPENAI_API_KEY; optional when the base URL names a server of your own (a vLLM, TEI or Infinity replica).
 
@@ -28,7 +33,7 @@ def openai_key(base_url: str | None) -> str | None:
     from .keys import load_dotenv_once
 
     load_dotenv_once()
-    if base_url and base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:
+    if not openai_key_required(base_url):
         return os.environ.get(KEY_ENV["openai"], "").strip() or None
     return require_key(KEY_ENV["openai"])
 

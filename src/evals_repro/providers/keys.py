@@ -13,7 +13,11 @@ _lock = threading.Lock()
 
 
 def load_dotenv_once(path: Path | None = None) -> None:
-    """Read `.env` (searched upwards from the working directory) once; the environment always wins."""
+    """Read `.env` (searched upwards from the working directory) once; the environment always wins.
+
+    The file is checked first: bytes that are not UTF-8 or a line python-dotenv cannot parse are one
+    ConfigurationError naming the file and the line (never its content: it holds keys), not a
+    UnicodeDecodeError or dotenv's own warning."""
     global _loaded
     with _lock:
         if _loaded:
@@ -22,8 +26,41 @@ def load_dotenv_once(path: Path | None = None) -> None:
 
         dotenv_path = str(path) if path is not None else find_dotenv(usecwd=True)
         if dotenv_path:
-            load_dotenv(dotenv_path, override=False)
+            import io
+
+            load_dotenv(stream=io.StringIO(_checked_dotenv(Path(dotenv_path))), override=False)
         _loaded = True
+
+
+def _checked_dotenv(path: Path) -> str:
+    """The text of a `.env` file, or ConfigurationError naming `path:line` and what is wrong there."""
+    from dotenv.parser import parse_stream
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{path}: cannot read the .env file ({exc.strerror or type(exc).__name__})",
+            "fix its permissions, or remove it and export the keys",
+        ) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data[:start].count(b"\n") + 1
+        raise ConfigurationError(
+            f"{path}:{line}: the .env file is not valid UTF-8 (byte 0x{data[start]:02x})",
+            "save .env as UTF-8 (keys are plain ASCII)",
+        ) from None
+    import io
+
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            raise ConfigurationError(
+                f"{path}:{binding.original.line}: the .env file has a line that cannot be parsed",
+                "write KEY=value on that line (quote a value holding spaces, # or quotes), or comment it out with #",
+            )
+    return text
 
 
 # Other names the SDKs (and our .env.example) accept for the same key, tried in order.
@@ -32,17 +69,67 @@ ALIASES = {"COHERE_API_KEY": ("CO_API_KEY",), "GEMINI_API_KEY": ("GOOGLE_API_KEY
 
 def require_key(env_var: str) -> str:
     """The key held by `env_var` (or an alias), else ConfigurationError naming the variable, never a value."""
+    return _keys([env_var])[env_var]
+
+
+def require_keys(env_vars: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Every key a command needs, checked at once before any work: all the missing (or malformed) ones are
+    named in one ConfigurationError, never a value."""
+    return _keys(list(dict.fromkeys(env_vars)))
+
+
+def _keys(env_vars: list[str]) -> dict[str, str]:
     load_dotenv_once()
-    names = (env_var, *ALIASES.get(env_var, ()))
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    shown = " or ".join(names)
-    raise ConfigurationError(
-        f"missing API key: {shown} is not set",
-        f"export {env_var}=... or add it to a .env file in the working directory (see .env.example)",
-    )
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    malformed: list[str] = []
+    for env_var in env_vars:
+        names = (env_var, *ALIASES.get(env_var, ()))
+        name, value = next(
+            ((n, os.environ.get(n, "").strip()) for n in names if os.environ.get(n, "").strip()), ("", "")
+        )
+        if not value:
+            missing.append(" or ".join(names))
+            continue
+        flaw = key_flaw(value)
+        if flaw:
+            malformed.append(f"{name} {flaw}")
+            continue
+        found[env_var] = value
+    parts, hints = [], []
+    if missing:
+        many = len(missing) > 1
+        first = missing[0].split(" or ")[0]
+        parts.append(f"missing API key{'s' if many else ''}: {', '.join(missing)} {'are' if many else 'is'} not set")
+        hints.append(
+            f"export {'each (' if many else ''}{first}=...{')' if many else ''} or add {'them' if many else 'it'} "
+            "to a .env file in the working directory (see .env.example)"
+        )
+    if malformed:
+        parts.append(f"malformed API key{'s' if len(malformed) > 1 else ''}: {'; '.join(malformed)}")
+        hints.append(
+            "set the key again as the provider shows it (one line, no quotes or spaces), in the environment or .env"
+        )
+    if parts:
+        raise ConfigurationError("; ".join(parts), "; ".join(hints))
+    return found
+
+
+def key_flaw(value: str) -> str:
+    """What makes a key unusable in an HTTP header (a line break, a control character, a space, non-ASCII),
+    and where: '' for a usable key. Never the key or any part of it."""
+    for position, char in enumerate(value, start=1):
+        if char in "\r\n":
+            return f"holds a line break (character {position} of {len(value)})"
+        if char.isspace():
+            return f"holds whitespace (character {position} of {len(value)})"
+        if ord(char) < 32 or ord(char) == 127:
+            return f"holds a control character (character {position} of {len(value)})"
+        if ord(char) > 126:
+            return f"holds a non-ASCII character (character {position} of {len(value)})"
+        if char in "\"'":
+            return f"holds a quote (character {position} of {len(value)})"
+    return ""
 
 
 FRAGMENT = 8  # a run of this many characters of a key (in any of its forms) is redacted

@@ -7,8 +7,11 @@ server saw the call at some instant before that, so expiring it from the finish 
 client believe budget is free before the server does.
 
 Character-based estimates can be far off a provider's tokenizer, and an over-estimate wastes budget on
-calls in flight. The throttle therefore learns the ratio of reported to estimated tokens (a moving
-average, clamped to 0.2-5) and books new calls at estimate x ratio.
+calls in flight. The throttle therefore learns the ratio of reported to estimated tokens and books new
+calls at estimate x ratio: the first reported count sets the ratio at once (a short run of a few requests
+would otherwise spend most of it on the wrong ratio), later ones move it by a moving average (clamped to
+0.2-5), and calls still in flight are re-booked at the new ratio. A thread waiting for budget is woken
+when a call finishes, so budget a finished call frees is used at once.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ class Throttle:
         min_interval: float = 0.0,
         window: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ):
+        """`sleep=None` waits on the throttle itself (woken when a call finishes); tests pass a fake clock's."""
         self.tokens_per_window = tokens_per_window
         self.requests_per_window = requests_per_window
         self.items_per_window = items_per_window
@@ -57,9 +61,11 @@ class Throttle:
         self.sleep = sleep
         self._tickets: deque[Ticket] = deque()
         self._lock = threading.Lock()
+        self._finished = threading.Condition(self._lock)  # notified when a call finishes or is re-booked
         self._last_start = float("-inf")
         self._paused_until = float("-inf")
         self.scale = 1.0  # learned reported/estimated token ratio
+        self.observations = 0  # reported counts learned from
 
     @classmethod
     def from_settings(cls, settings: ProviderSettings, **kwargs) -> Throttle:
@@ -118,6 +124,10 @@ class Throttle:
                     self._tickets.append(ticket)
                     self._last_start = now
                     return ticket, waited
+                if self.sleep is None:
+                    self._finished.wait(wait)
+                    waited += self.clock() - now
+                    continue
             self.sleep(wait)
             waited += wait
 
@@ -128,9 +138,18 @@ class Throttle:
             if tokens is not None:
                 ticket.tokens = tokens
                 if ticket.estimate > 0 and tokens > 0:
-                    observed = tokens / ticket.estimate
-                    self.scale = min(SCALE_MAX, max(SCALE_MIN, (1 - SCALE_ALPHA) * self.scale + SCALE_ALPHA * observed))
+                    self._learn(tokens / ticket.estimate)
             ticket.done = True
+            self._finished.notify_all()
+
+    def _learn(self, observed: float) -> None:
+        """Take the first observed ratio as it is, average later ones in; re-book calls in flight at it."""
+        learned = observed if self.observations == 0 else (1 - SCALE_ALPHA) * self.scale + SCALE_ALPHA * observed
+        self.observations += 1
+        self.scale = min(SCALE_MAX, max(SCALE_MIN, learned))
+        for in_flight in self._tickets:
+            if not in_flight.done and in_flight.estimate > 0:
+                in_flight.tokens = math.ceil(in_flight.estimate * self.scale)
 
     def pause(self, seconds: float) -> None:
         """Hold every thread's next call for `seconds` (the provider said it is over budget)."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
 from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
-from ..metrics.ndcg_float import TIE_RULES, ndcg_float_at_k
+from ..metrics.protocol import running_mean
+from ..metrics.published.ndcg_float import TIE_RULES, ndcg_float_at_k
 from ..progress import progress_bar
 
 # Hub model id -> the paper's short name, in the card's row order.
@@ -59,12 +60,12 @@ class Replay:
         languages = [NATIVE_LANGUAGE[domain]] if view == "native" else self.languages
         values = [self.means.get((model, domain, lang, tie_rule), {}).get(metric) for lang in languages]
         present = [v for v in values if v is not None]
-        return sum(present) / len(present) if len(present) == len(values) else None
+        return running_mean(present) if len(present) == len(values) else None
 
     def row_mean(self, view: str, model: str, tie_rule: str, metric: str) -> float | None:
         cells = [self.cell(view, model, d, tie_rule, metric) for d in self.domains]
         present = [c for c in cells if c is not None]
-        return sum(present) / len(present) if len(present) == len(cells) else None
+        return running_mean(present) if len(present) == len(cells) else None
 
 
 def score_query(
@@ -104,8 +105,8 @@ def replay(
                             for q in scored
                         ]
                         result.means[(model, domain, language, rule)] = {
-                            "rcp_ndcg_at_10": sum(p[0] for p in pairs) / len(pairs),
-                            "qrel_ndcg_at_10": sum(p[1] for p in pairs) / len(pairs),
+                            "rcp_ndcg_at_10": running_mean(p[0] for p in pairs),
+                            "qrel_ndcg_at_10": running_mean(p[1] for p in pairs),
                         }
                 bar.advance()
     return result

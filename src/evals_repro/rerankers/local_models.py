@@ -50,6 +50,11 @@ def qwen3_reranker_parts(query: str, instruction: str | None) -> tuple[str, str]
 def zerank2_parts(query: str, instruction: str | None) -> tuple[str, str]:
     """zerank-2: the query is the system turn, the document the user turn, then the generation prompt.
 
+    Whitespace is kept as given, as the pinned revision does: zerank-2@5eae30d5 is a sentence-transformers
+    CrossEncoder (Transformer + LogitScore modules, no remote code) whose pairs become flat `query`/`document`
+    messages holding the texts unchanged, rendered by the checkpoint's chat_template.jinja without trimming.
+    The `.strip()` of query and document belongs to zerank's older custom code (`format_pointwise_datapoints`,
+    the zerank-1 family and the pre-May-2026 remote code), not to this revision.
     An instruction takes ZeroEntropy's recommended form (as in vLLM's zerank2.jinja).
     """
     system = f"<query>{query}</query>\n<instruction>{instruction}</instruction>" if instruction else query

@@ -3,12 +3,17 @@
 Candidates past the depth keep their first-stage order and are placed under every reranked
 score, so ranks 1..depth are the reranker's and the metrics there are meaningful; metrics at
 cut-offs deeper than `depth` mix two rankings and are flagged through `meaningful_depth`.
+A paid reranker's answers are journaled as they arrive (`call_journal.CallJournal`), so a killed run pays on resume
+only for the calls that had not answered.
 """
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
+from ..call_journal import CallJournal, journal_path
 from ..data import Query, Run, Subset
 from ..errors import UsageError
 from ..metrics.ranking import trec_ranked as ranked
@@ -18,6 +23,7 @@ from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .base import Reranker
 
+log = logging.getLogger(__name__)
 PAGE_STYLE = PageStyle.PLAIN  # what every reranker reads for a page, here and in the reranking study
 
 
@@ -37,9 +43,16 @@ class RerankedRetriever:
     """`<first stage>+<reranker>@<depth>`: the Retriever protocol around a first stage and a Reranker."""
 
     def __init__(
-        self, first: Any, reranker: Reranker, depth: int | None, name: str | None = None, workers: int | None = None
+        self,
+        first: Any,
+        reranker: Reranker,
+        depth: int | None,
+        name: str | None = None,
+        workers: int | None = None,
+        journal_dir: Path | None = None,
     ) -> None:
         self.first = first
+        self.journal_dir = journal_dir  # where a paid reranker's answers are journaled (None: not journaled)
         self.reranker = reranker
         self.depth = None if depth is None else int(depth)  # None: every candidate the first stage returns
         self.name = name or f"{first.name}+{reranker.name}" + (f"@{self.depth}" if self.depth else "")
@@ -81,14 +94,39 @@ class RerankedRetriever:
         first_run = self.first.run(subset, queries, top_k)
         pages = subset.page_by_id()
 
+        journal = None
+        if self.journal_dir is not None:
+            journal = CallJournal(journal_path(self.journal_dir, self.name, subset.name), self.reranker.describe())
+
         def rerank_one(query: Query) -> dict[str, float]:
             candidates = ranked(first_run.get(query.id, {}), top_k)
             head = candidates[:depth]
             documents = [page_text(pages[doc_id], PAGE_STYLE) for doc_id, _ in head]
-            scores = self.reranker.rerank(query_text(query, reranker=True), documents) if documents else []
+            text = query_text(query, reranker=True)
+            if not documents:
+                scores: list[float] = []
+            elif journal is not None:
+                scores = journal.answer(
+                    [text, *documents],
+                    lambda: self.reranker.rerank(text, documents),
+                    lambda answer: [float(s) for s in answer],
+                )
+            else:
+                scores = self.reranker.rerank(text, documents)
             return merge_reranked(candidates, depth, scores)
 
-        return run_queries(f"rerank {subset.name} ({self.reranker.name})", queries, self.workers, rerank_one)
+        try:
+            return run_queries(f"rerank {subset.name} ({self.reranker.name})", queries, self.workers, rerank_one)
+        finally:
+            if journal is not None:
+                journal.close()
+                if journal.reused:
+                    log.info(
+                        "rerank %s: %d answer(s) reused from %s (paid for by an earlier run)",
+                        subset.name,
+                        journal.reused,
+                        journal.path,
+                    )
 
     def describe(self) -> dict[str, Any]:
         return {

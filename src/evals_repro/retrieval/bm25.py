@@ -34,7 +34,7 @@ from ..registry import METHODS
 from ..rendering import PageStyle, page_text
 from ..rendering import describe as describe_style
 from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index
-from .tokenize import TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
+from .tokenize import STEMMERS, TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
 K1 = 1.5
 B = 0.75
@@ -46,9 +46,10 @@ PAGE_STYLE = PageStyle.PLAIN  # the title (MIRACL-VISION's "prefixed text"), the
 
 
 def numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
+    """Whether numba is installed and on: looked up, not imported (its 0.3 s import waits for the first search)."""
+    from importlib.util import find_spec
+
+    if find_spec("numba") is None:
         return False
     return os.environ.get("NUMBA_DISABLE_JIT") in (None, "", "0")
 
@@ -236,7 +237,11 @@ class BM25Retriever:
         }
 
 
-@METHODS.register("bm25", description="BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)")
+@METHODS.register(
+    "bm25",
+    description="BM25 (bm25s, Lucene, k1=1.5, b=0.75, Snowball stemmer)",
+    languages=tuple(STEMMERS),  # corpus languages it can analyse, checked before any data is loaded
+)
 def build(name: str, ctx: MethodContext) -> BM25Retriever:
     if ctx.content == "images":
         raise UsageError(

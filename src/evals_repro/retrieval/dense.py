@@ -18,7 +18,6 @@ query in one read of that file, with the same results as the in-memory ExactInde
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import numpy as np
@@ -35,25 +34,11 @@ from ..registry import EMBEDDERS
 from ..rendering import ModelInput, PageStyle, query_text, render_page
 from ..rendering import describe as describe_style
 from .exact import ExactIndex
+from .sizes import parse_size  # noqa: F401  (here since --index-ram was read here)
 
 # Items per embedder call when the embedder does not say (API embedders split further themselves).
 DEFAULT_CALL_SIZE = 1024
 SEARCH_BLOCK = 256  # queries per ExactIndex call, so the search bar moves
-
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_size(value: Any, option: str = "--index-ram") -> int | None:
-    """Bytes from 123, "512M", "8G", "8GiB" or "1.5T"; None for "auto" (or None)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(value).lower())
-    if not match:
-        raise UsageError(f"{option} '{value}' is not a size", "pass bytes such as 8G, 512M or 2000000000, or auto")
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
 def _read_int(path: str) -> int | None:

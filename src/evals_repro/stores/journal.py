@@ -73,7 +73,7 @@ class UploadJournal:
         """(uploads not deleted, in order; sends never answered) from earlier runs."""
         uploads: dict[str, Upload] = {}
         sends: dict[tuple[str, str], Sending] = {}
-        for record in read_jsonl(self.path):
+        for record in read_jsonl(self.path, damaged="set-aside"):
             event = record.get("event")
             if event == "sending":
                 key = (str(record["page"]), str(record["sha256"]))

@@ -7,6 +7,7 @@ missing or incomplete store stops the run with the upload command that fixes it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..context import MethodContext
@@ -97,7 +98,7 @@ class StoreRetriever:
                 f"(first missing: {', '.join(missing[:3])})",
                 f"finish the upload: {fix}",
             )
-        self.stores[subset.name] = name
+        self.stores = {subset.name: name}  # the record of a subset names its own store only
         return store, {item.id: pid for pid, item in files.items()}
 
     def _search_options(self, subset: Subset) -> dict[str, Any]:
@@ -112,28 +113,34 @@ class StoreRetriever:
         return options
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
+        from ..call_journal import CallJournal, journal_path
+
         store, file_pages = self.check_store(subset)
         options = self._search_options(subset)
         known = {page.id for page in subset.pages}
+        # Every answered search is journaled: a killed run searches again only for queries without an answer.
+        # The identity holds the store's files (their ids change when pages are uploaded again) and the options.
+        identity = {"store": store.id, "files": sorted(file_pages.items()), "top_k": top_k, "options": options}
+        journal = CallJournal(journal_path(Path(self.ctx.cache_dir) / "store-searches", self.name, store.id), identity)
 
         def search(query: Query) -> dict[str, float]:
-            from ..providers.retry import call_with_retries
+            def paid() -> dict[str, float]:
+                answer = self.call(
+                    lambda: self.client.stores.search(
+                        store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options
+                    ),
+                    "store search",
+                    self.billed_units(),
+                )
+                return best_chunk_per_page(list(answer.data), file_pages)
 
-            answer = call_with_retries(
-                self.settings,
-                lambda: self.client.stores.search(
-                    store_identifiers=[store.id], query=query.text, top_k=top_k, search_options=options
-                ),
-                usage=self.ctx.usage,
-                what="store search",
-                model=STORE_MODEL,
-                bill=lambda _: self.billed_units(),
-                estimate=self.billed_units(),
-            )
-            scores = best_chunk_per_page(list(answer.data), file_pages)
-            return {pid: score for pid, score in scores.items() if pid in known}
+            scores = journal.answer([query.text], paid)
+            return {pid: float(score) for pid, score in scores.items() if pid in known}
 
-        return run_queries(f"search {store.name}", queries, self.workers, search)
+        try:
+            return run_queries(f"search {store.name}", queries, self.workers, search)
+        finally:
+            journal.close()
 
     def billed_units(self) -> dict[str, float]:
         """A store search is billed per query, at the reranking rate when the store reranks."""

@@ -41,7 +41,7 @@ def study_costs(study_dir: Path) -> dict[str, Any]:
     """Per model: USD per phase and in all, the queries its quality phase scored, USD per 1,000 queries."""
     models: dict[str, dict[str, Any]] = {}
     for phase, name in PHASES.items():
-        for record in read_jsonl(Path(study_dir) / name):
+        for record in read_jsonl(Path(study_dir) / name, damaged="skip"):
             if not record.get("billed"):
                 continue
             entry = models.setdefault(record["model"], {"billed": {}, "queries": set(), "phases": {}})

@@ -32,7 +32,17 @@ from .candidates import Candidate
 from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
-from .models import DEFAULT_MODELS, StudyModel, add_spent, build_all, call_costs, call_record, parse_models, preflight
+from .models import (
+    DEFAULT_MODELS,
+    StudyModel,
+    add_spent,
+    build_all,
+    call_costs,
+    call_record,
+    parse_models,
+    preflight,
+    require_model_keys,
+)
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
 
@@ -143,6 +153,7 @@ def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = No
     if request.samples < 1 or request.repeats < 1:
         raise UsageError("--samples and --repeats must be at least 1", "use e.g. --samples 20 --repeats 5")
     models = parse_models(request.models)
+    require_model_keys(models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)
@@ -179,7 +190,7 @@ def require_checked_sessions(study_dir: Path, manifest: dict[str, Any], names: l
         return
     sessions = manifest.get("sessions", [])
     for path in (study_dir / LATENCY, study_dir / WARMUP):
-        for record in read_jsonl(path):
+        for record in read_jsonl(path, damaged="set-aside"):
             name = record.get("model")
             if name not in names:
                 continue
@@ -210,12 +221,14 @@ def warmup_queries(lookup: dict, plan: dict[str, Any]) -> dict[tuple[str, str], 
     return warmup_query
 
 
-def remaining_calls(study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None):
+def remaining_calls(
+    study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None, damaged: str = "skip"
+):
     """The timed calls still to make (in schedule order), and the (model, benchmark, subset, query, repeat)
-    keys already recorded."""
+    keys already recorded (a damaged line is skipped by a plan, set aside by the writer)."""
     done = {
         (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
-        for r in read_jsonl(Path(study_dir) / LATENCY)
+        for r in read_jsonl(Path(study_dir) / LATENCY, damaged=damaged)
         if r.get("status") == "ok"
     }
     calls = [
@@ -239,7 +252,7 @@ def _run(
 ) -> dict[str, int]:
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     warmup_query = warmup_queries(lookup, plan)
-    calls, done = remaining_calls(study_dir, plan, models, timed)
+    calls, done = remaining_calls(study_dir, plan, models, timed, damaged="set-aside")
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}

@@ -64,6 +64,14 @@ def parse_models(names: list[str]) -> list[StudyModel]:
     return models
 
 
+def require_model_keys(models: list[StudyModel]) -> None:
+    """Every API key the models need, checked at once before any work (one line naming all the missing ones)."""
+    from ..providers.keys import require_keys
+    from ..registry import RERANKERS
+
+    require_keys([env for env in (RERANKERS.require(m.reranker).key_env for m in models) if env])
+
+
 def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any], planning: bool = False):
     """A fresh reranker with a private Usage (returned alongside) for one worker thread (a plan's: no client)."""
     from ..registry import RERANKERS

@@ -188,6 +188,8 @@ def _prepare_subset(
         "subset": name,
         "first_stage": first,
         "study": study_entry(decl),
+        # mteb's rule for the task this subset reproduces (FiQA2018): scoring drops a document whose id is the query's
+        "ignore_identical_ids": bool(decl.subset_source(name).get("ignore_identical_ids", False)),
         "data_digest": subset.data_digest(),
         "revision": subset.source.get("revision"),
         "source": {k: v for k, v in subset.source.items() if k not in ("origin", "checks")},

@@ -37,6 +37,7 @@ from .models import (
     call_record,
     parse_models,
     preflight,
+    require_model_keys,
 )
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def completed_requests(study_dir: Path) -> set[tuple[str, str, str]]:
     """(model, model id, request digest) of every request answered in full."""
     return {
         (r["model"], r.get("model_id") or "", r["request_digest"])
-        for r in read_jsonl(Path(study_dir) / QUALITY)
+        for r in read_jsonl(Path(study_dir) / QUALITY, damaged="set-aside")
         if r.get("status") == "ok"
     }
 
@@ -129,6 +130,7 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = No
     if request.workers < 1:
         raise UsageError(f"--quality-workers {request.workers} must be at least 1", "use e.g. 2")
     models = parse_models(request.models)
+    require_model_keys(models)
     options = {**STUDY_DEFAULT_OPTIONS, **request.options}
     with study_writer(study_dir, echo) as command:
         manifest, items = load_prepared(study_dir)

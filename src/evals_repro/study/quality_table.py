@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_jsonl
+from ..metrics.protocol import running_mean
 from .quality import QUALITY, load_prepared
-from .scoring import score
+from .scoring import score_queries
 
 BASELINE = "first stage"
 LEGACY_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "map_at_100")  # manifests before [study]
@@ -29,7 +30,7 @@ TOP_K = 100
 def _mean(values: list[float | None]) -> float | None:
     if not values or any(v is None for v in values):
         return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    return running_mean(values)  # type: ignore[arg-type]
 
 
 def study_of(entry: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +39,19 @@ def study_of(entry: dict[str, Any]) -> dict[str, Any]:
     study.setdefault("measure", "ndcg_at_10")
     study.setdefault("measures", list(LEGACY_MEASURES))
     return study
+
+
+def identical_ids(entry: dict[str, Any]) -> bool:
+    """The dataset's `ignore_identical_ids` as prepared (a manifest from before it was recorded: its declaration's)."""
+    if "ignore_identical_ids" in entry:
+        return bool(entry["ignore_identical_ids"])
+    from ..benchmarks import get_benchmark
+    from ..errors import EvalsError
+
+    try:
+        return bool(get_benchmark(entry["benchmark"]).subset_source(entry["subset"]).get("ignore_identical_ids"))
+    except EvalsError:
+        return False
 
 
 def quality_scores(study_dir: Path) -> dict[str, Any]:
@@ -49,7 +63,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
     answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
     cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
-    for record in read_jsonl(Path(study_dir) / QUALITY):
+    for record in read_jsonl(Path(study_dir) / QUALITY, damaged="skip"):
         if record.get("status") == "ok":
             answers[(record["benchmark"], record["subset"])].setdefault(record["model"], {})[
                 record["request_digest"]
@@ -70,10 +84,14 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
             if all(c.request_digest in got for c in candidates):
                 runs[model] = {c.query_id: dict(zip(c.ids, got[c.request_digest])) for c in candidates}
         scores: dict[str, dict[str, float | None]] = {}
+        per_query: dict[str, dict[str, float]] = {}  # complete runs: query -> headline measure
         for name in [BASELINE, *models]:
             if name in runs:
-                values = score(candidates, runs[name], measures, TOP_K)
+                values, queries = score_queries(
+                    candidates, runs[name], measures, TOP_K, ignore_identical_ids=identical_ids(entry)
+                )
                 scores[name] = {m: (None if math.isnan(v) else v) for m, v in values.items()}
+                per_query[name] = queries.get(study["measure"], {})
             else:
                 scores[name] = dict.fromkeys(measures)
         if study["group"] not in groups:
@@ -85,6 +103,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
             "measure": study["measure"],
             "measures": measures,
             "scores": scores,
+            "per_query": per_query,
             # documents each model had to cut to fit its context, over the subset's answered requests
             "truncated_documents": {m: sum(cut[(bench, subset)].get(m, {}).values()) for m in models},
         }
@@ -128,8 +147,9 @@ def headline_note(quality: dict[str, Any]) -> str:
     return "Headline measure per group: " + "; ".join(parts) + "."
 
 
-def quality_markdown(quality: dict[str, Any]) -> list[str]:
-    """The overall table, then per benchmark one table per declared measure."""
+def quality_markdown(quality: dict[str, Any], marks: dict[tuple[str, str], str] | None = None) -> list[str]:
+    """The overall table (`marks`: (model, group or "overall") -> a marker after the score)."""
+    marks = marks or {}
     names = [BASELINE, *quality["models"]]
     groups = group_scores(quality)
     overall = overall_scores(quality, groups)
@@ -141,8 +161,8 @@ def quality_markdown(quality: dict[str, Any]) -> list[str]:
         "|---|" + "---:|" * (len(order) + 1),
     ]
     for n in names:
-        cells = [pct(groups[g][n]) for g in order]
-        lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(overall[n])} |")
+        cells = [pct(groups[g][n]) + marks.get((n, g), "") for g in order]
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(overall[n])}{marks.get((n, 'overall'), '')} |")
     lines += ["", headline_note(quality)]
     return lines
 
@@ -177,25 +197,42 @@ def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
     return lines
 
 
-def quality_csv(quality: dict[str, Any]) -> str:
-    """One row per dataset/subset and declared measure: baseline and every model (x100)."""
+COMPARISON_FIELDS = ("diff", "low", "high", "p", "p_adjusted")
+
+
+def _comparison_cells(found: Any) -> list[str]:
+    """diff, low, high (x100) and p, p adjusted of one comparison; blanks when there is none."""
+    if found is None:
+        return [""] * len(COMPARISON_FIELDS)
+    x100 = ["" if v is None else f"{v * 100:.3f}" for v in (found.diff, found.low, found.high)]
+    return [*x100, f"{found.p:.6g}", "" if found.p_adjusted is None else f"{found.p_adjusted:.6g}"]
+
+
+def quality_csv(quality: dict[str, Any], against: dict[tuple[str, str], Any] | None = None) -> str:
+    """One row per dataset/subset and declared measure: baseline and every model (x100); with `against`
+    ((model, "bench/subset") -> its comparison with the first stage), each model's difference, interval
+    and p-values on the headline measure's row."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     models = quality["models"]
-    writer.writerow(["dataset", "subset", "group", "queries", "metric", "first_stage", "baseline", *models])
+    extra = [f"{m} {field}" for m in models for field in COMPARISON_FIELDS] if against is not None else []
+    writer.writerow(["dataset", "subset", "group", "queries", "metric", "first_stage", "baseline", *models, *extra])
     for bench, subsets in quality["benchmarks"].items():
         for subset, row in subsets.items():
             for measure in row["measures"]:
-                writer.writerow(
-                    [
-                        bench,
-                        subset,
-                        row["group"],
-                        row["queries"],
-                        measure,
-                        row["first_stage"],
-                        pct(row["scores"][BASELINE][measure]),
-                        *(pct(row["scores"][m][measure]) for m in models),
-                    ]
-                )
+                cells = [
+                    bench,
+                    subset,
+                    row["group"],
+                    row["queries"],
+                    measure,
+                    row["first_stage"],
+                    pct(row["scores"][BASELINE][measure]),
+                    *(pct(row["scores"][m][measure]) for m in models),
+                ]
+                if against is not None:
+                    headline = measure == row["measure"]
+                    for m in models:
+                        cells += _comparison_cells(against.get((m, f"{bench}/{subset}")) if headline else None)
+                writer.writerow(cells)
     return buffer.getvalue()

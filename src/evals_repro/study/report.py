@@ -1,4 +1,5 @@
-"""`rerank-study report`: `report.md`, `quality.csv` and `latency-summary.json`.
+"""`rerank-study report`: `report.md`, `quality.csv`, `comparisons.csv`, `latency-summary.json`, the figures
+under `plots/` (PNG and SVG) and the self-contained `report.html`.
 
 Quality (`quality_table`): per benchmark, the first-stage baseline and each model on the frozen
 candidates, on the benchmark's declared measures; a subset score only when every query was
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
+from ..significance import DEFAULT_PERMUTATIONS, check_permutations
+from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
@@ -30,7 +33,7 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
     if not plan_path.exists():
         return {}
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    records = [r for r in read_jsonl(study_dir / LATENCY) if r.get("status") == "ok"]
+    records = [r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok"]
     planned = {b: sum(len(q) for q in subsets.values()) * plan["repeats"] for b, subsets in plan["queries"].items()}
     per_model: dict[str, Any] = {}
     seen: dict[tuple, dict] = {}
@@ -84,8 +87,15 @@ def _ms(stat: dict[str, float] | None) -> str:
     return f"{stat['estimate']:.0f}"
 
 
-def render_markdown(quality: dict[str, Any], latency: dict[str, Any], costs: dict[str, Any] | None = None) -> str:
-    lines = ["# Reranking study", "", *quality_markdown(quality)]
+def render_markdown(
+    quality: dict[str, Any],
+    latency: dict[str, Any],
+    comparisons: StudyComparisons | None = None,
+    costs: dict[str, Any] | None = None,
+) -> str:
+    lines = ["# Reranking study", "", *quality_markdown(quality, comparisons.marks() if comparisons else None)]
+    if comparisons is not None:
+        lines += ["", legend(comparisons), "", *comparisons_markdown(comparisons)]
     for bench in quality["benchmarks"]:
         lines += ["", f"## {bench}", "", *benchmark_markdown(quality, bench)]
         if latency:
@@ -130,16 +140,51 @@ def render_markdown(quality: dict[str, Any], latency: dict[str, Any], costs: dic
     return "\n".join(lines) + "\n"
 
 
-def write_report(study_dir: Path, resamples: int = 2000) -> dict[str, Path]:
+# A 95% percentile interval needs a draw in each 2.5% tail: 40 resamples at the very least.
+MIN_RESAMPLES = 40
+
+
+def check_resamples(resamples: int) -> int:
+    """`--resamples`: a whole number of bootstrap draws, at least MIN_RESAMPLES; anything else is one UsageError."""
+    from ..errors import UsageError
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < MIN_RESAMPLES:
+        raise UsageError(
+            f"--resamples {resamples} is too few: a 95% bootstrap interval needs at least {MIN_RESAMPLES} draws",
+            "use e.g. --resamples 2000 (the default)",
+        )
+    return resamples
+
+
+def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Path]:
+    check_resamples(resamples)
+    check_permutations(permutations)
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
     latency = latency_summary(study_dir, resamples=resamples)
+    data = StudyData(quality, resamples=resamples, permutations=permutations)
+    comparisons = compare_study(quality, data=data)
     paths = {
         "report": study_dir / "report.md",
         "quality": study_dir / "quality.csv",
+        "comparisons": study_dir / "comparisons.csv",
         "latency": study_dir / "latency-summary.json",
+        "html": study_dir / "report.html",
+        "plots": study_dir / "plots",
     }
-    atomic_write_text(paths["report"], render_markdown(quality, latency, study_costs(study_dir)))
-    atomic_write_text(paths["quality"], quality_csv(quality))
+    markdown = render_markdown(quality, latency, comparisons, study_costs(study_dir))
+    atomic_write_text(paths["report"], markdown)
+    atomic_write_text(paths["quality"], quality_csv(quality, comparisons.against_first_stage()))
+    atomic_write_text(paths["comparisons"], comparisons_csv(comparisons))
     atomic_write_json(paths["latency"], latency)
+    from ..plots import close, save
+    from .figures import study_figures
+    from .html import study_html
+
+    figures = study_figures(study_dir, data, latency)
+    try:
+        save(figures, paths["plots"])
+        atomic_write_text(paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations))
+    finally:
+        close(figures)
     return paths

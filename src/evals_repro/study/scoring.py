@@ -36,18 +36,39 @@ def check_measures(names: Iterable[str]) -> None:
 
 
 def score(
-    candidates: list[Candidate], run: Mapping[str, Mapping[str, float]], measures: list[str], depth: int
+    candidates: list[Candidate],
+    run: Mapping[str, Mapping[str, float]],
+    measures: list[str],
+    depth: int,
+    *,
+    ignore_identical_ids: bool = False,
 ) -> dict[str, float]:
-    """{measure: mean over the dataset's queries} for one run over these candidates."""
+    """{measure: mean over the dataset's queries} for one run over these candidates (`ignore_identical_ids`:
+    mteb's rule for tasks such as FiQA2018, a document whose id is the query's is dropped first)."""
+    return score_queries(candidates, run, measures, depth, ignore_identical_ids=ignore_identical_ids)[0]
+
+
+def score_queries(
+    candidates: list[Candidate],
+    run: Mapping[str, Mapping[str, float]],
+    measures: list[str],
+    depth: int,
+    *,
+    ignore_identical_ids: bool = False,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """`score`'s means, and {measure: {query: value}} for every measure that is a mean over queries (not
+    p-MRR, a pair measure): the queries each mean is taken over, for paired comparisons."""
     from .. import metrics as M
-    from ..metrics.p_mrr import p_mrr
+    from ..metrics.published.p_mrr import p_mrr
 
     parsed = {name: parse_study_measure(name) for name in measures}
     qrels = {c.query_id: c.qrels for c in candidates}
     subtopics = {c.query_id: c.extra["subtopics"] for c in candidates if "subtopics" in c.extra}
     bases = list(dict.fromkeys(base for base, _ in parsed.values() if base != "p_mrr"))
-    per_query = M.evaluate(qrels, run, bases, subtopics=subtopics or None) if bases else {}
+    protocol = M.ScoringProtocol(measures=tuple(bases), ignore_identical_ids=ignore_identical_ids) if bases else None
+    per_query = M.evaluate(qrels, run, protocol, subtopics=subtopics or None) if protocol is not None else {}
     out: dict[str, float] = {}
+    queries: dict[str, dict[str, float]] = {}
     for name, (base, variant) in parsed.items():
         if base == "p_mrr":
             changed = {
@@ -57,4 +78,5 @@ def score(
             continue
         qids = [c.query_id for c in candidates if variant is None or c.extra.get("variant") == variant]
         out[name] = M.mean(per_query, qids).get(base, 0.0) if qids else float("nan")
-    return out
+        queries[name] = {q: float(per_query[q][base]) for q in qids if q in per_query}
+    return out, queries

@@ -1,9 +1,10 @@
 """`grounding agreement`: how much ViDoRe v3's annotators agree on where the evidence is (offline).
 
 Per query-page pair with two or three annotators who drew boxes: each annotator's boxes, cut to the
-page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values
-are averaged. A pair with one annotator (or none) is counted but not scored. Per modality, zones hold
-only that modality's boxes and a pair is scored when two annotators drew boxes of it.
+page image (pixels off the page do not exist; the cut boxes are counted), merge into one zone; zones
+are compared pixel-wise (IoU, F1 = Dice); with three annotators the three pairwise values are averaged.
+A pair with one annotator (or none) is counted but not scored. Per modality, zones hold only that
+modality's boxes and a pair is scored when two annotators drew boxes of it.
 
 Aggregates: per domain, the mean over its pairs; `overall`, the mean over all pairs pooled; `macro`,
 the mean of the domain means. Each question is counted once, in one language (native by default).
@@ -21,9 +22,10 @@ from typing import Any
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..io import atomic_write_json, atomic_write_text
+from ..metrics.protocol import running_mean
 from ..progress import progress_bar
 from .annotations import PaperSubset, clip_to_pages, load_paper_subset
-from .zones import pairwise_agreement
+from .zones import pairwise_agreement, zone_area
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ class _Scores:
 
     def block(self) -> dict[str, Any]:
         n = len(self.iou)
-        return {"pairs": n, "iou": sum(self.iou) / n if n else None, "f1": sum(self.f1) / n if n else None}
+        return {"pairs": n, "iou": running_mean(self.iou) if n else None, "f1": running_mean(self.f1) if n else None}
 
 
 def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[str, _Scores]]:
@@ -78,8 +80,8 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
         for page_id in paper.relevant_pages(query.id):
             zones = paper.zones(query.id, page_id)
             agreement = pairwise_agreement(zones)
-            if agreement is None:
-                if any(zones.values()):
+            if agreement is None:  # fewer than two annotators left a box on the page (boxes cut to it)
+                if any(zone_area(boxes) for boxes in zones.values()):
                     single += 1
                 else:
                     unboxed += 1
@@ -131,8 +133,8 @@ def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None 
     scored = [b for b in blocks.values() if b["pairs"]]
     macro = {
         "subsets": len(scored),
-        "iou": sum(b["iou"] for b in scored) / len(scored) if scored else None,
-        "f1": sum(b["f1"] for b in scored) / len(scored) if scored else None,
+        "iou": running_mean(b["iou"] for b in scored) if scored else None,
+        "f1": running_mean(b["f1"] for b in scored) if scored else None,
     }
     overall = pooled.block()
     cut = {k: sum(b["human_boxes"][k] for b in blocks.values()) for k in ("boxes", "cut", "emptied")}

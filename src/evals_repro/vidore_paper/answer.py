@@ -25,7 +25,6 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..errors import UsageError
 from ..io import atomic_write_json, atomic_write_text
-from ..providers.keys import require_key
 from ..usage import Usage
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
@@ -95,7 +94,10 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
     if not request.judge:
-        raise UsageError("--judge is required", "e.g. --judge openai:gpt-5.2 (the paper's judge)")
+        raise UsageError(
+            "--judge is required",
+            "e.g. --judge openai:gpt-5.2 (the paper does not name its judge model: report the one you use)",
+        )
     request.pipeline.validate()
     if request.panel_mode:
         if request.generator or not request.panel:
@@ -119,9 +121,7 @@ def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None
     from ..evaluation import package_versions
 
     generators, judge = _validate(request)
-    require_keys([*generators, judge])
-    for variable in request.pipeline.key_variables():
-        require_key(variable)
+    require_keys([*generators, judge], request.pipeline.key_variables())
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
     names = resolve_subsets(decl, request.subsets)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..io import atomic_write_json, read_jsonl
+from ..metrics.protocol import running_mean
 from . import labels as L
 from .annotations import PaperSubset
 from .llm import ModelSpec
@@ -38,7 +39,7 @@ def accuracy(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:
     scored = [b["accuracy"] for b in per_domain.values() if b["accuracy"] is not None]
     return {
         "overall": block(rows),
-        "macro": sum(scored) / len(scored) if scored else None,
+        "macro": running_mean(scored) if scored else None,
         "domains": per_domain,
     }
 
@@ -86,7 +87,7 @@ def panel_scores(
     domains = [p.name for p in papers]
     panel = [g.name for g in generators]
     keys = [L.query_key(p.name, q.id) for p in papers for q in p.queries]
-    labels = L.labels_from_verdicts(read_jsonl(run_dir / "verdicts.jsonl"), panel, keys)
+    labels = L.labels_from_verdicts(read_jsonl(run_dir / "verdicts.jsonl", damaged="skip"), panel, keys)
     stored = {
         "panel": panel,
         "judge": result["config"]["judge"],

@@ -62,7 +62,7 @@ def request_digest(
 
 def completed(path: Path) -> dict[str, dict[str, Any]]:
     """digest -> the record of every call answered in full (the last one, when repeated)."""
-    return {r["digest"]: r for r in read_jsonl(Path(path)) if r.get("status") == "ok"}
+    return {r["digest"]: r for r in read_jsonl(Path(path), damaged="set-aside") if r.get("status") == "ok"}
 
 
 @dataclass

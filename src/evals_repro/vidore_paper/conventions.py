@@ -26,9 +26,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from .bboxes import Coords
 from .zones import Box
-
-Coords = tuple[float, float, float, float]  # x1, y1, x2, y2 on the model's grid
 
 # Qwen2.5-VL's image processor: patch 14 x merge 2, pixel limits of its preprocessor_config.json.
 QWEN25_FACTOR, QWEN25_MIN_PIXELS, QWEN25_MAX_PIXELS = 28, 3136, 12845056
@@ -164,8 +163,8 @@ def choose_convention(
 
 
 def _choose(model: str, override: str | None, box_scale: float | None) -> tuple[BoxConvention, str]:
-    if box_scale is not None and box_scale < 0:
-        raise UsageError(f"--box-scale {box_scale:g} is negative", "use 1000 (or 0 for page pixels)")
+    if box_scale is not None and not (math.isfinite(box_scale) and box_scale >= 0):
+        raise UsageError(f"--box-scale {box_scale:g} is not a grid size", "use 1000 (or 0 for page pixels)")
     if override not in (None, "auto"):
         if override == GENERIC:
             return generic(1000.0 if box_scale is None else box_scale), "--box-convention"

@@ -1,7 +1,8 @@
 """`grounding predict`: a generator answers with inline boxes over the query's annotated pages; the
 boxes are scored against each annotator with the zone method of `agreement`, best annotator per query.
 
-The candidate pages are the query's relevant pages (qrels, grade descending), shown as images
+The candidate pages are the query's relevant pages only (qrels, grade descending): unlike the paper, which
+also showed the pages its annotators saw and rejected, because those are not published. They are shown as images
 numbered 1..N; the pinned prompt asks for `<bboxes image="N">[...]</bboxes>` in the model family's own
 box convention (conventions.py: Gemini y-first on 0..1000, Qwen3-VL x-first on 0..1000, Qwen2.5-VL
 resized-image pixels), which bboxes.py reads back, never failing on a malformed answer. Queries no
@@ -246,9 +247,8 @@ def _ground_domain(
         model: dict[str, list[Box]] = {}
         for image_number, boxes in parsed.boxes.items():
             page_id = candidates[image_number - 1]
-            size = size_of(page_id)
-            # Already on the model's grid, so on the page up to rounding; cut again so no pixel is off it.
-            model[page_id] = [convention.to_page(b, size).clip(size) for b in boxes]
+            # The parser cut each box to the model's grid over this image, so it maps inside the page.
+            model[page_id] = [convention.to_page(b, size_of(page_id)) for b in boxes]
         score = score_query(model, human)
         assert score is not None  # only queries with human boxes were asked
         human_pages = {p for p, zones in human.items() if any(zone_area(b) for b in zones.values())}

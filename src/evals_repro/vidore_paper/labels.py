@@ -70,4 +70,4 @@ def load_labels(path: Path) -> dict[str, Any] | None:
 
 def rebuild_labels(panel_dir: Path, panel: list[str], queries: list[str]) -> dict[str, dict[str, Any]]:
     """Labels recomputed from a panel directory's stored verdicts alone."""
-    return labels_from_verdicts(read_jsonl(Path(panel_dir) / "verdicts.jsonl"), panel, queries)
+    return labels_from_verdicts(read_jsonl(Path(panel_dir) / "verdicts.jsonl", damaged="skip"), panel, queries)

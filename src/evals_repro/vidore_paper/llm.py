@@ -15,8 +15,7 @@ from typing import Any
 
 from ..errors import ProviderError, UsageError, choices
 from ..providers.batching import estimate_tokens
-from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key
-from ..providers.keys import require_key
+from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key, openai_key_required
 from ..providers.retry import call_with_retries
 from ..providers.settings import KEY_ENV, provider_settings
 from ..usage import Usage
@@ -65,13 +64,15 @@ class Completion:
     finish_reason: str | None
 
 
-def require_keys(specs: list[ModelSpec]) -> None:
-    """Fail before any work when a needed key is missing (naming the variable, never a value)."""
-    for spec in specs:
-        if spec.provider == "gemini":
-            require_key(KEY_ENV["gemini"])
-        elif spec.provider == "openai":
-            openai_key(provider_settings("openai").base_url)
+def require_keys(specs: list[ModelSpec], more: list[str] | tuple[str, ...] = ()) -> None:
+    """Fail before any work when needed keys are missing, naming every one of them in one line (the
+    variables, never a value); `more` adds other variables the command needs (its retrieval pipeline's)."""
+    from ..providers.keys import require_keys as require_all
+
+    needed = [KEY_ENV[spec.provider] for spec in specs if spec.provider == "gemini"]
+    if any(spec.provider == "openai" for spec in specs) and openai_key_required(provider_settings("openai").base_url):
+        needed.append(KEY_ENV["openai"])
+    require_all([*needed, *more])
 
 
 class ChatClient:

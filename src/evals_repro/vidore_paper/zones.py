@@ -1,9 +1,9 @@
 """Zones: the union of an annotator's (or a model's) boxes on a page, compared pixel-wise.
 
 A box covers the pixels [x1, x2) x [y1, y2) (so its area is (x2 - x1) * (y2 - y1)); boxes given with
-x1 > x2 or y1 > y2 are read with their ends swapped. Pixels exist only on the page image: every box,
-an annotator's or a model's, is clipped to its page (`Box.clip`) before any pixel is counted. Overlapping boxes of one zone count their shared
-pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
+x1 > x2 or y1 > y2 are read with their ends swapped. Pixels exist only on the page image: every box
+is on its page before any pixel is counted (an annotator's cut by `Box.clip`, a model's cut to its grid
+over the image by bboxes.py). Overlapping boxes of one zone count their shared pixels once. Areas are exact: the edges of both zones cut the page into a small grid of cells, each
 cell is in or out of a zone, and areas are sums of cell sizes; no page-sized bitmap is drawn.
 
 IoU = |A ∩ B| / |A ∪ B| and F1 (the Dice coefficient) = 2 |A ∩ B| / (|A| + |B|). Both are undefined when
@@ -12,11 +12,21 @@ both zones are empty; callers leave such comparisons out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
+
+from ..metrics.protocol import running_mean
+
+
+def _edge(value: float) -> int:
+    """The pixel edge a fractional coordinate falls to: pixel i (centre i + 0.5) is inside [x1, x2) when
+    x1 <= i + 0.5 < x2, so an edge is ceil(x - 0.5). Python's round() sends halves to the even side: a
+    one-pixel box [10.5, 11.5] became 2 pixels wide and [11.5, 12.5] none."""
+    return math.ceil(value - 0.5)
 
 
 @dataclass(frozen=True)
@@ -28,9 +38,9 @@ class Box:
 
     @classmethod
     def of(cls, x1: float, x2: float, y1: float, y2: float) -> Box:
-        """A box with ordered ends (x1 <= x2, y1 <= y2), rounded to whole pixels."""
-        a, b = sorted((round(x1), round(x2)))
-        c, d = sorted((round(y1), round(y2)))
+        """A box with ordered ends (x1 <= x2, y1 <= y2) on whole pixels: the pixels whose centres it covers."""
+        a, b = sorted((_edge(x1), _edge(x2)))
+        c, d = sorted((_edge(y1), _edge(y2)))
         return cls(a, b, c, d)
 
     @property
@@ -128,8 +138,8 @@ def pairwise_agreement(zones: dict[str, list[Box]]) -> Agreement | None:
         return None
     pairs = [overlap(drawn[a], drawn[b]) for a, b in combinations(sorted(drawn), 2)]
     return Agreement(
-        iou=sum(p.iou for p in pairs) / len(pairs),
-        f1=sum(p.f1 for p in pairs) / len(pairs),
+        iou=running_mean(p.iou for p in pairs),
+        f1=running_mean(p.f1 for p in pairs),
         annotators=len(drawn),
         comparisons=len(pairs),
     )

@@ -1,0 +1,245 @@
+"""Self-contained HTML reports (`report -o report.html`, the study's `report.html`).
+
+One file, readable in any browser without a network or JavaScript: the Markdown the command prints
+(tables with their markers, legends, comparisons) converted to HTML, every figure inline as SVG (text
+drawn as paths), then the protocol and provenance. A Content-Security-Policy allows nothing but the
+page's own inline styles and images, so the page cannot make a request even if something in it tried.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .plots import Figure, svg_markup
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; script-src 'none'"
+STYLE = """
+body { font-family: "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.1em; margin-top: 1.3em; } h4 { font-size: 1em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: anywhere; }
+th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.better { color: #0a7a2f; font-weight: bold; } .worse { color: #b3261e; font-weight: bold; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: 0.85em; color: #555; } code { background: #f3f3f3; padding: 0 0.2em; }
+.meta { color: #555; font-size: 0.9em; }
+"""
+MARKERS = {"▲": "better", "▼": "worse"}
+
+
+def _inline(text: str) -> str:
+    """Escape, then `code` spans and the better/worse markers."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    for mark, css in MARKERS.items():
+        out = out.replace(mark, f'<span class="{css}">{mark}</span>')
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def markdown_to_html(text: str) -> str:
+    """The Markdown this package writes (headings, pipe tables, paragraphs) as HTML."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
+            paragraph.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        heading = re.match(r"^(#{1,6}) (.*)$", line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif line.startswith("|"):
+            flush()
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            out.append(_table(block))
+            continue
+        elif not line.strip():
+            flush()
+        else:
+            paragraph.append(line.strip())
+        i += 1
+    flush()
+    return "\n".join(out)
+
+
+def _table(block: list[str]) -> str:
+    header = _cells(block[0])
+    rules = _cells(block[1]) if len(block) > 1 and set(block[1]) <= set("|-: ") else None
+    body = block[2:] if rules is not None else block[1:]
+    right = [r.endswith(":") for r in rules] if rules else [False] * len(header)
+    rows = ["<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr>"]
+    for line in body:
+        cells = _cells(line)
+        rows.append(
+            "<tr>"
+            + "".join(
+                f'<td class="num">{_inline(c)}</td>' if k < len(right) and right[k] else f"<td>{_inline(c)}</td>"
+                for k, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
+    return "<table>\n" + "\n".join(rows) + "\n</table>"
+
+
+def _scoped_svg(svg: str, prefix: str) -> str:
+    """Prefix every id of one SVG (and its references), so several inline figures never share an id."""
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    if not ids:
+        return svg
+    pattern = re.compile(
+        r'(\bid="|#)(' + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r')(?=["\)])'
+    )
+    return pattern.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
+
+
+def figures_html(figures: Sequence[Figure]) -> str:
+    parts = []
+    for n, item in enumerate(figures, start=1):
+        svg = _scoped_svg(svg_markup(item.figure), f"f{n}")
+        parts.append(
+            f'<figure id="{html.escape(item.name)}" class="plot">\n{svg}\n'
+            f"<figcaption>Figure {n}. {_inline(item.title)}</figcaption>\n</figure>"
+        )
+    return "\n".join(parts)
+
+
+def key_value_table(rows: Iterable[tuple[str, Any]]) -> str:
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def grid_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>{head}{body}</table>"
+
+
+def runtime_versions() -> dict[str, str]:
+    """The packages that made this page (statistics and figures)."""
+    from importlib import metadata
+
+    found = {}
+    for name in ("evals-repro", "numpy", "scipy", "matplotlib"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "(not installed)"
+    return found
+
+
+def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]]) -> str:
+    """The whole document: the Markdown body, the figures, then extra (heading, HTML) sections."""
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    versions = ", ".join(f"{k} {v}" for k, v in runtime_versions().items())
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="meta">Generated {generated} with {html.escape(versions)}.</p>',
+        '<section id="tables">',
+        markdown_to_html(body_markdown),
+        "</section>",
+    ]
+    if figures:
+        parts += ['<section id="plots">', "<h2>Plots</h2>", figures_html(figures), "</section>"]
+    for heading, content in sections:
+        anchor = re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")
+        parts += [f'<section id="{anchor}">', f"<h2>{html.escape(heading)}</h2>", content, "</section>"]
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def report_html(bundle, decimals: int = 1) -> str:
+    """`report -o report.html`: tables and comparisons, plots, protocol, provenance."""
+    from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    results = bundle.results
+    protocol_rows: list[tuple[str, Any]] = [
+        ("benchmark", bundle.benchmark),
+        ("measures", ", ".join(bundle.measures)),
+        ("float-gain tie rule", bundle.tie_rule or "(any)"),
+    ]
+    protocols = sorted({repr(sorted(r.protocol.items())) for r in results})
+    if len(protocols) == 1 and results:
+        protocol_rows += [(f"scoring: {k}", v) for k, v in sorted(results[0].protocol.items()) if k != "measures"]
+    if bundle.comparisons is not None:
+        permutations = bundle.comparisons[0].permutations if bundle.comparisons else "-"
+        protocol_rows += [
+            ("paired comparisons", "randomization test (two-sided) and t-test, Holm-Bonferroni per table"),
+            ("permutations / bootstrap resamples / seed", f"{permutations} / {DEFAULT_RESAMPLES} / {DEFAULT_SEED}"),
+        ]
+    provenance = grid_table(
+        ["method", "subset", "setting", "source", "revision", "data sha256", "queries", "created"],
+        [
+            (
+                r.method,
+                r.subset,
+                r.setting.value,
+                r.source.get("repo") or r.source.get("path") or r.source.get("kind") or "",
+                r.source.get("revision") or "",
+                r.data.combined,
+                r.n_queries,
+                r.created,
+            )
+            for r in sorted(results, key=lambda r: (r.method, r.subset))
+        ],
+    )
+    versions: dict[str, set[str]] = {}
+    for r in results:
+        for name, version in r.versions.items():
+            versions.setdefault(name, set()).add(version)
+    spent: dict[str, dict[str, float]] = {}
+    for r in results:
+        for key, value in r.usage.items():
+            spent.setdefault(r.method, {}).setdefault(key, 0.0)
+            spent[r.method][key] += value
+    created = sorted(r.created for r in results)
+    sections = [
+        ("Protocol", key_value_table(protocol_rows)),
+        ("Provenance", provenance),
+        (
+            "Package versions recorded in the result files",
+            grid_table(["package", "versions"], [(k, ", ".join(sorted(v))) for k, v in sorted(versions.items())]),
+        ),
+        (
+            "Dates and spend",
+            key_value_table(
+                [
+                    ("results created", f"{created[0]} to {created[-1]}" if created else "-"),
+                    *(
+                        (f"spent by {m}", ", ".join(f"{k} {v:g}" for k, v in sorted(u.items()) if v) or "nothing")
+                        for m, u in sorted(spent.items())
+                    ),
+                ]
+            ),
+        ),
+    ]
+    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections)

@@ -1,0 +1,228 @@
+"""Paired comparisons on the same queries: mean differences, bootstrap intervals, p-values, Holm.
+
+Every score a report tables is a weighted sum of stratum means: a subset's score is the mean over
+its queries (one stratum), a crosslingual score the mean of its per-language means (a stratum per
+language), a benchmark average the mean of its subset scores. The difference between two methods
+is the same weighted sum over per-query differences, so resampling and sign flipping are linear in
+the per-query score matrix: one matrix product per stratum gives the draws of every method at once,
+and every pair and every cell that reads the stratum shares them.
+
+- Bootstrap: queries resampled with replacement within each stratum (stratified by subset, and by
+  language in crosslingual cells); percentile interval over `resamples` draws.
+- Randomization test, paired and two-sided: each query's two scores are swapped with probability
+  1/2 (its difference's sign flipped); p = (1 + #{|T*| >= |T|}) / (1 + permutations).
+- Paired t-test: on one stratum exactly `scipy.stats.ttest_rel`; over several, the weighted mean
+  over its stratified standard error, with Welch-Satterthwaite degrees of freedom.
+- Holm-Bonferroni over a family of p-values.
+
+Draws come from `numpy.random.default_rng` seeded with (seed, stratum name), so a p-value depends
+on the data, the seed and the number of draws only: the same on every run, whichever other methods
+or subsets share the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_PERMUTATIONS = 10_000
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 42
+ALPHA = 0.05
+CHUNK = 2_000  # draws per matrix product at most ...
+CHUNK_CELLS = 4_000_000  # ... and at most this many draw x query cells (32 MB of floats) per product
+# |T*| >= |T| up to rounding: the sign patterns that give the observed sum again must count.
+TIE_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Per-query scores of one stratum: rows are queries (one fixed order), columns methods.
+
+    `present[j]` is False for a method without scores here (its column is ignored)."""
+
+    name: str
+    scores: np.ndarray
+    present: np.ndarray
+
+    @classmethod
+    def from_columns(cls, name: str, columns: Sequence[Sequence[float] | None]) -> Stratum:
+        """Columns of equal length (one per method, in the engine's method order; None = absent)."""
+        lengths = {len(c) for c in columns if c is not None}
+        if len(lengths) > 1:
+            raise ValueError(f"stratum {name}: methods have different query counts {sorted(lengths)}")
+        n = lengths.pop() if lengths else 0
+        scores = np.zeros((n, len(columns)))
+        for j, column in enumerate(columns):
+            if column is not None:
+                scores[:, j] = np.asarray(column, dtype=float)
+        return cls(name, scores, np.array([c is not None for c in columns], dtype=bool))
+
+
+@dataclass(frozen=True)
+class PairResult:
+    diff: float  # weighted mean of a - b
+    low: float | None  # percentile bootstrap interval of diff (None: nothing to resample)
+    high: float | None
+    p_randomization: float
+    p_ttest: float | None  # None: a stratum has fewer than 2 queries
+    queries: int
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float | None
+    high: float | None
+
+
+def check_permutations(permutations: int) -> None:
+    """`--permutations` below 1 is refused in one line (a test with no draws has no p-value)."""
+    if permutations < 1:
+        from .errors import UsageError
+
+        raise UsageError(
+            f"--permutations {permutations} must be at least 1",
+            f"use the default {DEFAULT_PERMUTATIONS} (p-values below 0.05 need well over 100)",
+        )
+
+
+def _rng(seed: int, name: str, purpose: str) -> np.random.Generator:
+    """A generator fixed by (seed, stratum name, purpose): never by call order."""
+    words = np.frombuffer(hashlib.sha256(f"{name}\0{purpose}".encode()).digest()[:16], dtype=np.uint32)
+    return np.random.default_rng(np.random.SeedSequence([seed, *(int(w) for w in words)]))
+
+
+def flip_means(scores: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
+    """(permutations, methods): each draw's mean of sign-flipped scores (one sign per query, shared by
+    all methods, so that column a minus column b is the draw of the paired difference a - b)."""
+    n, m = scores.shape
+    out = np.empty((permutations, m))
+    total = scores.sum(axis=0)
+    step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    for start in range(0, permutations, step):
+        rows = min(step, permutations - start)
+        bits = rng.integers(0, 2, size=(rows, n), dtype=np.uint8).astype(np.float64)
+        out[start : start + rows] = (2.0 * (bits @ scores) - total) / n  # sum of (+x | -x) = 2 * sum(+) - total
+    return out
+
+
+def resample_means(scores: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """(resamples, methods): each draw's mean over queries resampled with replacement (paired: one
+    draw of queries shared by all methods)."""
+    n, m = scores.shape
+    out = np.empty((resamples, m))
+    step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        picks = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        out[start : start + rows] = (counts @ scores) / n
+    return out
+
+
+class PairedStats:
+    """Draws per stratum, computed once on first use and shared by every comparison that reads it."""
+
+    def __init__(
+        self,
+        strata: Sequence[Stratum],
+        permutations: int = DEFAULT_PERMUTATIONS,
+        resamples: int = DEFAULT_RESAMPLES,
+        seed: int = DEFAULT_SEED,
+        confidence: float = 0.95,
+    ):
+        if permutations < 1 or resamples < 1:
+            raise ValueError("permutations and resamples must be at least 1")
+        self.strata = list(strata)
+        self.permutations, self.resamples, self.seed, self.confidence = permutations, resamples, seed, confidence
+        self._flips: dict[int, np.ndarray] = {}
+        self._boot: dict[int, np.ndarray] = {}
+
+    def _flip(self, s: int) -> np.ndarray:
+        if s not in self._flips:
+            st = self.strata[s]
+            self._flips[s] = flip_means(st.scores, self.permutations, _rng(self.seed, st.name, "randomization"))
+        return self._flips[s]
+
+    def _resampled(self, s: int) -> np.ndarray:
+        if s not in self._boot:
+            st = self.strata[s]
+            self._boot[s] = resample_means(st.scores, self.resamples, _rng(self.seed, st.name, "bootstrap"))
+        return self._boot[s]
+
+    def _check(self, weights: Mapping[int, float], methods: Sequence[int]) -> None:
+        for s in weights:
+            st = self.strata[s]
+            if st.scores.shape[0] == 0:
+                raise ValueError(f"stratum {st.name} has no queries")
+            missing = [j for j in methods if not st.present[j]]
+            if missing:
+                raise ValueError(f"stratum {st.name} has no scores for method column(s) {missing}")
+
+    def _percentiles(self, draws: np.ndarray, weights: Mapping[int, float]) -> tuple[float | None, float | None]:
+        if all(self.strata[s].scores.shape[0] < 2 for s in weights):  # every draw is the data itself
+            return None, None
+        tail = (1 - self.confidence) / 2 * 100
+        low, high = np.percentile(draws, [tail, 100 - tail])
+        return float(low), float(high)
+
+    def interval(self, weights: Mapping[int, float], method: int) -> Interval:
+        """A method's weighted score with its stratified bootstrap interval."""
+        self._check(weights, [method])
+        estimate = sum(w * float(self.strata[s].scores[:, method].mean()) for s, w in weights.items())
+        draws = sum(w * self._resampled(s)[:, method] for s, w in weights.items())
+        return Interval(estimate, *self._percentiles(np.asarray(draws), weights))
+
+    def compare(self, weights: Mapping[int, float], a: int, b: int) -> PairResult:
+        """Method a against method b on the cell sum_s weights[s] * mean over stratum s."""
+        self._check(weights, [a, b])
+        diffs = {s: self.strata[s].scores[:, a] - self.strata[s].scores[:, b] for s in weights}
+        observed = sum(w * float(diffs[s].mean()) for s, w in weights.items())
+        flipped = sum(w * (self._flip(s)[:, a] - self._flip(s)[:, b]) for s, w in weights.items())
+        extreme = np.abs(np.asarray(flipped)) >= abs(observed) - TIE_TOLERANCE * max(1.0, abs(observed))
+        p_randomization = (1 + int(np.count_nonzero(extreme))) / (1 + self.permutations)
+        boot = sum(w * (self._resampled(s)[:, a] - self._resampled(s)[:, b]) for s, w in weights.items())
+        low, high = self._percentiles(np.asarray(boot), weights)
+        return PairResult(
+            diff=observed,
+            low=low,
+            high=high,
+            p_randomization=p_randomization,
+            p_ttest=stratified_ttest([diffs[s] for s in weights], list(weights.values())),
+            queries=sum(len(d) for d in diffs.values()),
+        )
+
+
+def stratified_ttest(diffs: Sequence[np.ndarray], weights: Sequence[float]) -> float | None:
+    """Two-sided p of a paired t-test on sum_s w_s * mean(d_s); one stratum: scipy's ttest_rel exactly."""
+    from scipy import special
+
+    if any(len(d) < 2 for d in diffs):
+        return None
+    estimate = sum(w * float(np.mean(d)) for d, w in zip(diffs, weights))
+    parts = [w * w * float(np.var(d, ddof=1)) / len(d) for d, w in zip(diffs, weights)]
+    variance = sum(parts)
+    if variance == 0.0:
+        return 1.0 if estimate == 0.0 else 0.0
+    if len(diffs) == 1:
+        df = float(len(diffs[0]) - 1)
+    else:  # Welch-Satterthwaite
+        df = variance**2 / sum(part**2 / (len(d) - 1) for part, d in zip(parts, diffs))
+    t = estimate / math.sqrt(variance)
+    return float(2.0 * special.stdtr(df, -abs(t)))
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1); None stays None."""
+    ranked = sorted((p, i) for i, p in enumerate(pvalues) if p is not None and not math.isnan(p))
+    adjusted: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - rank) * p))
+        adjusted[i] = running
+    return adjusted

@@ -1,0 +1,230 @@
+"""The study's paired comparisons: every reranker against the first stage and against each other.
+
+On each dataset's headline measure (the quality table's), per dataset, per group and overall (each
+group weighs the same, each dataset the same within its group, as the quality table): the difference
+with a cluster bootstrap interval (a query's scores resampled together, stratified by dataset, with
+as many resamples as the latency intervals) and the p-value of a paired two-sided randomization test,
+Holm-Bonferroni adjusted over every comparison of the study. A dataset, group or overall cell is
+compared only where both sides have a score (every query scored, every dataset complete).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, replace
+from itertools import combinations
+from typing import Any
+
+from ..significance import ALPHA, DEFAULT_PERMUTATIONS, PairedStats, Stratum, holm
+from .quality_table import BASELINE, group_scores, overall_scores
+
+OVERALL = "overall"
+BETTER, WORSE = "▲", "▼"
+
+
+@dataclass(frozen=True)
+class StudyComparison:
+    model: str
+    vs: str
+    scope: str  # "overall", a group, or "bench/subset"
+    kind: str  # overall | group | dataset
+    measure: str
+    diff: float
+    low: float | None
+    high: float | None
+    p: float
+    p_ttest: float | None
+    queries: int
+    p_adjusted: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.p_adjusted is None or self.p_adjusted >= ALPHA or self.diff == 0:
+            return ""
+        return "better" if self.diff > 0 else "worse"
+
+
+@dataclass
+class StudyComparisons:
+    rows: list[StudyComparison]
+    permutations: int
+    resamples: int
+
+    def marks(self) -> dict[tuple[str, str], str]:
+        """(model, group or "overall") -> marker against the first stage, for the overall quality table."""
+        signs = {"better": BETTER, "worse": WORSE}
+        return {
+            (r.model, r.scope): signs[r.verdict]
+            for r in self.rows
+            if r.vs == BASELINE and r.kind != "dataset" and r.verdict
+        }
+
+    def against_first_stage(self) -> dict[tuple[str, str], StudyComparison]:
+        """(model, "bench/subset") -> the dataset comparison with the first stage (quality.csv's columns)."""
+        return {(r.model, r.scope): r for r in self.rows if r.vs == BASELINE and r.kind == "dataset"}
+
+
+class StudyData:
+    """The headline measure's per-query scores, one stratum per dataset, and the cells the study averages."""
+
+    def __init__(
+        self, quality: dict[str, Any], resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42
+    ):
+        self.quality = quality
+        self.names = [BASELINE, *quality["models"]]
+        strata: list[Stratum] = []
+        self.where: dict[str, int] = {}  # "bench/subset" -> stratum
+        self.measure_of: dict[str, str] = {}
+        self.members: dict[str, list[str]] = {g: [] for g in quality["groups"]}
+        self.benches: dict[str, list[str]] = {}
+        for bench, subsets in quality["benchmarks"].items():
+            for subset, row in subsets.items():
+                key = f"{bench}/{subset}"
+                self.members.setdefault(row["group"], []).append(key)
+                self.benches.setdefault(bench, []).append(key)
+                per_query = row.get("per_query", {})
+                present = [n for n in self.names if per_query.get(n)]
+                if not present:
+                    continue
+                order = sorted(per_query[present[0]])
+                columns = [
+                    [per_query[n][q] for q in order] if n in present and set(per_query[n]) == set(order) else None
+                    for n in self.names
+                ]
+                self.where[key] = len(strata)
+                self.measure_of[key] = row["measure"]
+                strata.append(Stratum.from_columns(key, columns))
+        self.stats = PairedStats(strata, permutations, resamples, seed)
+
+    def usable(self, weights: dict[int, float], *names: str) -> bool:
+        return bool(weights) and all(self.stats.strata[s].present[self.names.index(n)] for s in weights for n in names)
+
+    def weights(self, keys: list[str]) -> dict[int, float] | None:
+        """Equal weights over these datasets; None when one has no scores."""
+        if not keys or any(k not in self.where for k in keys):
+            return None
+        return {self.where[k]: 1 / len(keys) for k in keys}
+
+    def overall_weights(self) -> dict[int, float] | None:
+        groups = self.quality["groups"]
+        if not groups or any(self.weights(self.members.get(g, [])) is None for g in groups):
+            return None
+        return {self.where[k]: 1 / (len(groups) * len(self.members[g])) for g in groups for k in self.members[g]}
+
+    def interval(self, weights: dict[int, float] | None, name: str) -> tuple[float, float | None, float | None] | None:
+        """A model's (or the first stage's) score on a cell with its cluster bootstrap interval."""
+        if weights is None or not self.usable(weights, name):
+            return None
+        found = self.stats.interval(weights, self.names.index(name))
+        return found.estimate, found.low, found.high
+
+
+def compare_study(
+    quality: dict[str, Any],
+    resamples: int = 2000,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 42,
+    data: StudyData | None = None,
+) -> StudyComparisons:
+    data = data or StudyData(quality, resamples, permutations, seed)
+    groups = group_scores(quality)
+    overall = overall_scores(quality, groups)
+    cells: list[tuple[str, str, str, dict[int, float]]] = []  # kind, scope, measure, weights
+    every = data.overall_weights()
+    if every is not None:
+        cells.append(("overall", OVERALL, _measures(data.members, data.measure_of, quality["groups"]), every))
+    for g in quality["groups"]:
+        weights = data.weights(data.members.get(g, []))
+        if weights is not None:
+            cells.append(("group", g, _measures(data.members, data.measure_of, [g]), weights))
+    for key in sorted(data.where):
+        cells.append(("dataset", key, data.measure_of[key], {data.where[key]: 1.0}))
+    pairs = [(m, BASELINE) for m in quality["models"]] + [(b, a) for a, b in combinations(quality["models"], 2)]
+    rows = []
+    for kind, scope, measure, weights in cells:
+        for a, b in pairs:
+            if not data.usable(weights, a, b):
+                continue
+            if kind == "overall" and (overall[a] is None or overall[b] is None):
+                continue
+            if kind == "group" and (groups[scope][a] is None or groups[scope][b] is None):
+                continue
+            found = data.stats.compare(weights, data.names.index(a), data.names.index(b))
+            rows.append(
+                StudyComparison(
+                    a, b, scope, kind, measure, found.diff, found.low, found.high,
+                    found.p_randomization, found.p_ttest, found.queries,
+                )
+            )  # fmt: skip
+    adjusted = holm([r.p for r in rows])
+    return StudyComparisons(
+        [replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)], data.stats.permutations, data.stats.resamples
+    )
+
+
+def _measures(members: dict[str, list[str]], measure_of: dict[str, str], groups: list[str]) -> str:
+    return ", ".join(sorted({measure_of[k] for g in groups for k in members[g]}))
+
+
+def _x100(value: float | None, sign: bool = True) -> str:
+    if value is None:
+        return ""
+    return f"{value * 100:+.1f}" if sign else f"{value * 100:.1f}"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def legend(comparisons: StudyComparisons) -> str:
+    return (
+        f"{BETTER} / {WORSE}: better / worse than the first stage at p < {ALPHA} (paired two-sided randomization "
+        f"test, {comparisons.permutations:,} permutations; Holm-Bonferroni adjusted over all "
+        f"{len(comparisons.rows)} comparisons of the study)."
+    )
+
+
+def comparisons_markdown(comparisons: StudyComparisons) -> list[str]:
+    lines = [
+        "## Paired comparisons (headline measure, x100)",
+        "",
+        f"Difference [95% cluster bootstrap interval: queries resampled within each dataset, "
+        f"{comparisons.resamples:,} resamples], randomization-test p ({comparisons.permutations:,} permutations) "
+        f"raw and Holm-adjusted over the study's {len(comparisons.rows)} comparisons, and the paired t-test p.",
+        "",
+        "| model | vs | scope | measure | diff | 95% interval | p | p adj. | p (t-test) | queries |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    signs = {"better": f" {BETTER}", "worse": f" {WORSE}", "": ""}
+    for r in comparisons.rows:
+        interval = "" if r.low is None else f"[{_x100(r.low)}, {_x100(r.high)}]"
+        lines.append(
+            f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {_x100(r.diff)}{signs[r.verdict]} | {interval} | "
+            f"{_p(r.p)} | {_p(r.p_adjusted)} | {_p(r.p_ttest)} | {r.queries} |"
+        )
+    if not comparisons.rows:
+        lines.append("| (no comparisons: no model has a complete dataset yet) |" + " |" * 9)
+    return lines
+
+
+COLUMNS = ("scope", "kind", "measure", "model", "vs", "diff", "low", "high", "p", "p_adjusted", "p_ttest", "queries")
+
+
+def comparisons_csv(comparisons: StudyComparisons) -> str:
+    """One row per comparison (differences x100, p-values to 6 significant digits)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    for r in comparisons.rows:
+        writer.writerow(
+            [
+                r.scope, r.kind, r.measure, r.model, r.vs, f"{r.diff * 100:.3f}",
+                "" if r.low is None else f"{r.low * 100:.3f}", "" if r.high is None else f"{r.high * 100:.3f}",
+                f"{r.p:.6g}", "" if r.p_adjusted is None else f"{r.p_adjusted:.6g}",
+                "" if r.p_ttest is None else f"{r.p_ttest:.6g}", r.queries,
+            ]
+        )  # fmt: skip
+    return buffer.getvalue()

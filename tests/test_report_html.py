@@ -1,0 +1,130 @@
+"""`report --plots DIR` and `report -o report.html`: byte-stable figures, and a self-contained page checked in
+real headless Chromium (offline, scripts off, every request intercepted)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from chromium import chromium_binary, load, non_blank_share
+from conftest import in_ci
+from evals_repro.cli import main
+from test_report_compare import Oracle, report, results  # noqa: F401  (the module-scoped results fixture)
+
+FIGURES = {  # bars per table (the crosslingual one: heat-pumps only), a language heatmap per crosslingual method
+    "sample-monolingual-ndcg_at_10-bars",
+    "sample-crosslingual-ndcg_at_10-bars",
+    "sample-crosslingual-ndcg_at_10-bm25-languages",
+    "sample-crosslingual-ndcg_at_10-oracle-a-languages",
+    "sample-crosslingual-ndcg_at_10-oracle-b-languages",
+}
+
+
+def browser() -> str:
+    found = chromium_binary()
+    if found is None:
+        message = "chromium is not installed (apt-get install chromium; .ci/run installs it)"
+        if in_ci():
+            pytest.fail(f"{message}, and CI=true requires it", pytrace=False)
+        pytest.skip(message)
+    return found
+
+
+def test_plots_are_png_and_svg_and_the_same_bytes_every_time(results, tmp_path, capsys):  # noqa: F811
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert main(report(results, "--plots", str(first))) == 0
+    assert main(report(results, "--plots", str(second))) == 0
+    assert f"wrote 10 plot files (5 figures, PNG and SVG) to {first}" in capsys.readouterr().err
+    assert {p.name for p in first.iterdir()} == {f"{f}{s}" for f in FIGURES for s in (".png", ".svg")}
+    for path in first.iterdir():
+        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+    svg = (first / "sample-monolingual-ndcg_at_10-bars.svg").read_text()
+    assert "<dc:date>" not in svg and "Matplotlib v" not in svg  # no date or creator metadata
+    assert "<text" not in svg  # text drawn as paths: no font needed to view it
+    assert (first / "sample-monolingual-ndcg_at_10-bars.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plots_directory_that_is_a_file(results, tmp_path, capsys):  # noqa: F811
+    blocker = tmp_path / "plots"
+    blocker.write_text("notes\n")
+    assert main(report(results, "--plots", str(blocker))) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and f"--plots {blocker} cannot be used as a directory: it is a file" in lines[0]
+    assert "Traceback" not in err and blocker.read_text() == "notes\n"
+
+
+def test_html_report_renders_offline_in_chromium(results, tmp_path, capsys):  # noqa: F811
+    binary = browser()
+    page = tmp_path / "report.html"
+    assert main(report(results, "--baseline", "bm25", "-o", str(page))) == 0
+    text = page.read_text(encoding="utf-8")
+    # self-contained: no script, no external reference of any kind; the CSP forbids requests anyway
+    assert "<script" not in text and "<link" not in text and "@import" not in text
+    references = re.findall(r'\b(?:src|href)\s*=\s*"([^"]*)"', text)
+    assert references and all(r.startswith(("#", "data:image/png;base64,")) for r in references)  # in-page only
+    assert "default-src 'none'" in text
+    assert "▲" in text or "▼" in text  # the markers, as in the Markdown
+    n_tables = text.count("<table")
+    loaded = load(page, ["table", "figure svg", "figcaption", "#provenance table"], binary)
+    (tmp_path / "report.png").write_bytes(loaded.screenshot)
+    assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == []
+    assert loaded.errors == []
+    assert len(loaded.boxes["table"]) == n_tables >= 6
+    for box in loaded.boxes["table"]:
+        assert box.width > 100 and box.height > 20
+        assert non_blank_share(loaded.screenshot, box) > 0.05, box
+    assert len(loaded.boxes["figure svg"]) == len(FIGURES) == len(loaded.boxes["figcaption"])
+    for box in loaded.boxes["figure svg"]:
+        assert box.width > 200 and box.height > 150, box
+        assert non_blank_share(loaded.screenshot, box) > 0.05, box  # something drawn, not an empty frame
+    assert loaded.boxes["#provenance table"]
+
+
+def test_the_chromium_check_catches_requests_errors_and_blank_figures(tmp_path):
+    """The harness itself: a page asking for a remote image is caught, and an empty figure reads as blank."""
+    binary = browser()
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><img src="https://example.com/x.png" alt="x">'
+        '<figure><svg width="400" height="300"></svg></figure></body></html>'
+    )
+    loaded = load(page, ["figure svg"], binary)
+    assert loaded.blocked == ["https://example.com/x.png"]
+    assert loaded.errors  # the failed image load is reported
+    assert non_blank_share(loaded.screenshot, loaded.boxes["figure svg"][0]) < 0.01
+
+
+def test_html_output_refused_with_by(results, tmp_path, capsys):  # noqa: F811
+    assert main(report(results, "--by", "query_type", "-o", str(tmp_path / "r.html"))) == 2
+    assert "--by breaks scores down" in capsys.readouterr().err
+
+
+def _unused(_: Path, __: Oracle) -> None:  # keeps the Oracle import (the fixture's registry entries) explicit
+    return None
+
+
+def test_results_without_per_query_scores_plot_bare_means_and_refuse_comparisons(tmp_path, capsys):
+    from records import write_record
+
+    native = {"heat-pumps": "english", "railway-maintenance": "french", "clinical-trials": "english"}
+    for method, value in (("a", 0.5), ("b", 0.6)):
+        for subset, language in native.items():
+            write_record(
+                tmp_path / "r" / "sample" / method / f"{subset}.json",
+                benchmark="sample",
+                subset=subset,
+                method=method,
+                native_language=language,
+                languages={language: {"ndcg_at_10": value}},
+            )
+    folder = tmp_path / "r"
+    assert main(report(folder, "--plots", str(tmp_path / "p"))) == 0
+    svg = (tmp_path / "p" / "sample-monolingual-ndcg_at_10-bars.svg").read_text()
+    assert svg.startswith("<?xml")
+    capsys.readouterr()
+    assert main(report(folder, "--baseline", "a")) == 2
+    err = capsys.readouterr().err
+    assert "error: sample/a/heat-pumps: the result file has no per-query ndcg_at_10 (english queries)" in err
