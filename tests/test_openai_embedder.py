@@ -305,3 +305,18 @@ def test_plan_and_cost_ceiling_price_your_own_server_at_nothing(tmp_path, capsys
         assert main([*args, "--max-cost", "0.01"]) == 0  # never "price unknown": it costs nothing
         record = json.loads(result_path(tmp_path / "results", "sample", f"openai:{MODEL}", "heat-pumps").read_text())
         assert "price unknown" not in json.dumps(record) and record["usage"]["openai_requests"] == 2
+
+
+def test_resume_keeps_a_result_only_while_the_server_serves_the_same_checkpoint(tmp_path, capsys):
+    def run(root: str) -> str:
+        with FakeOpenAICompatible(MODEL, root=root) as fake:  # a fresh server (a new port) each time
+            args = run_args(tmp_path, f"openai:{MODEL}", "--base-url", f"{fake.url}/v1", "--resume")
+            assert main(args) == 0
+        return capsys.readouterr().err
+
+    run("/models/e5-a")
+    assert "complete result kept" in run("/models/e5-a")  # moved to another port: same checkpoint, kept
+    again = run("/models/e5-b")  # the same name now serves another checkpoint
+    assert "recomputing" in again and "served_models" in again
+    record = json.loads(result_path(tmp_path / "results", "sample", f"openai:{MODEL}", "heat-pumps").read_text())
+    assert json.loads(record["config"]["options"]["served_models"])[f"openai:{MODEL}"]["root"] == "/models/e5-b"

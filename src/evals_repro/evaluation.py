@@ -65,6 +65,7 @@ RESULT_OPTIONS = (
     "document_prefix",
     "rerank_endpoint",
     "rerank_max_tokens",
+    "served_models",  # what the servers of openai:/rerank-api: report serving (providers.replicas.record_identity)
 )
 
 

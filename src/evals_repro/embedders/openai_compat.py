@@ -28,7 +28,7 @@ from ..context import MethodContext
 from ..errors import ConfigurationError, UsageError, choices
 from ..providers.batching import estimate_tokens
 from ..providers.errors_map import MalformedAnswer
-from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls
+from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
 from ..providers.settings import OPENAI_EMBEDDING_BUDGET, ProviderSettings
 from ..registry import EMBEDDERS
 from .api import ApiEmbedder
@@ -146,6 +146,7 @@ class OpenAIEmbedder(ApiEmbedder):
         self._width: int | None = None
         self._width_lock = threading.Lock()
         self.identity = self._identify() if not ctx.planning else self._identify_for_plan()
+        record_identity(ctx.options, name, self.identity)
 
     def paid(self) -> bool:
         return not self.own_server  # OpenAI bills; a server of your own costs nothing per request

@@ -14,13 +14,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ProviderError, UsageError
 
 T = TypeVar("T")
 
 REVIVE_SECONDS = 30.0
+SERVED_MODELS = "served_models"  # the run option that records what the servers serve (evaluation.RESULT_OPTIONS)
+
+
+def record_identity(options: dict[str, Any], component: str, identity: dict[str, Any]) -> None:
+    """Note in the run's options what a server reported for `component` (`openai:m`, `rerank-api:m`), so a result
+    computed against another checkpoint served under the same name does not cover a `--resume`. One JSON string
+    (options values must stay hashable), every component of the pipeline in it, keys sorted."""
+    import json
+
+    known = json.loads(options.get(SERVED_MODELS) or "{}")
+    known[component] = identity
+    options[SERVED_MODELS] = json.dumps(known, sort_keys=True)
 
 
 def parse_replica_urls(raw: str | list[str], source: str, example: str = "http://127.0.0.1:8000/v1") -> list[str]:

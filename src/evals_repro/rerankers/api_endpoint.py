@@ -28,7 +28,7 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, UsageError, choices
 from ..providers.errors_map import MalformedAnswer
-from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls
+from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
@@ -147,8 +147,8 @@ class ApiReranker:
         self.workers = int(options.get("workers") or 4)
         self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
         self.max_documents: int | None = None  # documents per request the server takes (TEI: max_client_batch_size)
-        # `--plan`: nothing is asked (a server of your own costs nothing, and may not be up yet)
-        self.identity: dict[str, Any] = self._identify() if not ctx.planning else {"id": model}
+        self.identity: dict[str, Any] = self._identify() if not ctx.planning else self._identify_for_plan()
+        record_identity(ctx.options, f"{PROVIDER}:{model}", self.identity)
         self.tei = self.identity.get("owned_by") == TEI_OWNER  # its own /tokenize and /decode shapes
         self.endpoint = str(given) if given is not None else "tei" if self.tei else "rerank"
         self.context_tokens: int | None = self.identity.get("max_model_len")
@@ -159,6 +159,16 @@ class ApiReranker:
             )
 
     # -- the servers ------------------------------------------------------------------------------
+    def _identify_for_plan(self) -> dict[str, Any]:
+        """`--plan`: the identity if the servers answer (a server of your own costs nothing, and may not be up
+        yet: then the model name alone)."""
+        from ..errors import EvalsError
+
+        try:
+            return self._identify()
+        except EvalsError:
+            return {"id": self.model}
+
     def _models(self, url: str) -> list[dict[str, Any]]:
         import httpx
 
