@@ -328,3 +328,38 @@ def test_a_plugin_reranker_in_the_reranking_study(venv, tmp_path):
         f"error: study model 'demo-length:x': reranker demo-length (plugin {DEMO} 1.0.0, "
         "evals_repro_demo.rerankers:LengthReranker) takes no :model" in refused.stderr
     )
+
+
+def test_plugin_cost_is_price_unknown_in_plans_and_ceilings_until_priced(venv, tmp_path):
+    """A plugin's spend is outside the price table: `--plan` counts its calls at "price unknown", never
+    $0; `--max-cost` refuses to start on it (one line); a `--prices` file pricing it lets the run go.
+    Hand counts from demo-mini's files: 3 pages and 2 queries embedded (one call each at batch size 64),
+    then one rerank call per query over its 3 pages (depth 5 > 3 pages)."""
+    method = "demo-hash+demo-length@5"
+    results, cache = tmp_path / "results", tmp_path / "cache"
+    common = ("run", method, "--benchmark", "demo-mini", "--results-dir", str(results), "--cache-dir", str(cache))
+    plan = venv.cli(*common, "--plan", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    rows = {tuple(line.split()[:3]): line.split()[3:5] for line in plan.stdout.splitlines()[1:4]}
+    assert rows == {
+        ("plugin", "crc32-bow-64", "pages"): ["1", "3"],
+        ("plugin", "crc32-bow-64", "queries"): ["1", "2"],
+        ("plugin", "length", "rerank"): ["2", "6"],
+    }
+    total = line_with(plan.stdout, "total:")
+    assert total.startswith("total: 4 requests, cost price unknown: plugin crc32-bow-64 (input_tokens), plugin length")
+    assert "$0" not in plan.stdout
+    refused = venv.cli(*common, "--max-cost", "100", cwd=tmp_path)
+    assert refused.returncode == 2 and not results.exists()
+    assert line_with(refused.stderr, "error:").startswith(
+        "error: --max-cost $100.00: the plan's cost is unknown (price unknown: plugin crc32-bow-64 (input_tokens)"
+    )
+    prices = tmp_path / "prices.json"
+    entry = {"provider": "plugin", "unit": "input_tokens", "per": 1_000_000, "source": "ours", "read": "2026-12-01"}
+    free, paid = {**entry, "model": "crc32-bow-64", "usd": 0}, {**entry, "model": "length", "usd": 2.0}
+    prices.write_text(json.dumps({"date": "2026-12-01", "prices": [free, paid]}))
+    done = venv.cli(*common, "--max-cost", "100", "--prices", str(prices), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    cost = records(results, "demo-mini", method)["tiny"]["cost"]
+    assert cost["price_unknown"] == [] and cost["by_model"]["plugin crc32-bow-64"] == 0
+    assert cost["usd"] == pytest.approx(cost["billed"]["plugin length"]["input_tokens"] * 2.0 / 1e6)

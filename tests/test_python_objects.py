@@ -382,3 +382,46 @@ def test_a_retriever_object_under_a_reranker_object(tmp_path):
         "length": "test_python_objects:LengthReranker",
     }
     assert METHODS.get("oracle") is None and RERANKERS.get("length") is None
+
+
+def tokens_by_hand(text: str) -> int:
+    """The documented estimate every budget and plan uses: ASCII characters / 3 rounded up, plus one per
+    other character (providers.batching.estimate_tokens), written out here from that definition."""
+    other = sum(1 for ch in text if ord(ch) > 127)
+    return max(1, -(-(len(text) - other) // 3) + other)
+
+
+def test_objects_spend_is_price_unknown_never_free(tmp_path):
+    """An object's cost is outside the price table: billed as estimated input tokens under provider
+    `plugin` (the retriever by its run name, the reranker by its model), so the record says "price unknown"
+    and usd None, never 0. Reference: the tokens of the texts the objects were handed, counted here."""
+
+    class Seeing(Oracle):
+        def __init__(self):
+            self.queries = []
+
+        def run(self, subset, queries, top_k):
+            self.queries += [q.text for q in queries]
+            return super().run(subset, queries, top_k)
+
+    class Counting(LengthReranker):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def rerank(self, query, documents):
+            self.calls.append((query, list(documents)))
+            return super().rerank(query, documents)
+
+    retriever, reranker = Seeing(), Counting()
+    results = tmp_path / "results"
+    evals_repro.run(retriever=retriever, reranker=reranker, name="seeing", subsets=["heat-pumps"], results_dir=results)
+    cost = record(results, "seeing+length@50")["cost"]
+    assert len(retriever.queries) == 26 and len(reranker.calls) == 26
+    reranked = sum(tokens_by_hand(q) * len(docs) + sum(tokens_by_hand(d) for d in docs) for q, docs in reranker.calls)
+    assert cost["billed"] == {
+        "plugin chars": {"input_tokens": reranked},
+        "plugin seeing": {"input_tokens": sum(tokens_by_hand(q) for q in retriever.queries)},
+    }
+    assert cost["usd"] is None and cost["by_model"] == {"plugin chars": None, "plugin seeing": None}
+    assert cost["price_unknown"] == ["plugin chars (input_tokens)", "plugin seeing (input_tokens)"]

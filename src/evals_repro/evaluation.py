@@ -55,7 +55,18 @@ log = logging.getLogger(__name__)
 
 SETTINGS = tuple(s.value for s in Setting)
 # Run options that change what a method returns (so a result computed with others does not cover a request).
-RESULT_OPTIONS = ("rerank_top_k", "store_prefix")
+RESULT_OPTIONS = (
+    "rerank_top_k",
+    "store_prefix",
+    # openai:<model> and rerank-api: what changes the vectors or the scores (never where the servers run)
+    "dimensions",
+    "prefix_style",
+    "query_prefix",
+    "document_prefix",
+    "rerank_endpoint",
+    "rerank_max_tokens",
+    "served_models",  # what the servers of openai:/rerank-api: report serving (providers.replicas.record_identity)
+)
 
 
 @dataclass

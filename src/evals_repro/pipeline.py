@@ -346,6 +346,8 @@ def _split_reranker(body: str, fused: bool, whole: str) -> tuple[str, RerankSpec
     head, plus, tail = body.rpartition("+")
     if not plus:
         return body, None
+    if fused and first_stage_entry(tail) is not None:
+        return body, None  # `rrf:bm25+openai:m`: the last member is a first stage with a colon, not a reranker
     reranker_part, at, depth_text = tail.partition("@")
     reranker, _, model = reranker_part.partition(":")
     if RERANKERS.get(reranker) is None:

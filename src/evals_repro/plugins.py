@@ -13,12 +13,16 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 import sys
 from typing import Any
 
 from .embedders.base import Embedder
+from .embedders.guarded import PROVIDER as GUARDED_PROVIDER
 from .errors import EvalsError, UsageError
 from .io import jsonable
+from .providers.batching import ASCII_CHARS_PER_TOKEN
+from .providers.plan import Plan
 from .registry import (
     EMBEDDERS,
     METHODS,
@@ -33,6 +37,7 @@ from .registry import (
 )
 from .rerankers.base import Reranker
 from .retrieval.base import Retriever
+from .usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +89,92 @@ def check_protocol(obj: Any, entry: Entry) -> Any:
 
 
 def build_checked(entry: Entry, *args: Any) -> Any:
-    """Build a registry entry; a plugin's or Python object's component is checked against its protocol."""
+    """Build a registry entry; a plugin's or Python object's component is checked against its protocol,
+    and a reranker's calls are billed (its last argument is the run's MethodContext)."""
     built = entry.factory(*args)
-    return check_protocol(built, entry) if entry.plugin is not None else built
+    if entry.plugin is None:
+        return built
+    checked = check_protocol(built, entry)
+    if entry.kind == "reranker":
+        return BilledReranker(checked, entry.name, args[-1].usage)
+    if entry.kind == "method":
+        return BilledRetriever(checked, entry.name, args[-1].usage)
+    return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills its calls
+
+
+class BilledRetriever:
+    """A plugin's or Python object's whole first stage as the run calls it: each subset's queries bill
+    their estimated tokens as provider `plugin` and the retriever's name (what it spends indexing and
+    searching is its own business), so its cost is "price unknown" until a `--prices` file prices it."""
+
+    def __init__(self, inner: Any, name: str, usage: Usage):
+        self.inner = inner
+        self.name = inner.name
+        self.billed_as = name  # the name it is run under (a Python object's `name=`)
+        self.usage = usage
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.inner, attribute)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def run(self, subset: Any, queries: list[Any], top_k: int) -> Any:
+        found = self.inner.run(subset, queries, top_k)
+        if queries:
+            tokens = sum(_tokens(query.text) for query in queries)
+            self.usage.bill(GUARDED_PROVIDER, self.billed_as, {"input_tokens": tokens})
+        return found
+
+    def plan(self, subset: Any, queries: list[Any], top_k: int, plan: Plan) -> None:
+        if queries:
+            tokens = sum(_tokens(query.text) for query in queries)
+            units = {"input_tokens": float(tokens)}
+            plan.add(GUARDED_PROVIDER, self.billed_as, "queries", items=len(queries), tokens=tokens, units=units)
+
+
+class BilledReranker:
+    """A plugin's or Python object's reranker as the run calls it: each call bills its estimated input
+    tokens (the query once per document, plus the documents) as provider `plugin` and its `model`, so its
+    cost is "price unknown" until a `--prices` file prices it, never $0; `plan` counts the same."""
+
+    def __init__(self, inner: Any, name: str, usage: Usage):
+        self.inner = inner
+        self.name = inner.name
+        self.billed_as = name  # the name it is run under (usage counts `<name>_requests`)
+        self.model = inner.model
+        self.usage = usage
+
+    def __getattr__(self, attribute: str) -> Any:  # workers, preflight, ... as the object has them
+        return getattr(self.inner, attribute)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def rerank(self, query: str, documents: list[str]) -> list[float]:
+        scores = self.inner.rerank(query, documents)
+        if documents:
+            tokens = _pair_tokens(_tokens(query), [_tokens(d) for d in documents])
+            self.usage.add(f"{self.billed_as}_requests")
+            self.usage.bill(GUARDED_PROVIDER, self.model, {"input_tokens": tokens})
+        return scores
+
+    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank") -> None:
+        if doc_tokens:
+            tokens = _pair_tokens(query_tokens, doc_tokens)
+            units = {"input_tokens": float(tokens)}
+            plan.add(GUARDED_PROVIDER, self.model, what, requests=1, items=len(doc_tokens), tokens=tokens, units=units)
+
+
+def _tokens(text: str) -> int:
+    """`estimate_tokens` without its per-character loop (billing stays off the hot path, e.g. the latency
+    study's timed calls): non-ASCII characters counted by the codec."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return max(1, math.ceil(ascii_chars / ASCII_CHARS_PER_TOKEN) + len(text) - ascii_chars)
+
+
+def _pair_tokens(query_tokens: int, doc_tokens: list[int]) -> int:
+    return query_tokens * len(doc_tokens) + sum(doc_tokens)
 
 
 # -- Python objects ------------------------------------------------------------------------------------

@@ -212,10 +212,41 @@ class Registry:
 
     def get(self, name: str) -> Entry | None:
         self._discover()
-        return self._entries.get(name)
+        entry = self._entries.get(name)
+        if entry is None and self.__dict__.get("_prefixes"):
+            return self._family(name)
+        return entry
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
+
+    def register_prefix(
+        self, prefix: str, shown: str, rest: str = r"[^+\s]+", **kwargs: Any
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register a family of names, every `<prefix><rest>` (e.g. `openai:` for `openai:<model>`);
+        `shown` is how the family is listed (`openai:<model>`). `rest` is a regular expression the part after
+        the prefix must match in full (by default no `+` and no space, which a pipeline name reserves). An
+        exact name wins."""
+        import re
+
+        register = self.register(shown, **kwargs)
+
+        def decorate(factory: Callable[..., Any]) -> Callable[..., Any]:
+            register(factory)
+            with self._lock:  # prefix -> (shown name, what may follow); made on first use
+                self.__dict__.setdefault("_prefixes", {})[prefix] = (shown, re.compile(rest))
+            return factory
+
+        return decorate
+
+    def _family(self, name: str) -> Entry | None:
+        """The entry of the registered family `name` belongs to, under `name` (`openai:text-embedding-3-large`)."""
+        from dataclasses import replace
+
+        for prefix, (shown, rest) in self.__dict__.get("_prefixes", {}).items():
+            if name.startswith(prefix) and rest.fullmatch(name[len(prefix) :]) and shown in self._entries:
+                return replace(self._entries[shown], name=name)
+        return None
 
     def names(self) -> list[str]:
         self._discover()

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ..providers.settings import OPENAI_EMBEDDING_BUDGET
 from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES
 from .options import (
@@ -163,6 +164,42 @@ def run_command(
     prices: Optional[Path] = PRICES,
     plan: bool = PLAN,
     max_cost: Optional[float] = MAX_COST,
+    base_url: Optional[str] = typer.Option(
+        None, "--base-url", help="openai:<model>: server URL(s) with /v1, replicas comma-separated (OPENAI_BASE_URLS)."
+    ),
+    dimensions: Optional[int] = typer.Option(None, "--dimensions", help="openai:<model>: output dimensions."),
+    prefix_style: Optional[str] = typer.Option(
+        None, "--prefix-style", help="openai:<model>: query/document prefixes: none, e5, bge, nomic."
+    ),
+    query_prefix: Optional[str] = typer.Option(None, "--query-prefix", help="openai:<model>: text before each query."),
+    document_prefix: Optional[str] = typer.Option(
+        None, "--document-prefix", help="openai:<model>: text before each page."
+    ),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="openai:<model>: inputs per request (128)."),
+    openai_tpm: Optional[int] = typer.Option(
+        None,
+        "--openai-tpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[0]:,}",
+        help="openai:<model> tokens per minute on OpenAI (none on a server of your own; 0: none).",
+    ),
+    openai_rpm: Optional[int] = typer.Option(
+        None,
+        "--openai-rpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[1]:,}",
+        help="openai:<model> requests per minute on OpenAI (none on a server of your own; 0: none).",
+    ),
+    openai_interval: Optional[float] = typer.Option(
+        None, "--openai-interval", show_default="none", help="Seconds between OpenAI calls."
+    ),
+    rerank_base_url: Optional[str] = typer.Option(
+        None, "--rerank-base-url", help="rerank-api: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS)."
+    ),
+    rerank_endpoint: Optional[str] = typer.Option(
+        None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
+    ),
+    rerank_max_tokens: Optional[int] = typer.Option(
+        None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
+    ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..evaluation import RunRequest, run_benchmark
@@ -189,6 +226,18 @@ def run_command(
             mixedbread_rpm=mixedbread_rpm,
             mixedbread_interval=mixedbread_interval,
             index_ram=index_ram,
+            base_url=base_url,
+            dimensions=dimensions,
+            prefix_style=prefix_style,
+            query_prefix=query_prefix,
+            document_prefix=document_prefix,
+            batch_size=batch_size,
+            openai_tpm=openai_tpm,
+            openai_rpm=openai_rpm,
+            openai_interval=openai_interval,
+            rerank_base_url=rerank_base_url,
+            rerank_endpoint=rerank_endpoint,
+            rerank_max_tokens=rerank_max_tokens,
         ),
     }
     request = RunRequest(

@@ -21,7 +21,7 @@ MODELS = typer.Option(
     None,
     "--models",
     help="Study models: mixedbread, voyage, cohere-pro, cohere-fast (local on vLLM: qwen3-8b, zerank-2; "
-    f"offline: minilm, e5), or reranker:model; {LIST_HELP} (several may also follow one --models).",
+    f"offline: minilm, e5), reranker:model, or rerank-api:<served model>; {LIST_HELP} (several may also follow one --models).",
 )
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
 # The study's own defaults (study.quality.STUDY_DEFAULT_OPTIONS; tests/test_robust_inputs.py keeps them equal).
@@ -30,6 +30,17 @@ TIMEOUT = typer.Option(None, "--timeout", show_default=TIMEOUT_DEFAULT, help="AP
 VOYAGE_TPM = typer.Option(None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute.")
 VOYAGE_INTERVAL = typer.Option(
     None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
+)
+RERANK_BASE_URL = typer.Option(
+    None,
+    "--rerank-base-url",
+    help="rerank-api:<model>: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS).",
+)
+RERANK_ENDPOINT = typer.Option(
+    None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
+)
+RERANK_MAX_TOKENS = typer.Option(
+    None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
 )
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
@@ -121,6 +132,9 @@ def quality_command(
     plan: bool = PLAN,
     max_cost: Optional[float] = MAX_COST,
     prices: Optional[Path] = PRICES,
+    rerank_base_url: Optional[str] = RERANK_BASE_URL,
+    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
+    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
     from ..planning.study import plan_quality
@@ -133,7 +147,14 @@ def quality_command(
         cache_dir=cache_dir,
         first_stage=first_stage,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+        options=given_options(
+            voyage_tpm=voyage_tpm,
+            voyage_interval=voyage_interval,
+            timeout=timeout,
+            rerank_base_url=rerank_base_url,
+            rerank_endpoint=rerank_endpoint,
+            rerank_max_tokens=rerank_max_tokens,
+        ),
     )
     table = cost_gate(lambda: plan_quality(request), plan, max_cost, prices)
     if table is None:
@@ -163,6 +184,9 @@ def latency_command(
     plan: bool = PLAN,
     max_cost: Optional[float] = MAX_COST,
     prices: Optional[Path] = PRICES,
+    rerank_base_url: Optional[str] = RERANK_BASE_URL,
+    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
+    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
 ) -> None:
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..planning.study import plan_latency
@@ -177,7 +201,14 @@ def latency_command(
         host_location=host_location,
         cache_dir=cache_dir,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=given_options(voyage_tpm=voyage_tpm, voyage_interval=voyage_interval, timeout=timeout),
+        options=given_options(
+            voyage_tpm=voyage_tpm,
+            voyage_interval=voyage_interval,
+            timeout=timeout,
+            rerank_base_url=rerank_base_url,
+            rerank_endpoint=rerank_endpoint,
+            rerank_max_tokens=rerank_max_tokens,
+        ),
     )
     table = cost_gate(lambda: plan_latency(request), plan, max_cost, prices)
     if table is None:

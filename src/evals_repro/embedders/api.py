@@ -100,6 +100,10 @@ class ApiEmbedder(ABC):
         """What one request bills, from its tokens (reported, or estimated for a plan or an estimate)."""
         return {"input_tokens": tokens}
 
+    def paid(self) -> bool:
+        """Whether requests cost money (priced and held to --max-cost); a server of your own does not."""
+        return True
+
     def batch_settings(self, items: list[EmbedItem]) -> ProviderSettings:
         """Settings (and so the throttle) for a batch; image batches may have their own budget."""
         return self.settings
@@ -148,7 +152,7 @@ class ApiEmbedder(ABC):
                 requests=1,
                 items=len(batch),
                 tokens=tokens,
-                units=self.billed_units(chosen, tokens),
+                units=self.billed_units(chosen, tokens) if self.paid() else None,
                 settings=self.batch_settings(chosen),
             )
 
@@ -172,7 +176,7 @@ class ApiEmbedder(ABC):
             items=len(items),
             what=f"{self.model} embed",
             reported_tokens=lambda result: result[1],
-            model=self.model,
+            model=self.model if self.paid() else None,
             bill=lambda result: self.billed_units(items, result[1] if result[1] is not None else tokens),
             estimate=self.billed_units(items, tokens),
         )

@@ -7,10 +7,16 @@ through the same throttle the hosted providers use. Each call's rows are checked
 item, one width throughout), unit-normalised, and handed to the embedding cache the moment the call
 returns, so a run killed later keeps what was computed. Calls and items are counted in the run's
 usage as `<name>_requests` and `<name>_items`, waits as `<name>_wait_seconds`.
+
+What it costs is outside evals-repro's price table, so it is never taken as free: each call bills its
+estimated input tokens as provider `plugin` and the object's `model` (the throttle's estimate), which plans,
+result records and reports show as "price unknown: plugin <model> (input_tokens)" until a `--prices` file prices it
+(usd 0 for a local model).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +24,7 @@ import numpy as np
 
 from ..errors import ProviderError, UsageError
 from ..providers.batching import estimate_tokens
+from ..providers.plan import Plan
 from ..providers.throttle import Throttle
 from ..rendering import PageStyle
 from ..usage import Usage
@@ -25,6 +32,8 @@ from .base import Embedder, EmbedItem, InputType, normalise
 
 DEFAULT_BATCH_SIZE = 64
 BUDGETS = ("requests_per_minute", "items_per_minute", "tokens_per_minute")
+
+PROVIDER = "plugin"  # what a plugin's or Python object's spend is billed and priced under
 
 RowsCallback = Callable[[list[int], np.ndarray], None]
 
@@ -47,6 +56,7 @@ class GuardedEmbedder:
     def __init__(self, inner: Embedder, name: str, usage: Usage, window: float = 60.0):
         self.inner = inner
         self.name = name
+        self.provider = PROVIDER
         self.model = inner.model
         self.dimension = inner.dimension
         self.supports_images = inner.supports_images
@@ -62,8 +72,8 @@ class GuardedEmbedder:
 
     def _call(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
         ticket = None
+        tokens = sum(estimate_tokens(item.text) for item in items)
         if self.throttle is not None:
-            tokens = sum(estimate_tokens(item.text) for item in items)
             ticket, waited = self.throttle.acquire(tokens, len(items))
             if waited:
                 self.usage.add(f"{self.name}_wait_seconds", waited)
@@ -74,6 +84,7 @@ class GuardedEmbedder:
                 self.throttle.release(ticket)
         self.usage.add(f"{self.name}_requests")
         self.usage.add(f"{self.name}_items", len(items))
+        self.usage.bill(PROVIDER, self.model, {"input_tokens": tokens})
         matrix = np.asarray(result, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[0] != len(items) or not np.isfinite(matrix).all():
             raise ProviderError(
@@ -88,6 +99,21 @@ class GuardedEmbedder:
                 "embed() must return one width throughout a run",
             )
         return normalise(matrix)
+
+    def plan(self, items: list[EmbedItem], input_type: InputType, plan: Plan, what: str = "") -> None:
+        """Count the calls `embed(items)` would make (the embedding cache asks only for what it lacks)."""
+        if not items:
+            return
+        tokens = sum(estimate_tokens(item.text) for item in items)
+        plan.add(
+            PROVIDER,
+            self.model,
+            what or ("queries" if input_type == "query" else "documents"),
+            requests=math.ceil(len(items) / self.batch_size),
+            items=len(items),
+            tokens=tokens,
+            units={"input_tokens": tokens},
+        )
 
     def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
         """Unit rows for `items`, in order, from calls of at most `batch_size` items; each call's rows go to

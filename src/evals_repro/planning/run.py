@@ -15,10 +15,10 @@ from ..results import Action, DamagedResult, read_record, result_path
 @contextlib.contextmanager
 def hub_offline() -> Iterator[None]:
     """Load datasets from the local cache only: a plan downloads nothing (it says what is missing)."""
+    from huggingface_hub import constants  # imported before the variables change: it reads them once, at import
+
     saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     os.environ.update({key: "1" for key in saved})
-    from huggingface_hub import constants
-
     before = getattr(constants, "HF_HUB_OFFLINE", False)
     constants.HF_HUB_OFFLINE = True  # read at import time: set where hub.offline() reads it
     try:

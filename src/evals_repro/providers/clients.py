@@ -14,6 +14,42 @@ from .keys import require_key
 from .settings import KEY_ENV, ProviderSettings
 
 COHERE_DEFAULT_BASE_URL = "https://api.cohere.com"
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_KEY = "EMPTY"  # sent to a server of your own that takes no key (the SDK insists on one); vLLM's docs use it
+
+
+def openai_key_required(base_url: str | None) -> bool:
+    """OPENAI_API_KEY is needed for OpenAI itself, optional for a server of your own (vLLM, TEI, Infinity)."""
+    return not (base_url and base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL)
+
+
+def openai_key(base_url: str | None) -> str | None:
+    """OPENAI_API_KEY; optional when the base URL names a server of your own (a vLLM, TEI or Infinity replica).
+
+    The one place that decides which OpenAI key is needed: the embedder (`openai:<model>`) and the
+    generators and judges of vidore_paper read it through here."""
+    import os
+
+    from .keys import load_dotenv_once
+
+    load_dotenv_once()
+    if not openai_key_required(base_url):
+        return os.environ.get(KEY_ENV["openai"], "").strip() or None
+    return require_key(KEY_ENV["openai"])
+
+
+def openai_client(settings: ProviderSettings, base_url: str | None = None, api_key: str | None = None):
+    """The official OpenAI SDK client for one base URL (with `/v1`), its own retries off.
+
+    httpx is imported here, before any worker thread calls: the SDK (on httpx2) checks responses and errors
+    against httpx's classes too when httpx is in sys.modules, and a worker that caught it half-imported by
+    another thread (the retry classifier imports it on the first failure) failed with an AttributeError."""
+    import httpx  # noqa: F401
+    import openai
+
+    url = (base_url or settings.base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+    key = api_key or openai_key(url) or NO_KEY
+    return openai.OpenAI(api_key=key, base_url=url, max_retries=0, timeout=settings.timeout)
 
 
 def voyage_client(settings: ProviderSettings, api_key: str | None = None):

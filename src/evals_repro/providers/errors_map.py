@@ -9,7 +9,8 @@ Per SDK (pinned versions; see the provider wire-format notes):
   timeouts are httpx2 exceptions, not httpx ones.
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
-- openai (any OpenAI-compatible server, called with httpx): httpx.HTTPStatusError (`response.status_code`,
+- openai (any OpenAI-compatible server): the official SDK's APIStatusError / APITimeoutError /
+  APIConnectionError for embeddings and model lists; chat completions are called with httpx: httpx.HTTPStatusError (`response.status_code`,
   `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors. Providers with
   no classifier of their own (the local vLLM rerankers, also spoken to with httpx) are classified the same way.
 
@@ -23,6 +24,7 @@ does not fit the request (wrong count, NaN) the same way.
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
 from dataclasses import dataclass
 
@@ -265,9 +267,29 @@ def classify_mixedbread(exc: BaseException) -> Failure | None:
     return _transport(exc)
 
 
+def _classify_openai_sdk(exc: BaseException) -> Failure | None:
+    """The official openai SDK's errors (the `openai:<model>` embedder); None when it is not one of them."""
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - a dependency of the package
+        return None
+    if isinstance(exc, openai.APIStatusError):
+        return _status_failure(exc.status_code, exc.response.headers, _text(exc.body) if exc.body else exc.message)
+    if isinstance(exc, openai.APITimeoutError):
+        return Failure(True, None, None, _one_line(f"timed out ({type(exc).__name__}: {exc})"), TIMEOUT)
+    if isinstance(exc, openai.APIConnectionError):
+        return Failure(True, None, None, _one_line(f"{type(exc).__name__}: {exc}"), CONNECTION)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return malformed(exc.status_code, exc.body, "the answer does not follow the schema")
+    return None
+
+
 def classify_openai(exc: BaseException) -> Failure | None:
     import httpx
 
+    sdk = _classify_openai_sdk(exc) if type(exc).__module__.startswith("openai") else None
+    if sdk is not None:
+        return sdk
     if isinstance(exc, httpx.HTTPStatusError):
         response = exc.response
         try:
@@ -287,9 +309,30 @@ CLASSIFIERS = {
 }
 
 
+_IMPORT_LOCK = threading.Lock()
+_imported = False
+
+
+def _import_http_stacks() -> None:
+    """Import the HTTP stacks the classifiers test against once, under a lock. Worker threads classify their
+    first failures at the same moment; when an SDK does not use httpx (openai uses httpx2), the first of them
+    would import httpx and h11 concurrently in opposite orders (`_unsendable` takes h11 first), and Python's
+    import-deadlock breaker then hands one thread a partially initialised module."""
+    global _imported
+    if _imported:
+        return
+    with _IMPORT_LOCK:
+        if not _imported:
+            import h11  # noqa: F401
+            import httpx  # noqa: F401
+
+            _imported = True
+
+
 def classify(provider: str, exc: BaseException) -> Failure | None:
     """A Failure for an error from `provider`'s SDK or transport; None for anything else.
 
     Providers without an SDK of their own (local vLLM replicas spoken to with httpx) get the httpx one.
     """
+    _import_http_stacks()
     return _unsendable(exc) or CLASSIFIERS.get(provider, classify_openai)(exc)

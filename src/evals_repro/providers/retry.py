@@ -45,7 +45,8 @@ def _rejected(settings: ProviderSettings, what: str, failure: Failure) -> Provid
         hint = f"check {key_env} (the provider refused the key)"
     elif failure.kind == errors_map.UNSENDABLE and key_env:
         hint = (
-            f"check {key_env} for stray characters (a newline, quotes, non-ASCII) and {BASE_URL_ENV[settings.provider]}"
+            f"check {key_env} for stray characters (a newline, quotes, non-ASCII) and "
+            f"{BASE_URL_ENV.get(settings.provider, 'the server URL')}"
         )
     else:
         hint = "the provider rejected the request; it is not retried"

@@ -68,6 +68,7 @@ KEY_ENV = {
     "gemini": "GEMINI_API_KEY",
     "mixedbread": "MXBAI_API_KEY",
     "openai": "OPENAI_API_KEY",
+    "rerank-api": "RERANK_API_KEY",  # optional: a /rerank or /score server of your own started with a key
 }
 
 # provider -> (tpm, rpm, ipm, batch items, batch tokens)
@@ -78,6 +79,9 @@ DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
     "mixedbread": (1_000_000, 300, 0, 1_000, 500_000),
     "openai": (500_000, 500, 0, 1, 1_000_000),
 }
+# `openai:<model>` embeddings on OpenAI itself: tier 1 for text-embedding-3-* (tokens, requests per minute); on a
+# server of your own, no budget unless --openai-tpm / --openai-rpm say otherwise.
+OPENAI_EMBEDDING_BUDGET = (1_000_000, 3_000)
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_ATTEMPTS = 6
 

@@ -34,7 +34,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_LOG_DIR = Path("logs/serve-reranker")
 STARTUP_TIMEOUT = 3600.0  # seconds: a first start downloads the checkpoint (about 16 GB for qwen3-8b)
 STOP_TIMEOUT = 30.0
-GPU_GROUP_COMMAND = "uv run --locked --group gpu evals-repro serve-reranker"
+GPU_GROUP_PREFIX = "uv run --locked --group gpu evals-repro"
 
 
 @dataclass(frozen=True)
@@ -157,13 +157,14 @@ def check_environment(
     gpus: Callable[[], list[str]] | None = None,
     has_vllm: Callable[[], bool] | None = None,
     platform: str | None = None,
+    command: str = "serve-reranker",
 ) -> None:
     """One line naming everything missing; then the GPUs asked for must exist and the ports be free."""
     missing = missing_requirements(gpus, has_vllm, platform)
     if missing:
         raise ConfigurationError(
-            "serve-reranker cannot start replicas here: missing " + "; ".join(missing),
-            f"on a Linux machine with NVIDIA GPUs run `{GPU_GROUP_COMMAND} <model> --devices 0 ...` "
+            f"{command} cannot start replicas here: missing " + "; ".join(missing),
+            f"on a Linux machine with NVIDIA GPUs run `{GPU_GROUP_PREFIX} {command} <model> --devices 0 ...` "
             "(--dry-run prints the commands anywhere)",
         )
     if "CUDA_VISIBLE_DEVICES" not in os.environ:
@@ -173,14 +174,14 @@ def check_environment(
             raise UsageError(
                 f"--devices: no GPU {', '.join(absent)} on this machine", f"nvidia-smi lists {', '.join(present)}"
             )
-    for command in commands:
+    for replica in commands:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             try:
-                probe.bind((command.host, command.port))
+                probe.bind((replica.host, replica.port))
             except OSError:
                 raise UsageError(
-                    f"port {command.port} on {command.host} is already in use",
-                    "stop what listens there (an earlier serve-reranker?) before starting replicas",
+                    f"port {replica.port} on {replica.host} is already in use",
+                    f"stop what listens there (an earlier {command}?) before starting replicas",
                 ) from None
 
 
@@ -270,13 +271,49 @@ def serve(
             echo(command.shell())
         return 0
     (check or check_environment)(commands)
+
+    def ready(urls: list[str]) -> list[str]:
+        return [
+            f"{name}: {len(urls)} replica(s) serving {spec.model_id}; prefix caching disabled",
+            f"export {spec.urls_env}={','.join(urls)}",
+        ]
+
+    return run_replicas(
+        name,
+        commands,
+        ready,
+        log_dir=log_dir,
+        startup_timeout=startup_timeout,
+        echo=echo,
+        executable=executable,
+        is_healthy=is_healthy,
+        poll=poll,
+        sleep=sleep,
+    )
+
+
+def run_replicas(
+    name: str,
+    commands: list[ReplicaCommand],
+    ready: Callable[[list[str]], list[str]],
+    *,
+    log_dir: Path,
+    startup_timeout: float,
+    echo: Callable[[str], None],
+    executable: list[str] | None = None,
+    is_healthy: Callable[[str], bool] = healthy,
+    poll: float = 2.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Start one vLLM process per command, wait for every /health, print `ready(urls)`, keep them up until
+    Ctrl-C (or one exits), then stop them all. Shared by serve-reranker and serve-embedder."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     program = executable or _vllm_executable()
     running: list[Running] = []
     try:
         for command in commands:
-            log = log_dir / f"{name}-{command.port}.log"
+            log = log_dir / f"{name.replace('/', '--')}-{command.port}.log"
             env = {**os.environ, **command.env}
             with open(log, "ab") as handle:
                 process = subprocess.Popen(
@@ -310,9 +347,8 @@ def serve(
                 )
             if waiting:
                 sleep(poll)
-        urls = ",".join(r.command.url for r in running)
-        echo(f"{name}: {len(running)} replica(s) serving {spec.model_id}; prefix caching disabled")
-        echo(f"export {spec.urls_env}={urls}")
+        for line in ready([r.command.url for r in running]):
+            echo(line)
         echo("Ctrl-C stops them.")
         while True:
             for replica in running:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..providers.replicas import Replica as PoolReplica
+from ..providers.replicas import ReplicaPool
 from .local_models import LocalRerankerSpec
 
 
@@ -32,37 +34,23 @@ def replica_urls(spec: LocalRerankerSpec, environ: dict[str, str] | None = None)
 
 
 @dataclass
-class Replica:
-    url: str
-    index: int
-    in_flight: int = 0
-    sent: int = 0
+class Replica(PoolReplica):
     tail_ids: tuple[int, ...] | None = None  # the template tail's tokens, fetched when verified
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class ReplicaSet:
-    """The replicas of one model in this process, shared by every reranker instance and thread."""
+class ReplicaSet(ReplicaPool):
+    """The replicas of one model in this process, shared by every reranker instance and thread
+    (least-in-flight, round robin among equals: `providers.replicas.ReplicaPool`)."""
 
-    def __init__(self, urls: list[str]) -> None:
-        self.replicas = [Replica(url, i) for i, url in enumerate(urls)]
-        self._lock = threading.Lock()
-        self._next = 0
+    replicas: list[Replica]  # type: ignore[assignment]
+
+    def make_replica(self, url: str, index: int) -> Replica:
+        return Replica(url, index)
 
     def acquire(self) -> Replica:
-        """The replica with the fewest requests in flight; among equals, the next in round-robin order."""
-        with self._lock:
-            count = len(self.replicas)
-            low = min(r.in_flight for r in self.replicas)
-            pick = min((r for r in self.replicas if r.in_flight == low), key=lambda r: (r.index - self._next) % count)
-            self._next = pick.index + 1
-            pick.in_flight += 1
-            pick.sent += 1
-            return pick
-
-    def release(self, replica: Replica) -> None:
-        with self._lock:
-            replica.in_flight -= 1
+        replica = super().acquire()
+        assert isinstance(replica, Replica)
+        return replica
 
 
 _SETS: dict[tuple[str, tuple[str, ...]], ReplicaSet] = {}

@@ -15,14 +15,13 @@ from typing import Any
 
 from ..errors import ProviderError, UsageError, choices
 from ..providers.batching import estimate_tokens
-from ..providers.keys import load_dotenv_once, require_key
+from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key, openai_key_required
 from ..providers.retry import call_with_retries
-from ..providers.settings import KEY_ENV, ProviderSettings, provider_settings
+from ..providers.settings import KEY_ENV, provider_settings
 from ..usage import Usage
 from .render import Part
 
 PROVIDERS = ("gemini", "openai")
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 IMAGE_TOKEN_ESTIMATE = 1_500  # throttle booking per page image, replaced by the provider's count
 OUTPUT_TOKEN_ESTIMATE = 1_000
 
@@ -71,24 +70,9 @@ def require_keys(specs: list[ModelSpec], more: list[str] | tuple[str, ...] = ())
     from ..providers.keys import require_keys as require_all
 
     needed = [KEY_ENV[spec.provider] for spec in specs if spec.provider == "gemini"]
-    if any(spec.provider == "openai" for spec in specs) and openai_key_required(provider_settings("openai")):
+    if any(spec.provider == "openai" for spec in specs) and openai_key_required(provider_settings("openai").base_url):
         needed.append(KEY_ENV["openai"])
     require_all([*needed, *more])
-
-
-def openai_key_required(settings: ProviderSettings) -> bool:
-    """OPENAI_API_KEY is optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
-    return not (settings.base_url and settings.base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL)
-
-
-def openai_key(settings: ProviderSettings) -> str | None:
-    """OPENAI_API_KEY; optional when OPENAI_BASE_URL names a server of your own (a vLLM replica)."""
-    load_dotenv_once()
-    if not openai_key_required(settings):
-        import os
-
-        return os.environ.get(KEY_ENV["openai"], "").strip() or None
-    return require_key(KEY_ENV["openai"])
 
 
 class ChatClient:
@@ -174,7 +158,7 @@ class ChatClient:
         import httpx
 
         if self._client is None:
-            key = openai_key(self.settings)
+            key = openai_key(self.settings.base_url)
             self._client = httpx.Client(
                 base_url=self.settings.base_url or OPENAI_DEFAULT_BASE_URL,
                 timeout=self.settings.timeout,

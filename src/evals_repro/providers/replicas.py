@@ -1,0 +1,149 @@
+"""Replicas of one served model: which URL takes the next request, and what happens when one dies.
+
+Requests go to the live replica with the fewest requests in flight (round robin among equals). A
+replica that refuses or drops the connection is marked down and the same request is sent at once to
+another live one: the request was not answered, so nothing is paid twice, and the caller sees one
+answer or, when every replica is down, one clear error. A down replica is tried again after
+`REVIVE_SECONDS` (a restarted server comes back into the rotation). Timeouts and HTTP errors are not
+failovers: they go back to `providers.retry.call_with_retries`, which retries under its own policy.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..errors import ProviderError, UsageError
+
+T = TypeVar("T")
+
+REVIVE_SECONDS = 30.0
+SERVED_MODELS = "served_models"  # the run option that records what the servers serve (evaluation.RESULT_OPTIONS)
+
+
+def record_identity(options: dict[str, Any], component: str, identity: dict[str, Any]) -> None:
+    """Note in the run's options what a server reported for `component` (`openai:m`, `rerank-api:m`), so a result
+    computed against another checkpoint served under the same name does not cover a `--resume`. One JSON string
+    (options values must stay hashable), every component of the pipeline in it, keys sorted."""
+    import json
+
+    known = json.loads(options.get(SERVED_MODELS) or "{}")
+    known[component] = identity
+    options[SERVED_MODELS] = json.dumps(known, sort_keys=True)
+
+
+def parse_replica_urls(raw: str | list[str], source: str, example: str = "http://127.0.0.1:8000/v1") -> list[str]:
+    """URLs from a comma-separated list (`--base-url a,b`, `OPENAI_BASE_URLS=a,b`): http(s), each once."""
+    parts = raw if isinstance(raw, list) else [raw]
+    urls = [url.strip().rstrip("/") for part in parts for url in part.split(",") if url.strip()]
+    if not urls:
+        raise UsageError(f"{source} names no URL", f"write e.g. {source}={example}")
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"{source}: '{url}' is not an http(s) URL", f"write e.g. {example}")
+    seen: set[str] = set()
+    for url in urls:
+        if url in seen:
+            raise UsageError(f"{source} names the replica {url} twice", "list each replica URL once")
+        seen.add(url)
+    return urls
+
+
+@dataclass
+class Replica:
+    url: str
+    index: int
+    in_flight: int = 0
+    sent: int = 0
+    down_since: float | None = None  # monotonic time it was marked down; None while it is up
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class ReplicaPool:
+    """The replicas of one model in this process, shared by every thread that calls it."""
+
+    def __init__(self, urls: list[str], clock: Callable[[], float] = time.monotonic) -> None:
+        self.replicas = [self.make_replica(url, i) for i, url in enumerate(urls)]
+        self._lock = threading.Lock()
+        self._next = 0
+        self.clock = clock
+        self.failovers = 0
+
+    def make_replica(self, url: str, index: int) -> Replica:
+        return Replica(url, index)
+
+    def _usable(self, replica: Replica, now: float) -> bool:
+        return replica.down_since is None or now - replica.down_since >= REVIVE_SECONDS
+
+    def acquire(self) -> Replica:
+        """The live replica with the fewest requests in flight; among equals, the next in round-robin order.
+
+        When every replica is down, the one down longest is tried (it may have come back)."""
+        with self._lock:
+            count = len(self.replicas)
+            now = self.clock()
+            live = [r for r in self.replicas if self._usable(r, now)]
+            if not live:
+                live = [min(self.replicas, key=lambda r: r.down_since or 0.0)]
+            low = min(r.in_flight for r in live)
+            pick = min((r for r in live if r.in_flight == low), key=lambda r: (r.index - self._next) % count)
+            self._next = pick.index + 1
+            pick.in_flight += 1
+            pick.sent += 1
+            return pick
+
+    def release(self, replica: Replica) -> None:
+        with self._lock:
+            replica.in_flight -= 1
+
+    def mark_down(self, replica: Replica) -> None:
+        with self._lock:
+            replica.down_since = self.clock()
+            self.failovers += 1
+
+    def mark_up(self, replica: Replica) -> None:
+        if replica.down_since is not None:
+            with self._lock:
+                replica.down_since = None
+
+    def live_count(self) -> int:
+        now = self.clock()
+        return sum(1 for r in self.replicas if self._usable(r, now))
+
+    def call(self, send: Callable[[Replica], T], is_down: Callable[[BaseException], bool], what: str) -> T:
+        """`send(replica)` on the best replica; a replica that is down is skipped and the call sent to the next.
+
+        Each replica is tried at most once per call; when all of them are down the last error is raised as
+        a ProviderError naming them (retry.call_with_retries does not retry an EvalsError)."""
+        tried: set[int] = set()
+        last: BaseException | None = None
+        while len(tried) < len(self.replicas):
+            replica = self.acquire()
+            if replica.index in tried:
+                self.release(replica)
+                replica = next((r for r in self.replicas if r.index not in tried), replica)
+                with self._lock:
+                    replica.in_flight += 1
+                    replica.sent += 1
+            tried.add(replica.index)
+            try:
+                result = send(replica)
+            except BaseException as exc:
+                if not is_down(exc):
+                    raise
+                self.mark_down(replica)
+                last = exc
+                continue
+            finally:
+                self.release(replica)
+            self.mark_up(replica)
+            return result
+        urls = ", ".join(r.url for r in self.replicas)
+        detail = f" (last: {type(last).__name__}: {last})" if last is not None else ""
+        raise ProviderError(
+            f"{what}: every replica is down ({urls}){detail}",
+            "start the servers again (or fix --base-url / the *_URLS variable), then rerun: finished work is kept",
+        )

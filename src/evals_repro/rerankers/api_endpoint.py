@@ -1,0 +1,411 @@
+"""`rerank-api:<model>`: a cross-encoder behind a `/rerank` (Cohere/Jina style: vLLM, Infinity) or `/score`
+(vLLM) endpoint, on one server or several replicas; `+rerank-api:<model>@50` in `run`, and in `rerank-study`.
+
+Where: `--rerank-base-url a[,b,...]` (run option `rerank_base_url`), else `RERANK_API_BASE_URLS`, else
+`RERANK_API_BASE_URL`; the endpoint path is appended (`<url>/rerank`, `<url>/score`). A TEI server (known by its
+`/info`) gets TEI's own `/rerank` body (`texts`), `/tokenize` and `/decode`. `RERANK_API_KEY`, when
+set, is sent as a Bearer token. Replicas share the calls least-in-flight, and a replica that dies has its
+call sent to another (`providers.replicas`).
+
+Before any work every replica's model list (`/v1/models`, else `/models`) must name the model, all alike;
+what it reports (id, root, max_model_len, ...) is recorded with the scores. Documents are cut only at
+their end, by the client, to a per-document token limit: `--rerank-max-tokens` if given, and never more
+than fits the server's reported context beside the query (max_model_len - query tokens -
+`PAIR_SPECIAL_TOKENS`). Lengths are the server's own (`POST /tokenize`, vLLM); a document cut is
+`POST /detokenize`d from its first tokens, so what is scored is exactly the first N tokens. The query is
+never cut. Cut documents are counted in usage as `rerank_documents_truncated`, as for the local rerankers.
+Why the client cuts: vLLM's own `truncate_prompt_tokens` cuts the end of the whole prompt (a template's
+suffix with it), and `max_tokens_per_doc` cannot say which documents it cut.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..context import MethodContext
+from ..errors import ConfigurationError, DataError, UsageError, choices
+from ..providers.errors_map import MalformedAnswer
+from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
+from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
+from ..providers.settings import ProviderSettings
+from ..registry import RERANKERS
+
+PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
+ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
+ENDPOINT_PATHS = {"rerank": "POST /rerank", "score": "POST /score", "tei": "POST /rerank (TEI)"}
+URLS_ENV, URL_ENV = "RERANK_API_BASE_URLS", "RERANK_API_BASE_URL"
+KEY_ENV = PROVIDER_KEY_ENV[PROVIDER]  # RERANK_API_KEY
+PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </s></s> d </s> (XLM-R, bge-reranker)
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_ATTEMPTS = 6
+TOKENIZE_WORKERS = 8
+IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
+TEI_OWNER = "text-embeddings-inference"
+
+_POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
+_LOCK = threading.Lock()
+_TOKENIZE: ThreadPoolExecutor | None = None
+
+
+def _pool(model: str, urls: list[str]) -> ReplicaPool:
+    with _LOCK:
+        return _POOLS.setdefault((model, tuple(urls)), ReplicaPool(urls))
+
+
+def _tokenize_pool() -> ThreadPoolExecutor:
+    global _TOKENIZE
+    with _LOCK:
+        if _TOKENIZE is None:
+            _TOKENIZE = ThreadPoolExecutor(max_workers=TOKENIZE_WORKERS, thread_name_prefix="rerank-api-tokenize")
+        return _TOKENIZE
+
+
+def rerank_urls(options: dict[str, Any]) -> list[str]:
+    import os
+
+    from ..providers.keys import load_dotenv_once
+
+    given = options.get("rerank_base_url")
+    if given:
+        return parse_replica_urls(str(given), "--rerank-base-url", "http://127.0.0.1:8000")
+    load_dotenv_once()
+    for env in (URLS_ENV, URL_ENV):
+        raw = os.environ.get(env, "").strip()
+        if raw:
+            return parse_replica_urls(raw, env, "http://127.0.0.1:8000")
+    raise ConfigurationError(
+        "rerank-api needs the server's URL",
+        f"pass --rerank-base-url http://host:8000[,http://host2:8000] or set {URLS_ENV}",
+    )
+
+
+def _positive(options: dict[str, Any], key: str, default: float | None, kind: type = float) -> Any:
+    value = options.get(key)
+    if value is None:
+        return default
+    flag = "--" + key.replace("_", "-")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} {value!r} is not a number", "give a positive number") from None
+    if number <= 0:
+        raise UsageError(f"{flag} {value!r} must be positive", "give a positive number")
+    return number
+
+
+def _is_down(exc: BaseException) -> bool:
+    """A refused or dropped connection, not a timeout (a busy replica is not a dead one)."""
+    import httpx
+
+    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
+
+
+def _root(url: str) -> str:
+    """The server root, where vLLM serves /tokenize and /detokenize (a base URL may end with /v1)."""
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class ApiReranker:
+    """A Reranker on `/rerank` or `/score` replicas."""
+
+    def __init__(self, model: str, ctx: MethodContext) -> None:
+        import os
+
+        import httpx
+
+        from ..providers.keys import load_dotenv_once
+
+        self.name = PROVIDER
+        self.model = model
+        self.ctx = ctx
+        options = {k.replace("-", "_"): v for k, v in ctx.options.items()}
+        self.urls = rerank_urls(options)
+        given = options.get("rerank_endpoint")
+        if given is not None and str(given) not in ENDPOINTS:
+            raise UsageError(f"--rerank-endpoint '{given}' is not known", f"choose from {choices(ENDPOINTS)}")
+        self.max_tokens: int | None = _positive(options, "rerank_max_tokens", None, int)
+        self.settings = ProviderSettings(
+            provider=PROVIDER,
+            tokens_per_minute=0,
+            requests_per_minute=0,
+            min_interval=0.0,
+            timeout=_positive(options, "timeout", DEFAULT_TIMEOUT),
+            max_attempts=int(_positive(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int)),
+            base_url=None,
+            max_batch_items=0,
+            max_batch_tokens=0,
+        )
+        load_dotenv_once()
+        key = os.environ.get(KEY_ENV, "").strip()  # redacted everywhere: it is in providers.settings.KEY_ENV
+        self.client = httpx.Client(
+            timeout=self.settings.timeout, headers={"Authorization": f"Bearer {key}"} if key else {}
+        )
+        self.pool = _pool(model, self.urls)
+        self.workers = int(options.get("workers") or 4)
+        self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
+        self.max_documents: int | None = None  # documents per request the server takes (TEI: max_client_batch_size)
+        self.identity: dict[str, Any] = self._identify() if not ctx.planning else self._identify_for_plan()
+        record_identity(ctx.options, f"{PROVIDER}:{model}", self.identity)
+        self.tei = self.identity.get("owned_by") == TEI_OWNER  # its own /tokenize and /decode shapes
+        self.endpoint = str(given) if given is not None else "tei" if self.tei else "rerank"
+        self.context_tokens: int | None = self.identity.get("max_model_len")
+        if self.max_tokens is None and self.context_tokens is None and not ctx.planning:
+            raise UsageError(
+                f"{self.urls[0]} reports no maximum length for {model}, so documents cannot be cut to fit",
+                "give --rerank-max-tokens N (tokens kept per document)",
+            )
+
+    # -- the servers ------------------------------------------------------------------------------
+    def _identify_for_plan(self) -> dict[str, Any]:
+        """`--plan`: the identity if the servers answer (a server of your own costs nothing, and may not be up
+        yet: then the model name alone)."""
+        from ..errors import EvalsError
+
+        try:
+            return self._identify()
+        except EvalsError:
+            return {"id": self.model}
+
+    def _models(self, url: str) -> list[dict[str, Any]]:
+        import httpx
+
+        last = 0
+        for path in ("/v1/models", "/models"):
+            try:
+                response = self.client.get(url + path, timeout=30.0)
+            except httpx.HTTPError as exc:
+                raise UsageError(
+                    f"cannot reach {url} ({type(exc).__name__}: {exc})",
+                    f"start the server, or fix --rerank-base-url / {URLS_ENV}",
+                ) from None
+            last = response.status_code
+            if response.status_code == 404:
+                continue
+            if response.status_code in (401, 403):
+                raise ConfigurationError(f"{url}{path} refused the request (HTTP {last})", f"check {KEY_ENV}")
+            try:
+                response.raise_for_status()
+                cards = response.json()["data"]
+                return [card for card in cards if isinstance(card, dict)]
+            except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                break
+        tei = self._tei_card(url)
+        if tei is not None:
+            return [tei]
+        raise UsageError(
+            f"{url} lists no models (HTTP {last} at /v1/models and /models, no TEI /info): not a vLLM, TEI or "
+            "Infinity server",
+            f"check --rerank-base-url / {URLS_ENV}",
+        )
+
+    def _tei_card(self, url: str) -> dict[str, Any] | None:
+        """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in."""
+        import httpx
+
+        try:
+            response = self.client.get(_root(url) + "/info", timeout=30.0)
+            info = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
+            return None
+        return {
+            "id": info["model_id"],
+            "revision": info.get("model_sha"),
+            "max_model_len": info.get("max_input_length"),
+            "owned_by": TEI_OWNER,
+            "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
+        }
+
+    def _identify(self) -> dict[str, Any]:
+        found: dict[str, Any] | None = None
+        for url in self.urls:
+            cards = {str(card.get("id")): card for card in self._models(url)}
+            card = cards.get(self.model)
+            if card is None:
+                raise UsageError(
+                    f"{url} does not serve '{self.model}'",
+                    f"it lists {choices(sorted(cards)) or 'no model'}: write rerank-api:<one of them>",
+                )
+            identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
+            batch = card.get("max_client_batch_size")
+            if isinstance(batch, int) and batch > 0:
+                self.max_documents = min(batch, self.max_documents or batch)
+            if found is not None and identity != found:
+                raise UsageError(
+                    f"replica {url} describes '{self.model}' as {identity}, another as {found}",
+                    "every replica must serve the same checkpoint: restart them alike",
+                )
+            found = identity
+        assert found is not None
+        return found
+
+    def _post(self, url: str, body: dict[str, Any]) -> Any:
+        response = self.client.post(url, json=body)
+        response.raise_for_status()  # classified by providers.errors_map (httpx)
+        return response.json()
+
+    def _call(self, path: str, body: dict[str, Any], root: bool = False) -> Any:
+        def send(replica: Replica) -> Any:
+            return self._post((_root(replica.url) if root else replica.url) + path, body)
+
+        return self.pool.call(send, _is_down, f"rerank-api {self.model}")
+
+    # -- fitting documents ------------------------------------------------------------------------
+    def _tokens(self, text: str) -> list[int]:
+        import httpx
+
+        body: dict[str, Any] = (
+            {"inputs": text, "add_special_tokens": False}
+            if self.tei
+            else {"model": self.model, "prompt": text, "add_special_tokens": False}
+        )
+        try:
+            answer = self._call("/tokenize", body, True)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == 404:
+                raise ConfigurationError(
+                    f"{self.urls[0]} has no /tokenize, so a long document cannot be measured in its tokens",
+                    "serve the model with vLLM (which has /tokenize), or give documents that fit",
+                ) from None
+            raise
+        if self.tei:  # [[{"id", "text", "special", "start", "stop"}, ...]]
+            ok = isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], list)
+            tokens = [t.get("id") for t in answer[0] if isinstance(t, dict)] if ok else None
+        else:  # {"count", "max_model_len", "tokens", "token_strs"}
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise MalformedAnswer("/tokenize answered without tokens")
+        return tokens
+
+    def _text(self, ids: list[int]) -> str:
+        """The text of token ids, decoded by the server (vLLM /detokenize, TEI /decode)."""
+        if self.tei:
+            answer = self._call("/decode", {"ids": ids, "skip_special_tokens": False}, True)
+            text = answer[0] if isinstance(answer, list) and len(answer) == 1 else None
+        else:
+            answer = self._call("/detokenize", {"model": self.model, "tokens": ids}, True)
+            text = answer.get("prompt") if isinstance(answer, dict) else None
+        if not isinstance(text, str):
+            raise MalformedAnswer("the server decoded token ids to no text")
+        return text
+
+    def _fit(self, query: str, documents: list[str]) -> tuple[list[str], int]:
+        """The documents as sent (each cut at its end to the limit) and how many were cut."""
+        limit = self.max_tokens
+        if self.context_tokens is not None:
+            room = self.context_tokens - len(self._tokens(query)) - PAIR_SPECIAL_TOKENS
+            if room < 1:
+                raise DataError(
+                    f"rerank-api {self.model}: the query leaves no room for a document in the "
+                    f"{self.context_tokens:,}-token context",
+                    "shorten the query (only documents are cut)",
+                )
+            limit = room if limit is None else min(limit, room)
+        assert limit is not None
+
+        def fit(document: str) -> tuple[str, bool]:
+            if len(document.encode("utf-8")) + 1 <= limit:  # no tokenizer makes more tokens than bytes + 1
+                return document, False
+            ids = self._tokens(document)
+            if len(ids) <= limit:
+                return document, False
+            return self._text(ids[:limit]), True
+
+        fitted = list(_tokenize_pool().map(fit, documents))
+        return [text for text, _ in fitted], sum(1 for _, cut in fitted if cut)
+
+    # -- scoring ----------------------------------------------------------------------------------
+    def _scores(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
+        if self.endpoint == "tei":  # TEI: [{"index", "score"}, ...], sorted by score
+            body = {"query": query, "texts": documents, "truncate": False, "raw_scores": False}
+            answer = self._call("/rerank", body)
+            items, key = answer, "score"
+            answer = {}
+        elif self.endpoint == "rerank":
+            answer = self._call(
+                "/rerank", {"model": self.model, "query": query, "documents": documents, "top_n": len(documents)}
+            )
+            items, key = (answer.get("results") if isinstance(answer, dict) else None), "relevance_score"
+        else:
+            answer = self._call("/score", {"model": self.model, "text_1": query, "text_2": documents})
+            items, key = (answer.get("data") if isinstance(answer, dict) else None), "score"
+        where = ENDPOINT_PATHS[self.endpoint]
+        if not isinstance(items, list):
+            raise MalformedAnswer(f"{where} answered no list of scores")
+        scores: list[float | None] = [None] * len(documents)
+        for item in items:
+            index = item.get("index") if isinstance(item, dict) else None
+            value = item.get(key) if isinstance(item, dict) else None
+            if not isinstance(index, int) or not 0 <= index < len(documents) or scores[index] is not None:
+                raise MalformedAnswer(f"{where} answered index {index!r} for {len(documents)} documents")
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise MalformedAnswer(f"{where} answered score {value!r}")
+            scores[index] = float(value)
+        if any(score is None for score in scores):
+            raise MalformedAnswer(f"{where} scored {len(items)} of {len(documents)} documents")
+        usage = (answer.get("usage") if isinstance(answer, dict) else None) or {}
+        tokens = usage.get("total_tokens") or usage.get("prompt_tokens")
+        return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
+
+    def rerank(self, query: str, documents: list[str]) -> list[float]:
+        from ..providers.retry import call_with_retries
+
+        if not documents:
+            return []
+
+        def attempt() -> tuple[list[float], int | None, int]:
+            fitted, cut = self._fit(query, documents)
+            step = self.max_documents or len(fitted)
+            scores: list[float] = []
+            counted: list[int] = []
+            for start in range(0, len(fitted), step):
+                part, tokens = self._scores(query, fitted[start : start + step])
+                scores += part
+                if tokens is not None:
+                    counted.append(tokens)
+            return scores, sum(counted) if counted else None, cut
+
+        usage = self.ctx.usage
+        usage.add("rerank_documents", len(documents))
+        scores, _, cut = call_with_retries(
+            self.settings,
+            attempt,
+            usage=usage,
+            tokens=0,
+            items=1,
+            what=f"rerank {self.model}",
+            reported_tokens=lambda answer: answer[1],
+        )
+        if cut:
+            usage.add("rerank_documents_truncated", cut)
+        return scores
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "reranker": PROVIDER,
+            "model": self.model,
+            "endpoint": ENDPOINT_PATHS[self.endpoint],
+            "server_model": self.identity,
+            "max_tokens_per_document": self.max_tokens,
+            "context_tokens": self.context_tokens,
+            "truncation": "document end only, by the server's /tokenize, to --rerank-max-tokens and what fits the "
+            "context beside the query; counted in usage as rerank_documents_truncated",
+        }
+
+
+@RERANKERS.register(
+    PROVIDER,
+    description="any /rerank (vLLM, Infinity) or /score (vLLM) server: +rerank-api:<model>@50, --rerank-base-url",
+)
+def build(name: str, model: str | None, ctx: MethodContext) -> ApiReranker:
+    """Registry factory: the servers are asked for the model here, before any work."""
+    if not model:
+        raise UsageError(
+            "reranker 'rerank-api' needs the served model's name",
+            "write +rerank-api:<model>@50, e.g. +rerank-api:BAAI/bge-reranker-v2-m3@50",
+        )
+    return ApiReranker(model, ctx)
