@@ -75,3 +75,19 @@ def test_pipeline_plan_before_contexts_exist_and_priced_spend(servers, tmp_path)
     assert total["prices_date"] == "2026-03-04"
     assert main([*args, "--plan"]) == 0
     assert plan_answer(request).requests == 0
+
+
+def test_answer_plan_through_the_cli_needs_no_key(servers, tmp_path, monkeypatch, capsys):
+    request = panel(tmp_path)
+    download(request)
+    for variable in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env around
+    args = ["answer", "-s", "hr", "-s", "energy", "--no-context", "--models", "gemini:fake-pro", "openai:fake-oss"]
+    args += ["--judge", "openai:fake-judge", "--out-dir", str(tmp_path)]
+    assert main([*args, "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "total: 12 requests" in out and "price unknown: gemini fake-pro" in out  # never $0
+    assert calls(servers) == 0
+    assert main(args) == 2  # without --plan the missing keys stop it before any call
+    assert "GEMINI_API_KEY" in capsys.readouterr().err and calls(servers) == 0

@@ -45,8 +45,10 @@ def test_quality_plan_matches_the_fakes_and_costs_land_in_records_manifest_and_r
     lines = {(line.provider, line.what): line for line in planned.lines.values()}
     assert lines[("cohere", "quality")].requests == count_requests(cohere, "POST", "/v2/rerank")
     assert lines[("voyage", "quality")].requests == count_requests(voyage, "POST", "/v1/rerank")
-    # cold: the throttle's estimate errs high, never low
-    assert lines[("voyage", "quality")].tokens >= voyage_reported(voyage)
+    # cold: the first guess (0.75 words a token) within 10% of what the fake counted
+    ratio = lines[("voyage", "quality")].tokens / voyage_reported(voyage)
+    print(f"cold voyage quality tokens: planned / reported = {ratio:.3f}")
+    assert abs(ratio - 1) < 0.10, ratio
     records = read_jsonl(study / QUALITY)
     queries = len({r["query_id"] for r in records})
     price = current_prices().price("cohere", "rerank-v4.0-pro", "searches")
@@ -114,3 +116,25 @@ def test_max_cost_stops_quality_and_a_rerun_sends_only_the_rest(study, providers
     counts = run_quality(request, echo=QUIET)
     assert counts["reused"] == 5 and counts["sent"] == planned.requests - 5
     assert count_requests(providers["cohere"], "POST", "/v2/rerank") == planned.requests
+
+
+KEYS = ("VOYAGE_API_KEY", "COHERE_API_KEY", "CO_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MXBAI_API_KEY")
+
+
+def test_study_plans_need_no_key_through_the_cli(study, providers, tmp_path, monkeypatch, capsys):
+    """The keys are checked before any work, but never for --plan (no key is read, no request is sent)."""
+    from evals_repro.cli import main
+
+    for variable in (*KEYS, "OPENAI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env around
+    common = ["--study-dir", str(study), "--cache-dir", str(tmp_path / "c"), "--plan"]
+    assert main(["rerank-study", "quality", "--models", "cohere-pro", "--models", "voyage", *common]) == 0
+    assert "rerank-v4.0-pro" in capsys.readouterr().out
+    assert main(["rerank-study", "latency", "--models", "voyage", "--samples", "2", "--repeats", "1", *common]) == 0
+    assert "rerank-2.5" in capsys.readouterr().out
+    assert count_requests(providers["cohere"], "POST", "/v2/rerank") == 0
+    assert count_requests(providers["voyage"], "POST", "/v1/rerank") == 0
+    # without --plan the same command stops on the missing keys, naming them
+    assert main(["rerank-study", "quality", "--models", "voyage", *common[:-1]]) == 2
+    assert "VOYAGE_API_KEY" in capsys.readouterr().err

@@ -113,6 +113,12 @@ def test_kill_inside_multi_request_call_resends_no_completed_request(tmp_path, m
         cache = EmbeddingCache.for_method(
             tmp_path / "cache", "kill", "voyage-4-lite", embedder, ctx.usage, call_size=1024
         )
+        # the plan of the resume (issue 21) holds the 40 paid rows and sends the 8 others, in one request
+        from evals_repro.providers.plan import Plan
+
+        planned = Plan()
+        cache.plan([EmbedItem(text=t) for t in TEXTS], "document", planned)
+        assert [(li.requests, li.items, li.held) for li in planned.lines.values()] == [(1, 8, 40)]
         matrix = cache.embed([EmbedItem(text=t) for t in TEXTS], "document")
         resent = [text for r in fake.requests[sent_before:] for text in r.json["input"]]
         assert sorted(resent) == sorted(hung)  # only the request that never completed

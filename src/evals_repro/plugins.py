@@ -159,7 +159,10 @@ class BilledReranker:
             self.usage.bill(GUARDED_PROVIDER, self.model, {"input_tokens": tokens})
         return scores
 
-    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank") -> None:
+    def plan(
+        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: float | None = None
+    ) -> None:
+        """Planned as `rerank` bills it: at the throttle's estimate (so `prior`, a first guess, is not used)."""
         if doc_tokens:
             tokens = _pair_tokens(query_tokens, doc_tokens)
             units = {"input_tokens": float(tokens)}

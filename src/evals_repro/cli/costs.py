@@ -15,14 +15,14 @@ MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before 
 PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 
 PLAN = typer.Option(False, "--plan", help=PLAN_HELP)
-MAX_COST = typer.Option(None, "--max-cost", min=0, help=MAX_COST_HELP)
-PRICES = typer.Option(None, "--prices", help=PRICES_HELP)
+MAX_COST = typer.Option(None, "--max-cost", min=0, show_default="none: no ceiling", help=MAX_COST_HELP)
+PRICES = typer.Option(None, "--prices", show_default="the shipped table", help=PRICES_HELP)
 
 
 def cost_gate(make_plan: Callable[[], Any], show_plan: bool, max_cost: Optional[float], prices: Optional[Path]):
     """Select the prices; with --plan print the plan and return None (the command stops); with --max-cost
     refuse a plan past it. Otherwise returns the price table the work is priced with."""
-    from ..planning.run import check_ceiling
+    from ..providers.ceiling import check_ceiling
     from ..providers.prices import use_prices
 
     table = use_prices(prices)

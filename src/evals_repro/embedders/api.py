@@ -22,7 +22,7 @@ from ..errors import ProviderError, UsageError
 from ..progress import progress_bar
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
-from ..providers.plan import Plan
+from ..providers.plan import Plan, text_prior
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import batch_token_cap
@@ -142,7 +142,9 @@ class ApiEmbedder(ABC):
         plan_costs = [self.plan_cost(item, input_type) for item in items]
         for batch in plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs)):
             chosen = [items[i] for i in batch]
-            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in batch))
+            text_only = all(item.image is None for item in chosen)
+            prior = text_prior(item.text for item in chosen) if text_only else None
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in batch), prior)
             plan.add(
                 self.provider,
                 self.model,

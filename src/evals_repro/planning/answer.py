@@ -13,7 +13,7 @@ from ..context import MethodContext
 from ..errors import EvalsError
 from ..providers.batching import estimate_tokens
 from ..providers.calibration import ratios
-from ..providers.plan import Plan
+from ..providers.plan import Plan, text_prior
 from ..usage import Usage
 from ..vidore_paper import labels as L
 from ..vidore_paper.annotations import PaperSubset, check_paper_benchmark, load_paper_subset
@@ -26,8 +26,26 @@ from ..vidore_paper.prompts import load_prompt
 from .run import hub_offline
 
 
-def _count(plan: Plan, client: ChatClient, spec: ModelSpec, what: str, units: dict[str, float]) -> None:
+def _count(
+    plan: Plan,
+    client: ChatClient,
+    spec: ModelSpec,
+    what: str,
+    units: dict[str, float],
+    prompt: str = "",
+    extra: int = 0,
+    extra_prior: float | None = None,
+) -> None:
+    """One call; its input is the prompt's text (first guess: `text_prior`), `extra` context tokens not built
+    yet (guessed from the pages) and what stays at the throttle's estimate (images, an answer not written)."""
     tokens = int(units["input_tokens"] + units["output_tokens"])
+    if (spec.provider, spec.model) in plan.ratios or not prompt:
+        input_tokens = plan.tokens(spec.provider, spec.model, int(units["input_tokens"]))
+    else:
+        text = estimate_tokens(prompt)
+        rest = int(units["input_tokens"]) - text - extra
+        input_tokens = plan.tokens(spec.provider, spec.model, text, text_prior([prompt])) + rest
+        input_tokens += plan.tokens(spec.provider, spec.model, extra, extra_prior) if extra else 0
     plan.add(
         spec.provider,
         spec.model,
@@ -35,12 +53,14 @@ def _count(plan: Plan, client: ChatClient, spec: ModelSpec, what: str, units: di
         requests=1,
         items=1,
         tokens=tokens,
-        units={
-            "input_tokens": plan.tokens(spec.provider, spec.model, int(units["input_tokens"])),
-            "output_tokens": units["output_tokens"],
-        },
+        units={"input_tokens": input_tokens, "output_tokens": units["output_tokens"]},
         settings=client.settings,
     )
+
+
+def _prompt_text(system: str, parts: list[Any]) -> str:
+    """The text `ChatClient.estimate_units` estimates (images aside)."""
+    return system + "".join(part.text or "" for part in parts)
 
 
 def _stored_contexts(path: Path, identity: dict[str, Any]) -> dict[str, list[list[Any]]] | None:
@@ -96,9 +116,11 @@ def plan_answer(request: AnswerRequest) -> Plan:
         if contexts is None and (request.pipeline.none or request.pipeline.oracle):
             contexts = compute_contexts(paper, request.pipeline, request.cache_dir, request.options, Usage())
         extra = 0  # estimated context tokens per prompt when the contexts are not built yet
+        extra_prior = None
         if contexts is None:
             _plan_retrieval(paper, request, plan)
             mean = sum(estimate_tokens(p.text) for p in paper.subset.pages) / max(1, len(paper.subset.pages))
+            extra_prior = None if content == "images" else text_prior(p.text for p in paper.subset.pages)
             per_page = IMAGE_TOKEN_ESTIMATE if content == "images" else mean
             extra = int(per_page * request.pipeline.top_k * len(request.pipeline.streams()))
             plan.note(f"{name}: contexts not built yet: generation input counts {extra:,} tokens of context a prompt")
@@ -116,7 +138,8 @@ def plan_answer(request: AnswerRequest) -> Plan:
                 else:
                     units = clients[spec].estimate_units(system, user)
                     units["input_tokens"] += extra
-                    _count(plan, clients[spec], spec, "generation", units)
+                    prompt = _prompt_text(system, user)
+                    _count(plan, clients[spec], spec, "generation", units, prompt, extra, extra_prior)
                 reference = paper.answers.get(query.id, "")
                 jsystem, juser = judge_request(judge_prompt, query.text, reference, answer["text"] if answer else "")
                 if answer is not None:
@@ -128,5 +151,5 @@ def plan_answer(request: AnswerRequest) -> Plan:
                 units = judge_client.estimate_units(jsystem, juser)
                 if answer is None:  # the answer is not written yet: count the generator's expected output
                     units["input_tokens"] += clients[spec].estimate_units("", [])["output_tokens"]
-                _count(plan, judge_client, judge, "judge", units)
+                _count(plan, judge_client, judge, "judge", units, _prompt_text(jsystem, juser))
     return plan

@@ -6,10 +6,9 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 
-from ..errors import EvalsError, UsageError
+from ..errors import EvalsError
 from ..evaluation import RunRequest, prepare_run, saved_run, subset_coverage
 from ..providers.plan import Plan
-from ..providers.prices import PriceTable, usd_text
 from ..results import Action, DamagedResult, read_record, result_path
 
 
@@ -76,18 +75,3 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
         depth = pool_plan(subset, prepared.spec, asked_for.top_k, request.method).top_k
         planner(subset, queries, depth, plan)
     return plan
-
-
-def check_ceiling(plan: Plan, table: PriceTable, max_cost: float) -> None:
-    """Refuse to start when the plan's cost passes --max-cost (or cannot be known)."""
-    costing = plan.costing(table)
-    if costing.unknown:
-        raise UsageError(
-            f"--max-cost {usd_text(max_cost)}: the plan's cost is unknown (price unknown: {', '.join(costing.unknown)})",
-            "give the missing prices with --prices FILE, or see --plan for the details",
-        )
-    if costing.usd > max_cost:
-        raise UsageError(
-            f"the plan costs {usd_text(costing.usd)}, over --max-cost {usd_text(max_cost)}",
-            "see --plan for the details, or raise --max-cost",
-        )

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..providers.batching import estimate_tokens
 from ..providers.calibration import ratios
-from ..providers.plan import Plan
+from ..providers.plan import Plan, text_prior
 from ..study.candidates import Candidate
 from ..study.latency import (
     PLAN,
@@ -27,7 +27,9 @@ def _plan_call(reranker: Any, candidate: Candidate, texts: dict[str, str], plan:
     planner = getattr(reranker, "plan", None)
     if planner is None:
         return False
-    planner(estimate_tokens(candidate.query), [estimate_tokens(texts[i]) for i in candidate.ids], plan, what)
+    documents = [texts[i] for i in candidate.ids]
+    prior = text_prior([candidate.query, *documents])
+    planner(estimate_tokens(candidate.query), [estimate_tokens(d) for d in documents], plan, what, prior=prior)
     return True
 
 

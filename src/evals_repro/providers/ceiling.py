@@ -1,4 +1,5 @@
-"""`--max-cost USD` during the work: no request starts that could carry the spend past the ceiling.
+"""`--max-cost USD`: before the work, a plan past the ceiling is refused (`check_ceiling`); during it, no
+request starts that could carry the spend past the ceiling.
 
 One guard per process (every thread and every worker's Usage share it). Before a call, its estimated
 cost (the units the throttle books, priced) is reserved; the call is refused when what was spent,
@@ -11,9 +12,13 @@ continues from it.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from ..errors import EvalsError
+from ..errors import EvalsError, UsageError
 from .prices import PriceTable, usd_text
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 
 class CostCeilingReached(EvalsError):
@@ -84,3 +89,18 @@ def install_guard(guard: CostGuard | None) -> None:
 def current_guard() -> CostGuard | None:
     with _lock:
         return _guard
+
+
+def check_ceiling(plan: Plan, table: PriceTable, max_cost: float) -> None:
+    """Refuse to start when the plan's cost passes --max-cost (or cannot be known)."""
+    costing = plan.costing(table)
+    if costing.unknown:
+        raise UsageError(
+            f"--max-cost {usd_text(max_cost)}: the plan's cost is unknown (price unknown: {', '.join(costing.unknown)})",
+            "give the missing prices with --prices FILE, or see --plan for the details",
+        )
+    if costing.usd > max_cost:
+        raise UsageError(
+            f"the plan costs {usd_text(costing.usd)}, over --max-cost {usd_text(max_cost)}",
+            "see --plan for the details, or raise --max-cost",
+        )

@@ -9,11 +9,37 @@ holds the estimated billed units, priced by the price table like any recorded sp
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from .batching import estimate_tokens
 from .prices import Billed, Costing, PriceTable
 from .settings import ProviderSettings
+
+WORDS_PER_TOKEN = 0.75  # "100 tokens is about 75 words" (OpenAI); Gemini's docs: 60-80 English words
+_WORD = re.compile(r"\w+")
+_IDEOGRAPH = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")  # CJK, kana, hangul: a token or more each
+
+
+def central_tokens(text: str | None) -> float:
+    """A plan's first guess at a model's token count (words / 0.75; an ideograph a token), where the
+    throttle's estimate (`batching.estimate_tokens`) leans high on purpose."""
+    if not text:
+        return 0.0
+    ideographs = len(_IDEOGRAPH.findall(text))
+    words = len(_WORD.findall(_IDEOGRAPH.sub(" ", text))) if ideographs else len(_WORD.findall(text))
+    return words / WORDS_PER_TOKEN + ideographs
+
+
+def text_prior(texts: Iterable[str | None]) -> float | None:
+    """central / throttle estimate over these texts: how a plan scales a model no run has calibrated yet."""
+    central = throttle = 0.0
+    for text in texts:
+        if text:
+            central += central_tokens(text)
+            throttle += estimate_tokens(text)
+    return central / throttle if central > 0 and throttle > 0 else None
 
 
 @dataclass
@@ -37,13 +63,14 @@ class Plan:
     ratios: dict[tuple[str, str], float] = field(default_factory=dict)  # (provider, model) -> reported / estimated
     uncalibrated: list[str] = field(default_factory=list)  # "provider model" planned at the raw estimate
 
-    def tokens(self, provider: str, model: str, estimated: int) -> int:
-        """Estimated tokens in the model's own count: scaled by what earlier runs saw it report, if any."""
+    def tokens(self, provider: str, model: str, estimated: int, prior: float | None = None) -> int:
+        """Estimated tokens in the model's own count: scaled by what earlier runs saw it report, else by
+        `prior` (`text_prior` of the texts sent; None where images decide)."""
         ratio = self.ratios.get((provider, model))
         if ratio is None:
             if f"{provider} {model}" not in self.uncalibrated:
                 self.uncalibrated.append(f"{provider} {model}")
-            return estimated
+            return estimated if prior is None else max(1, round(estimated * prior))
         return round(estimated * ratio)
 
     def add(
@@ -81,29 +108,6 @@ class Plan:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
-
-    def merge(self, other: Plan) -> None:
-        for line in other.lines.values():
-            self.add(
-                line.provider,
-                line.model,
-                line.what,
-                requests=line.requests,
-                items=line.items,
-                held=line.held,
-                tokens=line.tokens,
-                units=line.units,
-            )
-        for key, settings in other.budgets.items():
-            self.budgets[key] = settings
-            use = self.budget_use.setdefault(key, [0.0, 0.0, 0.0])
-            for i, amount in enumerate(other.budget_use.get(key, [])):
-                use[i] += amount
-        for text in other.notes:
-            self.note(text)
-        for name in other.uncalibrated:
-            if name not in self.uncalibrated:
-                self.uncalibrated.append(name)
 
     @property
     def requests(self) -> int:
@@ -178,30 +182,12 @@ class Plan:
         )
         if self.uncalibrated:
             lines.append(
-                f"note: tokens of {', '.join(self.uncalibrated)} are the throttle's upper-leaning estimate (ASCII "
-                "characters / 3): runs save what providers report, and later plans are scaled by it"
+                f"note: tokens of {', '.join(self.uncalibrated)} are a first guess (text at 0.75 words a token, "
+                "images and prompts at the throttle's upper-leaning estimate): runs save what providers report, "
+                "and later plans are scaled by it"
             )
         lines += [f"note: {text}" for text in self.notes]
         return "\n".join(lines)
-
-    def as_dict(self, table: PriceTable) -> dict[str, Any]:
-        return {
-            "lines": [
-                {
-                    "provider": li.provider,
-                    "model": li.model,
-                    "work": li.what,
-                    "requests": li.requests,
-                    "items": li.items,
-                    "held": li.held,
-                    "tokens": li.tokens,
-                    "units": dict(li.units),
-                }
-                for li in self.lines.values()
-            ],
-            "cost": self.costing(table).as_dict(),
-            "notes": list(self.notes),
-        }
 
 
 def _duration(minutes: float) -> str:

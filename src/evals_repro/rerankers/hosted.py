@@ -90,13 +90,16 @@ class HostedReranker(ABC):
             max_tokens = min(max_tokens, cap)
         return costs, plan_batches(costs, self.max_items, max_tokens)
 
-    def plan(self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank") -> None:
-        """Count the requests `rerank` would send for a query and documents of these estimated tokens."""
+    def plan(
+        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: float | None = None
+    ) -> None:
+        """Count the requests `rerank` would send for a query and documents of these estimated tokens
+        (`prior`: `plan.text_prior` of the texts, for a model no run has calibrated)."""
         if not doc_tokens:
             return
         costs, batches = self._batches(query_tokens, doc_tokens)
         for positions in batches:
-            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in positions))
+            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in positions), prior)
             plan.add(
                 self.provider,
                 self.model,

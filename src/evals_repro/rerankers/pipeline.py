@@ -69,6 +69,7 @@ class RerankedRetriever:
         """The first stage's requests, then one rerank per query over its head. Which pages the head holds
         is the first stage's answer, so their tokens are estimated at the mean page of the subset."""
         from ..providers.batching import estimate_tokens
+        from ..providers.plan import text_prior
 
         first_plan = getattr(self.first, "plan", None)
         if first_plan is not None:
@@ -77,11 +78,14 @@ class RerankedRetriever:
         if planner is None or not subset.pages:
             return  # a local reranker: nothing paid
         depth = min(top_k if self.depth is None else self.depth, top_k)
-        mean = round(sum(estimate_tokens(page_text(p, PAGE_STYLE)) for p in subset.pages) / len(subset.pages))
-        for query in queries:
+        pages = [page_text(p, PAGE_STYLE) for p in subset.pages]
+        mean = round(sum(estimate_tokens(text) for text in pages) / len(pages))
+        texts = [query_text(query, reranker=True) for query in queries]
+        prior = text_prior(pages + texts)
+        for query, text in zip(queries, texts):
             # at most the pages there are, or the query's pool where the subset ranks pools
             candidates = len(subset.pools.get(query.id, ())) if subset.pools is not None else len(subset.pages)
-            planner(estimate_tokens(query_text(query, reranker=True)), [mean] * min(depth, candidates), plan)
+            planner(estimate_tokens(text), [mean] * min(depth, candidates), plan, prior=prior)
         plan.note("rerank tokens are estimated at the mean page length: the first stage chooses the pages")
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:

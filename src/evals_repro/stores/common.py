@@ -141,12 +141,15 @@ def retrying(settings: Any, usage: Usage) -> Call:
 
 
 def indexing_units(payload: Payload, parsing: str) -> dict[str, float]:
-    """What indexing one uploaded page bills: its estimated tokens (text), or one image page."""
-    from ..providers.batching import estimate_tokens
+    """What indexing one uploaded page bills: its estimated tokens (text), or one image page. Mixedbread
+    reports no count, so plan, record and ceiling share this one guess (0.75 words a token)."""
+    import math
+
+    from ..providers.plan import central_tokens
 
     if payload.mime_type.startswith("text/"):
         unit = "store_tokens_high_quality" if parsing == "high_quality" else "store_tokens"
-        return {unit: estimate_tokens(payload.data.decode("utf-8", errors="replace"))}
+        return {unit: max(1, math.ceil(central_tokens(payload.data.decode("utf-8", errors="replace"))))}
     return {"store_image_pages": 1}
 
 
