@@ -19,6 +19,7 @@ from evals_repro.study.report import write_report
 from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
+from reference_stats import reference_holm
 from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
@@ -284,6 +285,10 @@ def test_report_compares_every_reranker_with_the_first_stage_and_each_other(stud
     pairs = {("cohere-fast", "first stage"), ("voyage", "first stage"), ("voyage", "cohere-fast")}
     scopes = {"overall", "sample", "sample/heat-pumps", "sample/railway-maintenance"}
     assert {(r["model"], r["vs"], r["scope"]) for r in rows} == {(*p, s) for p in pairs for s in scopes}
+    # Holm over every comparison of the study (p to 6 significant digits in the CSV)
+    assert [float(r["p_adjusted"]) for r in rows] == pytest.approx(
+        reference_holm([float(r["p"]) for r in rows]), rel=1e-5
+    )
     for r in rows:
         assert 1 / 1000 - 1e-9 <= float(r["p"]) <= float(r["p_adjusted"]) <= 1
         assert r["low"] and float(r["low"]) <= float(r["diff"]) <= float(r["high"])
