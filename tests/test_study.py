@@ -330,6 +330,7 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     text = page.read_text(encoding="utf-8")
     assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text
     assert "test-host" in text and "sample/heat-pumps" in text  # provenance: host, datasets
+    assert text.count("<h1>") == 1  # report.md's own title is the page's heading, not a second one
     loaded = load(page, ["table", "figure svg"], binary)
     (tmp_path / "study.png").write_bytes(loaded.screenshot)
     assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == [] and loaded.errors == []

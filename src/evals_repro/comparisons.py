@@ -260,7 +260,7 @@ def _x100(value: float | None, decimals: int, sign: bool = False) -> str:
 def legend(tc: TableComparisons) -> str:
     test = (
         f"paired two-sided randomization test, {tc.permutations:,} permutations; "
-        f"Holm-Bonferroni adjusted over the {len(tc.rows)} comparisons of this table"
+        f"Holm-Bonferroni adjusted over the {len(tc.rows)} comparison{'' if len(tc.rows) == 1 else 's'} of this table"
     )
     if tc.baseline is not None:
         return f"{BETTER} / {WORSE}: better / worse than {tc.baseline} at p < {ALPHA} ({test})."
