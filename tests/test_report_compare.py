@@ -14,6 +14,7 @@ from scipy.stats import ttest_rel
 
 from evals_repro.cli import main
 from evals_repro.registry import METHODS as REGISTRY
+from reference_stats import exact_randomization_p, reference_holm
 
 SUBSETS = ("heat-pumps", "railway-maintenance", "clinical-trials")
 METHODS = ("bm25", "oracle-a", "oracle-b")
@@ -125,6 +126,8 @@ def test_baseline_markers_legend_and_csv(results, tmp_path, capsys):
             assert int(r["queries"]) == sum(len(native_scores(record(results, "bm25", s))) for s in SUBSETS)
         marked = r["verdict"] != ""
         assert marked == (float(r["p_adjusted"]) < 0.05)
+        if marked:  # the direction is the sign of the difference (the measures are higher-is-better)
+            assert r["verdict"] == ("better" if float(r["diff"]) > 0 else "worse")
         value = f"{plain[(r['method'], r['column'])]:.1f}"
         expected_cell = value + {"better": "▲", "worse": "▼", "": ""}[r["verdict"]]
         row_line = next(line for line in text.split("### ")[1].splitlines() if line.startswith(f"| {r['method']} |"))
@@ -193,3 +196,24 @@ def test_methods_with_different_queries_name_subset_and_counts(results, tmp_path
 def test_by_refuses_comparisons(results, capsys):
     assert main(report(results, "--by", "query_type", "--baseline", "bm25")) == 2
     assert "--by" in one_error_line(capsys)
+
+
+def test_randomization_p_is_the_exact_test_and_holm_adjusts_every_comparison(results, tmp_path, capsys):
+    """Per subset (26 queries), the CLI's p is within Monte Carlo tolerance of the exact p enumerated here
+    over all 2^26 sign patterns of the result files' per-query differences; p_adjusted is Holm's step-down
+    over the table's raw p-values, recomputed here (not by the package)."""
+    out = tmp_path / "cmp.csv"
+    assert main(report(results, "--baseline", "bm25", "-o", str(out))) == 0
+    rows = [r for r in csv.DictReader(out.open()) if "monolingual" in r["table"]]
+    for r in rows:
+        if r["column"] == "avg":
+            continue
+        a = native_scores(record(results, r["method"], r["column"]))
+        b = native_scores(record(results, "bm25", r["column"]))
+        exact = exact_randomization_p([a[q] - b[q] for q in sorted(b)])
+        tolerance = 4 * (exact * (1 - exact) / 10_000) ** 0.5 + 2 / 10_000
+        assert float(r["p"]) == pytest.approx(exact, abs=tolerance), (r["method"], r["column"])
+    for key in ("p", "p_ttest"):
+        expected = reference_holm([float(r[key]) for r in rows])
+        assert [float(r[key + "_adjusted"]) for r in rows] == pytest.approx(expected, rel=1e-5)
+    assert any(float(r["p_adjusted"]) > float(r["p"]) for r in rows)  # the adjustment did something here

@@ -128,3 +128,18 @@ def test_results_without_per_query_scores_plot_bare_means_and_refuse_comparisons
     assert main(report(folder, "--baseline", "a")) == 2
     err = capsys.readouterr().err
     assert "error: sample/a/heat-pumps: the result file has no per-query ndcg_at_10 (english queries)" in err
+
+
+def test_html_report_shows_cost_column_and_spend_in_usd(results, tmp_path, capsys):  # noqa: F811
+    """`--cost` puts its column in the page's tables; the spend section gives every method's USD (the sample's
+    methods bill nothing: $0), also without --cost; digests get the breakable monospace cell."""
+    page = tmp_path / "report.html"
+    assert main(report(results, "--baseline", "bm25", "--cost", "-o", str(page))) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<th>cost (USD)</th>") == 2  # the monolingual and crosslingual tables
+    assert main(report(results, "--baseline", "bm25", "-o", str(page))) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "cost (USD)" not in text
+    for method in ("bm25", "oracle-a", "oracle-b"):
+        assert f"<tr><th>spent by {method}</th><td>$0</td></tr>" in text
+    assert re.search(r'<td class="long">[0-9a-f]{64}</td>', text)

@@ -19,6 +19,7 @@ from evals_repro.study.report import write_report
 from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
+from reference_stats import reference_holm
 from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
@@ -287,6 +288,10 @@ def test_report_compares_every_reranker_with_the_first_stage_and_each_other(stud
     pairs = {("cohere-fast", "first stage"), ("voyage", "first stage"), ("voyage", "cohere-fast")}
     scopes = {"overall", "sample", "sample/heat-pumps", "sample/railway-maintenance"}
     assert {(r["model"], r["vs"], r["scope"]) for r in rows} == {(*p, s) for p in pairs for s in scopes}
+    # Holm over every comparison of the study (p to 6 significant digits in the CSV)
+    assert [float(r["p_adjusted"]) for r in rows] == pytest.approx(
+        reference_holm([float(r["p"]) for r in rows]), rel=1e-5
+    )
     for r in rows:
         assert 1 / 1000 - 1e-9 <= float(r["p"]) <= float(r["p_adjusted"]) <= 1
         assert r["low"] and float(r["low"]) <= float(r["diff"]) <= float(r["high"])
@@ -328,6 +333,7 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     text = page.read_text(encoding="utf-8")
     assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text
     assert "test-host" in text and "sample/heat-pumps" in text  # provenance: host, datasets
+    assert text.count("<h1>") == 1  # report.md's own title is the page's heading, not a second one
     loaded = load(page, ["table", "figure svg"], binary)
     (tmp_path / "study.png").write_bytes(loaded.screenshot)
     assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == [] and loaded.errors == []

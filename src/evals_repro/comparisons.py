@@ -22,15 +22,17 @@ from .report import Table, to_markdown
 from .results import ResultRecord, Setting
 from .significance import (
     ALPHA,
+    BETTER,
     DEFAULT_PERMUTATIONS,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    WORSE,
     PairedStats,
     Stratum,
     check_permutations,
+    format_p,
+    verdict,
 )
-
-BETTER, WORSE = "▲", "▼"
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,7 @@ class Comparison:
     @property
     def verdict(self) -> str:
         """better / worse than `vs` at ALPHA after adjustment (randomization test), else ''."""
-        if self.p_adjusted is None or self.p_adjusted >= ALPHA or self.diff == 0:
-            return ""
-        return "better" if self.diff > 0 else "worse"
+        return verdict(self.diff, self.p_adjusted)
 
 
 @dataclass
@@ -245,12 +245,6 @@ def adjust(rows: list[Comparison]) -> list[Comparison]:
 # -- rendering -----------------------------------------------------------------------------------------
 
 
-def format_p(p: float | None) -> str:
-    if p is None:
-        return ""
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def _x100(value: float | None, decimals: int, sign: bool = False) -> str:
     if value is None:
         return ""
@@ -260,7 +254,7 @@ def _x100(value: float | None, decimals: int, sign: bool = False) -> str:
 def legend(tc: TableComparisons) -> str:
     test = (
         f"paired two-sided randomization test, {tc.permutations:,} permutations; "
-        f"Holm-Bonferroni adjusted over the {len(tc.rows)} comparisons of this table"
+        f"Holm-Bonferroni adjusted over the {len(tc.rows)} comparison{'' if len(tc.rows) == 1 else 's'} of this table"
     )
     if tc.baseline is not None:
         return f"{BETTER} / {WORSE}: better / worse than {tc.baseline} at p < {ALPHA} ({test})."

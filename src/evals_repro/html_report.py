@@ -23,8 +23,9 @@ body { font-family: "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; margin: 
 h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
 h3 { font-size: 1.1em; margin-top: 1.3em; } h4 { font-size: 1em; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.85em; }
-th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: anywhere; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: break-word; }
 th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.long { word-break: break-all; font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; }
 .better { color: #0a7a2f; font-weight: bold; } .worse { color: #b3261e; font-weight: bold; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85em; color: #555; } code { background: #f3f3f3; padding: 0 0.2em; }
@@ -128,9 +129,16 @@ def key_value_table(rows: Iterable[tuple[str, Any]]) -> str:
     return f"<table>{body}</table>"
 
 
+def _grid_cell(value: Any) -> str:
+    """A digest or a path (one long word) may break anywhere; words and dates stay whole."""
+    text = str(value)
+    long = len(text) > 32 and " " not in text
+    return f'<td class="long">{html.escape(text)}</td>' if long else f"<td>{html.escape(text)}</td>"
+
+
 def grid_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     head = "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_grid_cell(c) for c in row) + "</tr>" for row in rows)
     return f"<table>{head}{body}</table>"
 
 
@@ -150,6 +158,9 @@ def runtime_versions() -> dict[str, str]:
 def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]]) -> str:
     """The whole document: the Markdown body, the figures, then extra (heading, HTML) sections."""
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    first, _, rest = body_markdown.partition("\n")
+    if first.strip() == f"# {title}":  # the page's own heading already says it
+        body_markdown = rest
     versions = ", ".join(f"{k} {v}" for k, v in runtime_versions().items())
     parts = [
         "<!DOCTYPE html>",
@@ -177,8 +188,15 @@ def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Se
     return "\n".join(parts) + "\n"
 
 
+def _spend(usd: str, usage: dict[str, float]) -> str:
+    """ "$0.0123 (voyage_requests 3, voyage_tokens 5120)": the cost, then the counts behind it."""
+    counts = ", ".join(f"{k} {v:g}" for k, v in sorted(usage.items()) if v)
+    return f"{usd} ({counts})" if counts else usd
+
+
 def report_html(bundle, decimals: int = 1) -> str:
     """`report -o report.html`: tables and comparisons, plots, protocol, provenance."""
+    from .report import method_costs
     from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED
 
     results = bundle.results
@@ -218,9 +236,10 @@ def report_html(bundle, decimals: int = 1) -> str:
             versions.setdefault(name, set()).add(version)
     spent: dict[str, dict[str, float]] = {}
     for r in results:
+        usage = spent.setdefault(r.method, {})
         for key, value in r.usage.items():
-            spent.setdefault(r.method, {}).setdefault(key, 0.0)
-            spent[r.method][key] += value
+            usage[key] = usage.get(key, 0.0) + value
+    costs = method_costs(results)
     created = sorted(r.created for r in results)
     sections = [
         ("Protocol", key_value_table(protocol_rows)),
@@ -234,10 +253,7 @@ def report_html(bundle, decimals: int = 1) -> str:
             key_value_table(
                 [
                     ("results created", f"{created[0]} to {created[-1]}" if created else "-"),
-                    *(
-                        (f"spent by {m}", ", ".join(f"{k} {v:g}" for k, v in sorted(u.items()) if v) or "nothing")
-                        for m, u in sorted(spent.items())
-                    ),
+                    *((f"spent by {m}", _spend(costs[m], u)) for m, u in sorted(spent.items())),
                 ]
             ),
         ),

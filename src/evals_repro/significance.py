@@ -39,6 +39,23 @@ CHUNK_CELLS = 4_000_000  # ... and at most this many draw x query cells (32 MB o
 TIE_TOLERANCE = 1e-9
 
 
+BETTER, WORSE = "▲", "▼"  # the markers of a significant difference in every table
+
+
+def verdict(diff: float, p_adjusted: float | None) -> str:
+    """ "better" / "worse" (higher is better) at ALPHA after adjustment, else ""."""
+    if p_adjusted is None or p_adjusted >= ALPHA or diff == 0:
+        return ""
+    return "better" if diff > 0 else "worse"
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as the tables print it."""
+    if p is None:
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 @dataclass(frozen=True)
 class Stratum:
     """Per-query scores of one stratum: rows are queries (one fixed order), columns methods.

@@ -16,11 +16,20 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from ..significance import ALPHA, DEFAULT_PERMUTATIONS, PairedStats, Stratum, holm
+from ..significance import (
+    ALPHA,
+    BETTER,
+    DEFAULT_PERMUTATIONS,
+    WORSE,
+    PairedStats,
+    Stratum,
+    format_p,
+    holm,
+    verdict,
+)
 from .quality_table import BASELINE, group_scores, overall_scores
 
 OVERALL = "overall"
-BETTER, WORSE = "▲", "▼"
 
 
 @dataclass(frozen=True)
@@ -40,9 +49,7 @@ class StudyComparison:
 
     @property
     def verdict(self) -> str:
-        if self.p_adjusted is None or self.p_adjusted >= ALPHA or self.diff == 0:
-            return ""
-        return "better" if self.diff > 0 else "worse"
+        return verdict(self.diff, self.p_adjusted)
 
 
 @dataclass
@@ -173,12 +180,6 @@ def _x100(value: float | None, sign: bool = True) -> str:
     return f"{value * 100:+.1f}" if sign else f"{value * 100:.1f}"
 
 
-def _p(p: float | None) -> str:
-    if p is None:
-        return ""
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def legend(comparisons: StudyComparisons) -> str:
     return (
         f"{BETTER} / {WORSE}: better / worse than the first stage at p < {ALPHA} (paired two-sided randomization "
@@ -203,7 +204,7 @@ def comparisons_markdown(comparisons: StudyComparisons) -> list[str]:
         interval = "" if r.low is None else f"[{_x100(r.low)}, {_x100(r.high)}]"
         lines.append(
             f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {_x100(r.diff)}{signs[r.verdict]} | {interval} | "
-            f"{_p(r.p)} | {_p(r.p_adjusted)} | {_p(r.p_ttest)} | {r.queries} |"
+            f"{format_p(r.p)} | {format_p(r.p_adjusted)} | {format_p(r.p_ttest)} | {r.queries} |"
         )
     if not comparisons.rows:
         lines.append("| (no comparisons: no model has a complete dataset yet) |" + " |" * 9)
