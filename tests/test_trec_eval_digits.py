@@ -78,7 +78,11 @@ def test_relstring_with_parameters_replaces_the_default_one(tmp_path, capsys):
 
 
 def test_the_first_parameters_given_win_as_in_meas_init(tmp_path, capsys):
-    # meas_init.c takes the first `-m P.x` for P and stops looking: P.5 then P.10 gives P_5.
+    # usnistgov/trec_eval f425365 (10.0): trec_eval.c add_meas_arg_info appends each `-m name.params` to
+    # epi->meas_arg in command-line order; meas_init.c te_init_meas_a_double_cut_long walks that list from
+    # the start, `if (0 == strcmp(meas_arg_ptr->measure_name, tm->name))` reads the parameters and `break`s.
+    # So the first given wins: the binary built from that commit prints P_5 alone for `-m P.5 -m P.10`,
+    # P_10 alone for `-m P -m P.10`, and for `-m all_trec -m P.5` the same lines as evaluate, byte for byte.
     assert names(evaluate(tmp_path, capsys, "-m", "P.5", "-m", "P.10")) == ["P_5"]
     assert names(evaluate(tmp_path, capsys, "-m", "P", "-m", "P.10")) == ["P_10"]
 
