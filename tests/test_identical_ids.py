@@ -80,3 +80,39 @@ def test_the_study_scores_with_the_rule():
     ]
     assert score(candidates, RUN, ["ndcg_at_10"], 100)["ndcg_at_10"] == pytest.approx((KEPT + 1) / 2, abs=1e-12)
     assert score(candidates, RUN, ["ndcg_at_10"], 100, ignore_identical_ids=True)["ndcg_at_10"] == 1.0
+
+
+def test_evaluate_cli_equals_beir_logic_run_through_pytrec_eval(tmp_path, capsys):
+    """BEIR/mteb's rule, computed independently: drop `results[qid][qid]`, then pytrec_eval's ndcg_cut.10 and
+    the mean over queries. Query "1" has its own id at rank 1 (and judged relevant), query "2" its own
+    relevant id at rank 1, query "3" a non-relevant document at rank 1 and its own id at rank 2."""
+    import pytrec_eval
+
+    qrels = {"1": {"7": 1, "9": 2, "1": 1}, "2": {"5": 1, "2": 1}, "3": {"3": 1, "8": 1}}
+    run = {
+        "1": {"1": 0.9, "4": 0.8, "7": 0.7, "9": 0.6},
+        "2": {"2": 0.9, "6": 0.8, "5": 0.7},
+        "3": {"4": 0.9, "3": 0.8, "3x": 0.75, "8": 0.7},
+    }
+    expected = {}
+    for drop in (False, True):
+        kept = {q: {d: s for d, s in docs.items() if not (drop and d == q)} for q, docs in run.items()}
+        found = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(kept)
+        expected[drop] = sum(found[q]["ndcg_cut_10"] for q in sorted(found)) / 3
+    assert f"{expected[True]:.4f}" == "0.4048" and f"{expected[False]:.4f}" == "0.7749"
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    (tmp_path / "run").write_text(
+        "".join(f"{q} Q0 {d} {i} {s} r\n" for q, docs in run.items() for i, (d, s) in enumerate(docs.items(), 1))
+    )
+    for flag, drop in (([], False), (["--ignore-identical-ids"], True)):
+        code = main(
+            ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-m", "ndcg_cut.10", *flag]
+        )
+        out = capsys.readouterr().out.split()
+        assert code == 0 and out == ["ndcg_cut_10", "all", f"{expected[drop]:.4f}"]
+    per_query = M.evaluate(qrels, run, ScoringProtocol(measures=("ndcg_at_10",), ignore_identical_ids=True))
+    kept = {q: {d: s for d, s in docs.items() if d != q} for q, docs in run.items()}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(kept)
+    assert {q: row["ndcg_at_10"] for q, row in per_query.items()} == pytest.approx(
+        {q: row["ndcg_cut_10"] for q, row in reference.items()}, abs=1e-12
+    )

@@ -62,3 +62,28 @@ def test_last_digit_agrees_with_pandas_on_many_pairs():
         assert p_mrr(run, changed, score_precision="float64") == expected, trial
         agreed += 1
     assert agreed == 40
+
+
+def test_a_pair_mean_is_pandas_own_group_mean_in_mteb_row_order():
+    """Pair p's four documents: og ranks 8, 2, 1, 11; new ranks 2, 3, 3, 3 (three absent from a 2-document
+    changed ranking). mteb's pandas group mean of them depends on the rows before the group (pandas 3.1.1:
+    -0.11931818181818182 alone or first, -0.1193181818181818 after pair q's row), so rows follow mteb's
+    order: pairs as the changed documents list them, not sorted."""
+    og = {f"z{r}": float(-r) for r in range(1, 12)}
+    og.update({"d0": -8.0, "d1": -2.0, "d2": -1.0, "d3": -11.0})
+    for r in (1, 2, 8, 11):
+        del og[f"z{r}"]
+    run = {
+        "p-og": og,
+        "p-changed": {"z1": -1.0, "d0": -2.0},
+        "q-og": {"e": -1.0, "f": -2.0},
+        "q-changed": {"f": -1.0, "e": -2.0},
+    }
+    p_ranks = [(8, 2), (2, 3), (1, 3), (11, 3)]
+    for changed, ranks in (
+        ({"p": ["d0", "d1", "d2", "d3"], "q": ["e"]}, {"p": p_ranks, "q": [(1, 2)]}),
+        ({"q": ["e"], "p": ["d0", "d1", "d2", "d3"]}, {"q": [(1, 2)], "p": p_ranks}),
+    ):
+        expected = reference(ranks)
+        assert p_mrr(run, changed, score_precision="float64") == expected
+    assert reference({"p": p_ranks, "q": [(1, 2)]}) != reference({"q": [(1, 2)], "p": p_ranks})  # order matters

@@ -163,3 +163,17 @@ def test_randomization_p_near_the_exact_enumeration():
     draws = np.random.default_rng(0).integers(0, 10, size=(200_000, 10))
     low, high = np.percentile(np.asarray(d)[draws].mean(axis=1), [2.5, 97.5])
     assert found.low == pytest.approx(low, abs=0.005) and found.high == pytest.approx(high, abs=0.005)
+
+
+def test_printed_score_and_difference_add_queries_as_trec_eval_does():
+    """The Δ a comparison table prints and the score a plot draws are running double sums over the stratum's
+    queries (trec_eval's `all` arithmetic, as every other printed mean), not NumPy's pairwise sum: on these
+    nine queries the two differ in the last bit. The reference is `np.cumsum` (adds left to right)."""
+    a = [0.7, 0.0, 0.5, 0.3, 0.3, 0.1, 0.8, 0.1, 0.2]
+    b = [0.3, 0.4, 0.2, 0.0, 0.7, 1.0, 0.9, 0.6, 0.0]
+    diff = np.asarray(a) - np.asarray(b)
+    assert np.cumsum(a)[-1] / 9 == 0.33333333333333337 != np.mean(a)
+    assert np.cumsum(diff)[-1] / 9 == -0.12222222222222226 != np.mean(diff)
+    stats = one(a, b, permutations=99, resamples=99)
+    assert stats.interval({0: 1.0}, 0).estimate == 0.33333333333333337
+    assert stats.compare({0: 1.0}, 0, 1).diff == -0.12222222222222226

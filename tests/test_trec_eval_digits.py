@@ -78,7 +78,11 @@ def test_relstring_with_parameters_replaces_the_default_one(tmp_path, capsys):
 
 
 def test_the_first_parameters_given_win_as_in_meas_init(tmp_path, capsys):
-    # meas_init.c takes the first `-m P.x` for P and stops looking: P.5 then P.10 gives P_5.
+    # usnistgov/trec_eval f425365 (10.0): trec_eval.c add_meas_arg_info appends each `-m name.params` to
+    # epi->meas_arg in command-line order; meas_init.c te_init_meas_a_double_cut_long walks that list from
+    # the start, `if (0 == strcmp(meas_arg_ptr->measure_name, tm->name))` reads the parameters and `break`s.
+    # So the first given wins: the binary built from that commit prints P_5 alone for `-m P.5 -m P.10`,
+    # P_10 alone for `-m P -m P.10`, and for `-m all_trec -m P.5` the same lines as evaluate, byte for byte.
     assert names(evaluate(tmp_path, capsys, "-m", "P.5", "-m", "P.10")) == ["P_5"]
     assert names(evaluate(tmp_path, capsys, "-m", "P", "-m", "P.10")) == ["P_10"]
 
@@ -86,3 +90,42 @@ def test_the_first_parameters_given_win_as_in_meas_init(tmp_path, capsys):
 def test_our_names_are_still_added(tmp_path, capsys):
     shown = names(evaluate(tmp_path, capsys, "-m", "P.5", "-m", "p_at_10"))
     assert shown == ["num_q", "p_at_5", "p_at_10"]
+
+
+def test_a_result_record_adds_its_queries_in_trec_eval_order():
+    """The means a result record stores (and `report` prints) are trec_eval's on the saved run and qrels.
+
+    trec_eval sorts the queries by id before adding them, so with the issue's qrels it prints P_200 0.0087
+    (trec_eval 10.0, usnistgov/trec_eval f425365, built and run on these files: 0.0087 whichever order the
+    lines come in). A benchmark that lists query d first used to add 0.005 first: 0.035 / 4, printed 0.0088.
+    """
+    from evals_repro.data import Page, Query, Subset
+    from evals_repro.metrics.protocol import ScoringProtocol
+    from evals_repro.scoring import score_run
+
+    qrels: dict[str, dict[str, int]] = {}
+    for line in QRELS.splitlines():
+        qid, _, doc, grade = line.split()
+        qrels.setdefault(qid, {})[doc] = int(grade)
+    queries = [Query(qid, f"query {qid}", "en") for qid in ["d", "a", "b", "c"]]  # not in id order
+    subset = Subset("b", "s", "en", [Page("x", "x"), Page("y", "y")], queries, qrels)
+    run = {qid: dict.fromkeys(docs, 1.0) for qid, docs in qrels.items()}
+    scored = score_run(subset, run, queries, ["en"], ScoringProtocol(measures=("p_at_200",)))
+    assert scored["languages"]["en"].metrics["p_at_200"] == 0.008749999999999999
+    assert f"{scored['metrics']['p_at_200']:.4f}" == "0.0087"
+    assert f"{100 * scored['metrics']['p_at_200']:.2f}" == "0.87"  # the report's cell
+
+
+def test_breakdown_adds_each_result_in_trec_eval_order():
+    """`report --by` over one result is trec_eval's mean over that group's queries: 0.0087, not 0.0088."""
+    from types import SimpleNamespace
+
+    from evals_repro.breakdown import breakdown
+    from evals_repro.results import QueryEntry
+
+    values = {"d": 0.005, "a": 0.01, "b": 0.01, "c": 0.01}  # stored in the benchmark's order, d first
+    per_query = {
+        q: QueryEntry(language="en", metadata={"query_format": "k"}, metrics={"p_at_200": v}) for q, v in values.items()
+    }
+    (row,) = breakdown([SimpleNamespace(per_query=per_query)], "query_format", "p_at_200")  # type: ignore[list-item]
+    assert row.mean == 0.008749999999999999 and f"{row.mean:.4f}" == "0.0087"

@@ -62,7 +62,7 @@ def breakdown(
     groups: dict[str, list[float]] = {}
     seen_measures: set[str] = set()
     for result in results:
-        for entry in result.per_query.values():
+        for _, entry in sorted(result.per_query.items()):  # trec_eval's query order within a result
             if native_only and entry.language != result.native_language:
                 continue
             seen_measures.update(entry.metrics)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .metrics.protocol import running_mean
+
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 42
@@ -191,7 +193,8 @@ class PairedStats:
     def interval(self, weights: Mapping[int, float], method: int) -> Interval:
         """A method's weighted score with its stratified bootstrap interval."""
         self._check(weights, [method])
-        estimate = sum(w * float(self.strata[s].scores[:, method].mean()) for s, w in weights.items())
+        # A stratum's mean as the report prints it: trec_eval's running sum (queries in id order), not NumPy's pairwise one.
+        estimate = sum(w * running_mean(self.strata[s].scores[:, method].tolist()) for s, w in weights.items())
         draws = sum(w * self._resampled(s)[:, method] for s, w in weights.items())
         return Interval(estimate, *self._percentiles(np.asarray(draws), weights))
 
@@ -199,7 +202,7 @@ class PairedStats:
         """Method a against method b on the cell sum_s weights[s] * mean over stratum s."""
         self._check(weights, [a, b])
         diffs = {s: self.strata[s].scores[:, a] - self.strata[s].scores[:, b] for s in weights}
-        observed = sum(w * float(diffs[s].mean()) for s, w in weights.items())
+        observed = sum(w * running_mean(diffs[s].tolist()) for s, w in weights.items())
         flipped = sum(w * (self._flip(s)[:, a] - self._flip(s)[:, b]) for s, w in weights.items())
         extreme = np.abs(np.asarray(flipped)) >= abs(observed) - TIE_TOLERANCE * max(1.0, abs(observed))
         p_randomization = (1 + int(np.count_nonzero(extreme))) / (1 + self.permutations)

@@ -181,9 +181,10 @@ def mean(per_query: Mapping[str, Mapping[str, float]], qids: Iterable[str] | Non
 
     A macro mean for most measures; counts (num_q, num_ret, ...) are summed and gm_map /
     gm_bpref are geometric means, as trec_eval prints them. Ids without a row are skipped; no
-    rows at all gives `{}`.
+    rows at all gives `{}`. Values are added in trec_eval's query order (ids sorted as strings, whatever
+    order they come in), since a running double sum depends on the order.
     """
-    selected = list(per_query) if qids is None else [q for q in dict.fromkeys(qids) if q in per_query]
+    selected = sorted(per_query) if qids is None else sorted(q for q in set(qids) if q in per_query)
     if not selected:
         return {}
     names = list(per_query[selected[0]])

@@ -16,8 +16,10 @@ by doc id descending; mteb's HEAD breaks exact ties by doc id descending too).
 As mteb's `calculate_pmrr` (mteb a905523d0, _evaluators/retrieval_metrics.py), to the last digit: a
 pair whose og or changed ranking is absent from the run is skipped (not scored as an empty ranking;
 an empty ranking counts as absent, since a TREC run file cannot hold one); s is computed as
-(1/R_og)/(1/R_new) - 1 and 1 - (1/R_new)/(1/R_og); a pair's mean is pandas' groupby mean
-(compensated, Kahan) and p-MRR the pandas/NumPy mean over pairs in pair-id order (pairwise sum).
+(1/R_og)/(1/R_new) - 1 and 1 - (1/R_new)/(1/R_og); a pair's mean and the mean over pairs are taken
+by pandas itself, with the same calls (`groupby("qid").agg(mean)`, then `Series.mean`): pandas' group
+sum is not a plain Kahan sum in every release (3.x differs from one in the last bit), so only pandas
+gives mteb's digits under the pandas installed beside it.
 
 As a per-query measure (`evaluate(..., ["p_mrr"], options={"changed_docs": ...})`) both rows of
 a pair carry the pair's score, so the mean over rows equals the mean over pairs whenever both
@@ -43,26 +45,43 @@ def rank_change(og_rank: int, new_rank: int) -> float:
     return 1 - (1 / new_rank) / (1 / og_rank)
 
 
-def kahan_mean(values: list[float]) -> float:
-    """pandas' groupby mean: a compensated (Kahan) sum over the values in order, divided by their count."""
-    total = compensation = 0.0
-    for value in values:
-        y = value - compensation
-        t = total + y
-        compensation = t - total - y
-        total = t
-    return total / len(values)
+def pandas_means(rows: list[tuple[str, float]]) -> tuple[dict[str, float], float]:
+    """(pair -> mean of its rows, mean over pairs), computed as mteb computes them: a DataFrame grouped by
+    pair id (sorted), mean per group, then the mean of those means."""
+    import pandas as pd
 
-
-def numpy_mean(values: list[float]) -> float:
-    """pandas' Series.mean: NumPy's pairwise sum of a float64 array, divided by the count."""
-    import numpy as np
-
-    return float(np.asarray(values, dtype=np.float64).sum() / len(values))
+    frame = pd.DataFrame(rows, columns=["qid", "p-MRR"])
+    per_pair = frame.groupby("qid").agg({"p-MRR": "mean"})["p-MRR"]
+    return {str(pair): float(value) for pair, value in per_pair.items()}, float(per_pair.mean())
 
 
 def _ranks(scores: Mapping[str, float], precision: str) -> dict[str, int]:
     return {doc: i for i, doc in enumerate(ranked_docs(scores, precision), start=1)}
+
+
+def _rows(
+    run: Mapping[str, Mapping[str, float]],
+    changed_docs: Mapping[str, list[str]],
+    depth: int | None,
+    score_precision: str,
+) -> list[tuple[str, float]]:
+    """(pair, rank change) per changed document, in mteb's row order: pairs as `changed_docs` lists them,
+    documents as each pair lists them (pandas' group sums depend on the rows before a group, so the
+    order matters to the last digit). Pairs whose og or changed ranking is absent are left out."""
+    rows: list[tuple[str, float]] = []
+    for pair, docs in changed_docs.items():
+        if not docs or not run.get(f"{pair}-{OG}") or not run.get(f"{pair}-{CHANGED}"):
+            continue
+        rankings = []
+        for variant in (OG, CHANGED):
+            ranking = run[f"{pair}-{variant}"]
+            check_scores(f"{pair}-{variant}", ranking)
+            ranks = _ranks(ranking, score_precision)
+            missing = (len(ranks) if depth is None else max(depth, len(ranks))) + 1
+            rankings.append((ranks, missing))
+        (og, og_missing), (new, new_missing) = rankings
+        rows.extend((pair, rank_change(og.get(doc, og_missing), new.get(doc, new_missing))) for doc in docs)
+    return rows
 
 
 def pair_scores(
@@ -74,21 +93,8 @@ def pair_scores(
 ) -> dict[str, float]:
     """pair -> mean rank change of its changed documents, in pair-id order (pairs with no changed document,
     or whose og or changed ranking is absent from the run, are left out, as mteb leaves them out)."""
-    scores = {}
-    for pair in sorted(changed_docs):
-        docs = changed_docs[pair]
-        if not docs or not run.get(f"{pair}-{OG}") or not run.get(f"{pair}-{CHANGED}"):
-            continue
-        rankings = []
-        for variant in (OG, CHANGED):
-            ranking = run[f"{pair}-{variant}"]
-            check_scores(f"{pair}-{variant}", ranking)
-            ranks = _ranks(ranking, score_precision)
-            missing = (len(ranks) if depth is None else max(depth, len(ranks))) + 1
-            rankings.append((ranks, missing))
-        (og, og_missing), (new, new_missing) = rankings
-        scores[pair] = kahan_mean([rank_change(og.get(doc, og_missing), new.get(doc, new_missing)) for doc in docs])
-    return scores
+    rows = _rows(run, changed_docs, depth, score_precision)
+    return pandas_means(rows)[0] if rows else {}
 
 
 def p_mrr(
@@ -99,8 +105,8 @@ def p_mrr(
     score_precision: str = "float32",
 ) -> float:
     """The mean of `pair_scores` over pairs (0.0 when no pair can be scored)."""
-    scores = pair_scores(run, changed_docs, depth=depth, score_precision=score_precision)
-    return numpy_mean(list(scores.values())) if scores else 0.0
+    rows = _rows(run, changed_docs, depth, score_precision)
+    return pandas_means(rows)[1] if rows else 0.0
 
 
 def pair_of(qid: str) -> str | None:
