@@ -328,3 +328,14 @@ def test_a_plugin_reranker_in_the_reranking_study(venv, tmp_path):
         f"error: study model 'demo-length:x': reranker demo-length (plugin {DEMO} 1.0.0, "
         "evals_repro_demo.rerankers:LengthReranker) takes no :model" in refused.stderr
     )
+
+
+def test_run_help_lists_plugin_rerankers_beside_the_built_in_ones(venv, tmp_path):
+    """`run --help` names every reranker `--rerank` takes, installed plugins' too (issue 22 item 15), and
+    stays help: no plugin module is imported to list them."""
+    done = venv.cli("run", "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    listed = text.split("registered reranker, NAME or NAME:model:")[1].split(".")[0]
+    names = {name.strip() for name in listed.split(",")}
+    assert {"demo-length", "cohere", "minilm", "voyage", "zerank-2"} <= names, names
