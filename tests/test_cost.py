@@ -507,3 +507,29 @@ def test_the_ceiling_reached_through_the_cli_leaves_whole_units_and_free_locks(m
         err = capsys.readouterr().err
         assert "heat-pumps: complete result kept" in err and "railway-maintenance: 26 queries" in err
         assert len(fake.requests) == 4  # only railway-maintenance's pages and queries
+
+
+@pytest.mark.parametrize("damage", ["qrels.gz missing", "run.gz replaced"])
+def test_a_plan_with_resume_counts_a_result_the_run_will_recompute(monkeypatch, tmp_path, capsys, damage):
+    """`run --resume` recomputes a result whose saved run or judgments are not its own (issue 22 item 1); the plan
+    (and so the --max-cost gate) must count that rerun too, not call it kept. With the embedding cache gone the
+    rerun pays again: the plan counts the requests the fake then sees."""
+    from evals_repro.planning.run import plan_run
+
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--results-dir", str(tmp_path / "r")]
+        assert main([*args, "--cache-dir", str(tmp_path / "c")]) == 0
+        folder = tmp_path / "r" / "sample" / "voyage-4-lite"
+        if damage == "qrels.gz missing":
+            (folder / "heat-pumps.qrels.gz").unlink()
+        else:
+            (folder / "heat-pumps.run.gz").write_bytes((folder / "heat-pumps.run.gz").read_bytes() + b"\n")
+        request = sample_request(tmp_path, subsets=["heat-pumps"], resume=True)
+        request.cache_dir = tmp_path / "fresh-cache"
+        planned = plan_run(request)
+        assert planned.requests == 2  # the pages and the queries, as for a first run
+        sent = len(fake.requests)
+        assert main([*args, "--cache-dir", str(tmp_path / "fresh-cache"), "--resume"]) == 0
+        assert "heat-pumps: recomputing" in capsys.readouterr().err
+        assert len(fake.requests) - sent == planned.requests

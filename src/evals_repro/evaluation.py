@@ -277,8 +277,6 @@ def _run_subset(
     say: Callable[[str], None],
 ) -> SubsetOutcome:
     """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
-    from .runs import saved_files_differ
-
     try:
         existing = read_record(path)
     except DamagedResult as exc:
@@ -297,15 +295,7 @@ def _run_subset(
     result_options = coverage.options
     queries, judged_asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
-        verdict = existing.covers(coverage)
-        differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
-        if differs is not None:
-            wrong, missing = differs
-            verdict = Verdict.rerun(
-                f"its saved {wrong.name} is missing"
-                if missing
-                else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
-            )
+        verdict = resume_verdict(existing, coverage, path)
         if verdict.action is Action.KEEP:
             say(f"{name}: complete result kept ({path}), skipped")
             return SubsetOutcome(name, path, "skipped", asked_metrics(existing, asked))
@@ -379,6 +369,24 @@ def _run_subset(
     )
     report_line(name, record, path, say, asked, kept)
     return SubsetOutcome(name, path, "written", asked_metrics(record, asked))
+
+
+def resume_verdict(existing: ResultRecord, coverage: Coverage, path: Path) -> Verdict:
+    """What `--resume` does with an existing result (what `run` does and `run --plan` counts): keep it, re-score
+    its saved run, or recompute it; a result whose saved run, judgments or gains are missing or not the files it
+    records is recomputed, saying why."""
+    from .runs import saved_files_differ
+
+    verdict = existing.covers(coverage)
+    differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
+    if differs is None:
+        return verdict
+    wrong, missing = differs
+    return Verdict.rerun(
+        f"its saved {wrong.name} is missing"
+        if missing
+        else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
+    )
 
 
 def subset_coverage(

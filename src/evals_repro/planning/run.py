@@ -12,6 +12,7 @@ from ..evaluation import (
     SubsetOutcome,
     all_refused,
     prepare_run,
+    resume_verdict,
     saved_run,
     say_failure,
     subset_coverage,
@@ -79,7 +80,7 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
             request, prepared.decl, subset, prepared.spec, prepared.ctx, prepared.protocol, existing, path, say
         )
         if request.resume and existing is not None:
-            verdict = existing.covers(coverage)
+            verdict = resume_verdict(existing, coverage, path)
             kept = verdict.action is Action.KEEP
             rescored = verdict.action is Action.RESCORE and saved_run(path, existing) is not None
             if kept or rescored:
