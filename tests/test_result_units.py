@@ -153,6 +153,28 @@ def test_a_disk_too_full_for_the_lock_label_names_the_results_folder(finished, c
     assert_unit_intact(results, folder, before, capsys)
 
 
+def test_a_stop_between_the_renames_never_leaves_the_old_record_over_a_new_run(finished, capsys, monkeypatch):
+    """Ctrl-C (or a kill) after the new run file was renamed into place and before the new record was: the old
+    record must already be gone (the unit reads as not written), never left pointing at a run it did not make."""
+    results, cache, folder = finished
+    real = os.replace
+
+    def stopped_before_the_record(source, target, *args, **kwargs):
+        if Path(target).name == "heat-pumps.json":
+            raise KeyboardInterrupt
+        return real(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", stopped_before_the_record)
+    code, _ = cli(run_args(results, cache, "--top-k", "10"), capsys)
+    monkeypatch.undo()
+    assert code == 130
+    assert not (folder / "heat-pumps.json").exists()  # the new run.gz is there; no record claims it
+    code, text = cli(run_args(results, cache, "--top-k", "10", "--resume"), capsys)
+    assert code == 0 and "complete result kept" not in text
+    code, text = cli(["evaluate", "--result", str(folder / "heat-pumps.json")], capsys)
+    assert code == 0, text
+
+
 def test_a_full_disk_on_a_first_run_leaves_no_run_file_without_its_result(tmp_path, capsys, monkeypatch):
     fail_writing(monkeypatch, "heat-pumps.json")
     code, text = cli(run_args(tmp_path / "F", tmp_path / "cache"), capsys)
