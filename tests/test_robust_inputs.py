@@ -604,3 +604,14 @@ def test_missing_and_malformed_keys_are_named_together(no_keys, no_loading, tmp_
         "malformed API key: COHERE_API_KEY holds whitespace (character 7 of 10): export VOYAGE_API_KEY=..."
     )
     assert "co-abc" not in err
+
+
+def test_an_upload_plan_of_a_broken_folder_is_its_reason_once_exit_2(tmp_path, capsys, monkeypatch):
+    """`mixedbread-upload --plan` refuses broken data as the upload does, not "its data is not here; download it"."""
+    monkeypatch.delenv("MXBAI_API_KEY", raising=False)
+    corpus, queries, qrels, reason = BROKEN["bad JSON"]
+    folder = beir(tmp_path / "mine", corpus, queries, qrels)
+    code = main(["mixedbread-upload", "markdown", "-b", str(folder), "--cache-dir", str(tmp_path / "c"), "--plan"])
+    line, err = one_error_line(capsys)
+    assert code == 2 and reason in line
+    assert err.count(reason) == 1 and "download" not in err
