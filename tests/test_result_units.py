@@ -366,3 +366,18 @@ def test_a_monolingual_run_over_a_crosslingual_result_prints_the_monolingual_fig
     assert code == 0
     line = next(line for line in text.splitlines() if line.startswith("heat-pumps: ") and "nDCG@10" in line)
     assert f"nDCG@10 {mono}" in line and "other measure(s) kept" in line
+
+
+def test_a_full_disk_under_report_output_says_what_to_free(finished, capsys, monkeypatch, tmp_path):
+    """`report -o` on a full disk: the line names the file and the space to free (it said "choose a path you can
+    write to, or fix its permissions", as if the folder were not writable)."""
+    results, _, _ = finished
+    fail_writing(monkeypatch, "tables.md")
+    out = tmp_path / "out" / "tables.md"
+    code, text = cli(["report", "-b", "sample", "--results-dir", str(results), "-o", str(out)], capsys)
+    assert code == 2
+    lines = errors(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"error: cannot write {out} (No space left on device): free at least ")
+    assert "point --output at another disk" in lines[0] and "permissions" not in lines[0]
+    assert not out.exists()
