@@ -13,7 +13,7 @@ import pytest
 from evals_repro.cli import main
 from evals_repro.errors import DataError
 from evals_repro.providers.prices import UNITS, load_prices, reset_prices, usd_text
-from fakes.base import count_tokens
+from fakes.base import Reply, Request, count_tokens, route
 from fakes.voyage import FakeVoyage
 
 
@@ -497,3 +497,82 @@ def test_a_first_plan_guesses_three_tokens_for_four_words_and_one_per_ideograph(
     # the throttle books ceil(21 / 3) = 7 for the first text: the plan scales it by (16/3) / 7
     assert text_prior(["solar panels on roofs"]) == pytest.approx((4 / 0.75) / 7)
     assert text_prior(["", None]) is None
+
+
+class OverbillingVoyage(FakeVoyage):
+    """Reports 2.5 times its own token count: a provider billing more than any plan foresaw."""
+
+    @route("POST", r"/v1/embeddings")
+    def embeddings(self, request: Request) -> Reply:
+        body = request.json
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return self._answer(body, texts, {"total_tokens": round(2.5 * sum(count_tokens(t) for t in texts))})
+
+
+def test_the_ceiling_reached_through_the_cli_leaves_whole_units_and_free_locks(monkeypatch, tmp_path, capsys):
+    """`run --max-cost` stopped by the ceiling between subsets (issues 21 and 22 together): one line, exit 2, the
+    finished subset's unit whole (`evaluate --result` accepts it), nothing of the next one but its free lock, no
+    ceiling left installed, and `--resume` sends only the next subset's requests."""
+    import fcntl
+
+    from evals_repro.planning.run import plan_run
+    from evals_repro.providers.ceiling import current_guard
+    from evals_repro.providers.prices import current_prices
+
+    subsets = ["heat-pumps", "railway-maintenance"]
+    where = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    args = ["run", "voyage-4-lite", "-b", "sample", "-s", ",".join(subsets), *where]
+    with OverbillingVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        ceiling = plan_run(sample_request(tmp_path, subsets=subsets)).costing(current_prices()).usd * 1.01
+        code = main([*args, "--max-cost", f"{ceiling:.8f}"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        lines = [line for line in err.splitlines() if line.startswith("error: ")]
+        assert len(lines) == 1 and lines[0].startswith("error: stopped before a voyage voyage-4-lite request"), err
+        assert "Traceback" not in err and "heat-pumps: 26 queries" in err
+        assert len(fake.requests) == 2  # heat-pumps' pages and queries; railway's pages were refused
+        assert current_guard() is None
+        folder = tmp_path / "r" / "sample" / "voyage-4-lite"
+        assert sorted(p.name for p in folder.iterdir()) == [
+            ".heat-pumps.lock",
+            ".railway-maintenance.lock",
+            "heat-pumps.json",
+            "heat-pumps.qrels.gz",
+            "heat-pumps.run.gz",
+        ]
+        for lock in folder.glob(".*.lock"):  # released: another run of either subset would not wait
+            with open(lock, "rb") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(["evaluate", "--result", str(folder / "heat-pumps.json")]) == 0
+        capsys.readouterr()
+        assert main([*args, "--resume", "--max-cost", "1"]) == 0
+        err = capsys.readouterr().err
+        assert "heat-pumps: complete result kept" in err and "railway-maintenance: 26 queries" in err
+        assert len(fake.requests) == 4  # only railway-maintenance's pages and queries
+
+
+@pytest.mark.parametrize("damage", ["qrels.gz missing", "run.gz replaced"])
+def test_a_plan_with_resume_counts_a_result_the_run_will_recompute(monkeypatch, tmp_path, capsys, damage):
+    """`run --resume` recomputes a result whose saved run or judgments are not its own (issue 22 item 1); the plan
+    (and so the --max-cost gate) must count that rerun too, not call it kept. With the embedding cache gone the
+    rerun pays again: the plan counts the requests the fake then sees."""
+    from evals_repro.planning.run import plan_run
+
+    with FakeVoyage() as fake:
+        voyage_env(monkeypatch, fake)
+        args = ["run", "voyage-4-lite", "-b", "sample", "-s", "heat-pumps", "--results-dir", str(tmp_path / "r")]
+        assert main([*args, "--cache-dir", str(tmp_path / "c")]) == 0
+        folder = tmp_path / "r" / "sample" / "voyage-4-lite"
+        if damage == "qrels.gz missing":
+            (folder / "heat-pumps.qrels.gz").unlink()
+        else:
+            (folder / "heat-pumps.run.gz").write_bytes((folder / "heat-pumps.run.gz").read_bytes() + b"\n")
+        request = sample_request(tmp_path, subsets=["heat-pumps"], resume=True)
+        request.cache_dir = tmp_path / "fresh-cache"
+        planned = plan_run(request)
+        assert planned.requests == 2  # the pages and the queries, as for a first run
+        sent = len(fake.requests)
+        assert main([*args, "--cache-dir", str(tmp_path / "fresh-cache"), "--resume"]) == 0
+        assert "heat-pumps: recomputing" in capsys.readouterr().err
+        assert len(fake.requests) - sent == planned.requests

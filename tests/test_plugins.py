@@ -363,3 +363,14 @@ def test_plugin_cost_is_price_unknown_in_plans_and_ceilings_until_priced(venv, t
     cost = records(results, "demo-mini", method)["tiny"]["cost"]
     assert cost["price_unknown"] == [] and cost["by_model"]["plugin crc32-bow-64"] == 0
     assert cost["usd"] == pytest.approx(cost["billed"]["plugin length"]["input_tokens"] * 2.0 / 1e6)
+
+
+def test_run_help_lists_plugin_rerankers_beside_the_built_in_ones(venv, tmp_path):
+    """`run --help` names every reranker `--rerank` takes, installed plugins' too (issue 22 item 15), and
+    stays help: no plugin module is imported to list them."""
+    done = venv.cli("run", "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    listed = text.split("registered reranker, NAME or NAME:model:")[1].split(".")[0]
+    names = {name.strip() for name in listed.split(",")}
+    assert {"demo-length", "cohere", "minilm", "voyage", "zerank-2"} <= names, names

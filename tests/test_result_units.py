@@ -131,6 +131,50 @@ def test_a_full_disk_while_rerunning_names_the_file_and_keeps_the_old_unit(finis
     assert_unit_intact(results, folder, before, capsys)
 
 
+def test_a_disk_too_full_for_the_lock_label_names_the_results_folder(finished, capsys, monkeypatch):
+    """A disk filled to the brim refuses even the unit lock's few label bytes (a write without a file name): the
+    line must still name the result file and --results-dir, not guess the cache folder (it said `cannot write
+    <cache> ... point --cache-dir at another disk`, with that other disk's free space)."""
+    results, cache, folder = finished
+    before = digests(folder)
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", full)  # the lock's label is the only pwrite of a run
+    fail_writing(monkeypatch, "heat-pumps.run.gz")
+    code, text = cli(run_args(results, cache, "--top-k", "10"), capsys)
+    assert code == 2
+    lines = errors(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"error: cannot write {folder / 'heat-pumps.run.gz'} (No space left on device)")
+    assert "--results-dir" in lines[0] and "--cache-dir" not in lines[0] and str(cache) not in lines[0]
+    monkeypatch.undo()
+    assert_unit_intact(results, folder, before, capsys)
+
+
+def test_a_stop_between_the_renames_never_leaves_the_old_record_over_a_new_run(finished, capsys, monkeypatch):
+    """Ctrl-C (or a kill) after the new run file was renamed into place and before the new record was: the old
+    record must already be gone (the unit reads as not written), never left pointing at a run it did not make."""
+    results, cache, folder = finished
+    real = os.replace
+
+    def stopped_before_the_record(source, target, *args, **kwargs):
+        if Path(target).name == "heat-pumps.json":
+            raise KeyboardInterrupt
+        return real(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", stopped_before_the_record)
+    code, _ = cli(run_args(results, cache, "--top-k", "10"), capsys)
+    monkeypatch.undo()
+    assert code == 130
+    assert not (folder / "heat-pumps.json").exists()  # the new run.gz is there; no record claims it
+    code, text = cli(run_args(results, cache, "--top-k", "10", "--resume"), capsys)
+    assert code == 0 and "complete result kept" not in text
+    code, text = cli(["evaluate", "--result", str(folder / "heat-pumps.json")], capsys)
+    assert code == 0, text
+
+
 def test_a_full_disk_on_a_first_run_leaves_no_run_file_without_its_result(tmp_path, capsys, monkeypatch):
     fail_writing(monkeypatch, "heat-pumps.json")
     code, text = cli(run_args(tmp_path / "F", tmp_path / "cache"), capsys)
@@ -180,6 +224,35 @@ def test_the_issue_repro_on_a_full_tmpfs(tmp_path, capsys):
         assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")) == []
         code, text = cli(["evaluate", "--result", str(folder / "heat-pumps.json")], capsys)
         assert code == 0, text
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_tmpfs_filled_to_the_brim_names_the_results_folder(tmp_path, capsys):
+    """No byte left at all (not even for the unit lock's label): one line naming the result and --results-dir."""
+    mount = tmp_path / "tmpfs"
+    mount.mkdir()
+    tried = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    if tried.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({tried.stderr.decode().strip() or tried.returncode})")
+    try:
+        results, cache = mount / "F", tmp_path / "cache"
+        code, _ = cli(run_args(results, cache, "--setting", "crosslingual"), capsys)
+        assert code == 0
+        folder = results / "sample" / "bm25"
+        before = digests(folder)
+        with open(mount / "filler", "wb", buffering=0) as filler:
+            try:
+                while True:
+                    filler.write(b"\0" * 4096)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+        code, text = cli(run_args(results, cache, "--top-k", "10"), capsys)
+        assert code == 2, text
+        lines = errors(text)
+        assert len(lines) == 1 and f"cannot write {folder}" in lines[0] and "--results-dir" in lines[0], text
+        assert str(cache) not in lines[0]
+        assert digests(folder) == before
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 
@@ -293,3 +366,18 @@ def test_a_monolingual_run_over_a_crosslingual_result_prints_the_monolingual_fig
     assert code == 0
     line = next(line for line in text.splitlines() if line.startswith("heat-pumps: ") and "nDCG@10" in line)
     assert f"nDCG@10 {mono}" in line and "other measure(s) kept" in line
+
+
+def test_a_full_disk_under_report_output_says_what_to_free(finished, capsys, monkeypatch, tmp_path):
+    """`report -o` on a full disk: the line names the file and the space to free (it said "choose a path you can
+    write to, or fix its permissions", as if the folder were not writable)."""
+    results, _, _ = finished
+    fail_writing(monkeypatch, "tables.md")
+    out = tmp_path / "out" / "tables.md"
+    code, text = cli(["report", "-b", "sample", "--results-dir", str(results), "-o", str(out)], capsys)
+    assert code == 2
+    lines = errors(text)
+    assert len(lines) == 1, text
+    assert lines[0].startswith(f"error: cannot write {out} (No space left on device): free at least ")
+    assert "point --output at another disk" in lines[0] and "permissions" not in lines[0]
+    assert not out.exists()

@@ -396,6 +396,67 @@ def test_a_partly_failed_run_still_exits_4_and_advises_resume(tmp_path, capsys):
     assert (tmp_path / "r" / "mine" / "bm25" / "good.json").exists()
 
 
+def plan_args(tmp_path: Path, folder: Path, *more: str) -> list[str]:
+    """`run --plan` of a paid method (it needs no key to plan) on a user folder."""
+    results = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    return ["run", "voyage-4-lite", "-b", str(folder), *results, *more]
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_plan_of_one_broken_beir_folder_is_its_reason_once_exit_2(tmp_path, capsys, monkeypatch, case):
+    """A plan is refused as the run would be: not told to download data that is here but broken."""
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    corpus, queries, qrels, reason = BROKEN[case]
+    folder = beir(tmp_path / "mine", corpus, queries, qrels)
+    code = main(plan_args(tmp_path, folder, "--plan"))
+    line, err = one_error_line(capsys)
+    assert code == 2 and reason in line
+    assert err.count(reason) == 1 and "download" not in err and "--resume" not in err
+
+
+def test_a_plan_of_a_folder_whose_every_subset_is_broken_says_each_once_then_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    corpus, queries, qrels, _ = BROKEN["duplicate ids"]
+    for name in ("one", "two"):
+        beir(tmp_path / "mine" / name, corpus, queries, qrels)
+    code = main(plan_args(tmp_path, tmp_path / "mine", "--plan"))
+    line, err = one_error_line(capsys)
+    assert code == 2 and line.startswith("error: all 2 subsets failed on their data or options")
+    assert err.count("1 duplicate page ids") == 2 and "download" not in err
+
+
+def test_a_plan_with_one_broken_subset_counts_the_others_and_names_the_reason(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    corpus, queries, qrels, _ = BROKEN["duplicate ids"]
+    beir(tmp_path / "mine" / "bad", corpus, queries, qrels)
+    beir(tmp_path / "mine" / "good", CORPUS, QUERIES, QRELS)
+    code = main(plan_args(tmp_path, tmp_path / "mine", "--plan"))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    notes = [line for line in captured.out.splitlines() if line.startswith("note: bad:")]
+    assert notes == [
+        "note: bad: a run refuses it (subset mine/bad (" + str(tmp_path / "mine" / "bad") + "): 1 duplicate page "
+        "ids, first: d1: fix the source data): this subset is not counted"
+    ]
+    assert "total: 2 requests" in captured.out  # the good subset's pages and queries
+
+
+def test_max_cost_with_a_broken_subset_says_its_reason_once(tmp_path, capsys, monkeypatch):
+    """--max-cost plans silently before the run: the run alone says why the broken subset failed."""
+    from fakes.voyage import FakeVoyage
+
+    corpus, queries, qrels, _ = BROKEN["duplicate ids"]
+    beir(tmp_path / "mine" / "bad", corpus, queries, qrels)
+    beir(tmp_path / "mine" / "good", CORPUS, QUERIES, QRELS)
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "test-voyage-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        code = main(plan_args(tmp_path, tmp_path / "mine", "--max-cost", "1"))
+    line, err = one_error_line(capsys)
+    assert code == 4 and line.startswith("error: 1 subset(s) failed (bad: ")
+    assert err.count("1 duplicate page ids") == 2  # "bad: failed: ..." as it happened, and the final line
+
+
 # -- item 15: help text ------------------------------------------------------------------------------------
 
 
@@ -543,3 +604,14 @@ def test_missing_and_malformed_keys_are_named_together(no_keys, no_loading, tmp_
         "malformed API key: COHERE_API_KEY holds whitespace (character 7 of 10): export VOYAGE_API_KEY=..."
     )
     assert "co-abc" not in err
+
+
+def test_an_upload_plan_of_a_broken_folder_is_its_reason_once_exit_2(tmp_path, capsys, monkeypatch):
+    """`mixedbread-upload --plan` refuses broken data as the upload does, not "its data is not here; download it"."""
+    monkeypatch.delenv("MXBAI_API_KEY", raising=False)
+    corpus, queries, qrels, reason = BROKEN["bad JSON"]
+    folder = beir(tmp_path / "mine", corpus, queries, qrels)
+    code = main(["mixedbread-upload", "markdown", "-b", str(folder), "--cache-dir", str(tmp_path / "c"), "--plan"])
+    line, err = one_error_line(capsys)
+    assert code == 2 and reason in line
+    assert err.count(reason) == 1 and "download" not in err

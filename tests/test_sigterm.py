@@ -50,12 +50,14 @@ def spawn_cli(child: str, args: list[str], env: dict[str, str]) -> subprocess.Po
     return subprocess.Popen([sys.executable, "-c", child, *args], env=full, stderr=subprocess.PIPE)
 
 
-def test_sigterm_during_run_keeps_the_finished_subset_and_exits_143(tmp_path, capsys, registered):
+@pytest.mark.parametrize("ceiling", [[], ["--max-cost", "1"]], ids=["plain", "max-cost"])
+def test_sigterm_during_run_keeps_the_finished_subset_and_exits_143(tmp_path, capsys, registered, ceiling):
     root = tmp_path / "bench"
     for name in ("alpha", "beta"):
         write_beir_folder(root / name, {"d1": "solar power", "d2": "gardening"}, {"q1": "solar"}, [("q1", "d1", 1)])
     results = tmp_path / "results"
     args = ["run", "scripted", "-b", str(root), "--results-dir", str(results), "--cache-dir", str(tmp_path / "c")]
+    args += ceiling  # under --max-cost the run works inside the ceiling's guard: SIGTERM stops it the same way
     proc = spawn_cli(RUN_CHILD, args, {"SCRIPTED_DELAY": "1.5"})
     first = results / "bench" / "scripted" / "alpha.json"
     code, err = terminate_when(proc, first.exists)

@@ -112,22 +112,45 @@ class RunSummary:
         return [o for o in self.outcomes if o.status == "failed"]
 
     def refusal(self) -> EvalsError | None:
-        """The one error to stop with when every subset failed on its data or options (exit 2, nothing written,
-        so no `--resume` advice): a single subset's own error, else one line pointing at the failures listed
-        as they happened. None when something was done or a failure was of another kind (a provider, a bug)."""
-        failures = self.failures
-        if not failures or len(failures) != len(self.outcomes):
-            return None
-        if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
-            return None
-        if len(failures) == 1:
-            return failures[0].error
-        reasons = len({f.reason for f in failures})
-        return DataError(
-            f"all {len(failures)} subsets failed on their data or options "
-            + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
-            "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
+        """The one error to stop with when every subset failed on its data or options (see `all_refused`)."""
+        return all_refused(self.failures, len(self.outcomes))
+
+
+def all_refused(failures: list[SubsetOutcome], total: int) -> EvalsError | None:
+    """The one error to stop with when every one of `total` subsets failed on its data or options (exit 2,
+    nothing written, so no `--resume` advice): a single subset's own error, else one line pointing at the
+    failures said as they happened (`say_failure`). None when something was done or a failure was of another
+    kind (a provider, a bug). `run` and `run --plan` stop alike."""
+    if not failures or len(failures) != total:
+        return None
+    if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
+        return None
+    if len(failures) == 1:
+        return failures[0].error
+    reasons = len({f.reason for f in failures})
+    return DataError(
+        f"all {len(failures)} subsets failed on their data or options "
+        + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
+        "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
+    )
+
+
+def say_failure(
+    outcomes: list[SubsetOutcome],
+    failure: SubsetOutcome,
+    several: bool,
+    say: Callable[[str], None],
+) -> None:
+    """Say a subset failed, as it happens, and add it to `outcomes`: the reason once (a repeated one points at
+    its first subset); a single subset refused on its data says it only in the final error line."""
+    first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == failure.reason), None)
+    if several or failure.error is None or failure.error.exit_code != EXIT_USAGE:
+        say(
+            f"{failure.subset}: failed: {failure.reason}"
+            if first is None
+            else f"{failure.subset}: failed: the same reason as {first}"
         )
+    outcomes.append(failure)
 
 
 def _validate(request: RunRequest) -> None:
@@ -221,12 +244,9 @@ def _run_subsets(
     ctx, retriever, options = prepared.ctx, prepared.retriever, prepared.options
 
     def failed(name: str, path: Path, reason: str, error: EvalsError | None) -> None:
-        """Say a subset failed, as it happens: the reason once (a repeated one points at its first subset); a
-        run of one subset refused on its data says it only in its final error line."""
-        first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == reason), None)
-        if len(subset_names) > 1 or error is None or error.exit_code != EXIT_USAGE:
-            say(f"{name}: failed: {reason}" if first is None else f"{name}: failed: the same reason as {first}")
-        outcomes.append(SubsetOutcome(name, path, "failed", reason=reason, error=error))
+        say_failure(
+            outcomes, SubsetOutcome(name, path, "failed", reason=reason, error=error), len(subset_names) > 1, say
+        )
 
     with progress_bar(f"{spec.label} on {decl.name}", len(subset_names)) as bar:
         for name in subset_names:
@@ -268,8 +288,6 @@ def _run_subset(
     say: Callable[[str], None],
 ) -> SubsetOutcome:
     """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
-    from .runs import saved_files_differ
-
     try:
         existing = read_record(path)
     except DamagedResult as exc:
@@ -288,15 +306,7 @@ def _run_subset(
     result_options = coverage.options
     queries, judged_asked = ranked_queries(subset, languages)
     if request.resume and existing is not None:
-        verdict = existing.covers(coverage)
-        differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
-        if differs is not None:
-            wrong, missing = differs
-            verdict = Verdict.rerun(
-                f"its saved {wrong.name} is missing"
-                if missing
-                else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
-            )
+        verdict = resume_verdict(existing, coverage, path)
         if verdict.action is Action.KEEP:
             say(f"{name}: complete result kept ({path}), skipped")
             return SubsetOutcome(name, path, "skipped", asked_metrics(existing, asked))
@@ -370,6 +380,24 @@ def _run_subset(
     )
     report_line(name, record, path, say, asked, kept)
     return SubsetOutcome(name, path, "written", asked_metrics(record, asked))
+
+
+def resume_verdict(existing: ResultRecord, coverage: Coverage, path: Path) -> Verdict:
+    """What `--resume` does with an existing result (what `run` does and `run --plan` counts): keep it, re-score
+    its saved run, or recompute it; a result whose saved run, judgments or gains are missing or not the files it
+    records is recomputed, saying why."""
+    from .runs import saved_files_differ
+
+    verdict = existing.covers(coverage)
+    differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
+    if differs is None:
+        return verdict
+    wrong, missing = differs
+    return Verdict.rerun(
+        f"its saved {wrong.name} is missing"
+        if missing
+        else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
+    )
 
 
 def subset_coverage(

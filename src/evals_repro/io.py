@@ -109,6 +109,8 @@ def write_output_text(path: Path, text: str, option: str) -> None:
     try:
         atomic_write_text(path, text)
     except OSError as exc:
+        if exc.errno in DISK_REFUSALS:  # a full or read-only disk: what to free, or where else to write
+            raise write_error(path, exc, len(text.encode("utf-8")), option) from None
         raise UsageError(
             f"{option} {path} cannot be written ({exc.strerror or type(exc).__name__})",
             "choose a path you can write to, or fix its permissions",

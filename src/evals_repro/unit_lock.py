@@ -57,8 +57,11 @@ def unit_lock(result: Path, say: Callable[[str], None]) -> Iterator[None]:
             "command": " ".join(["evals-repro", *sys.argv[1:]]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(label).encode("utf-8"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(label).encode("utf-8"), 0)
+        except OSError:  # a full disk: the lock holds without its label; the result's own write names the disk
+            pass
         try:
             yield
         finally:

@@ -6,8 +6,17 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 
-from ..errors import EvalsError
-from ..evaluation import RunRequest, prepare_run, saved_run, subset_coverage
+from ..errors import ConfigurationError, EvalsError
+from ..evaluation import (
+    RunRequest,
+    SubsetOutcome,
+    all_refused,
+    prepare_run,
+    resume_verdict,
+    saved_run,
+    say_failure,
+    subset_coverage,
+)
 from ..providers.plan import Plan
 from ..results import Action, DamagedResult, read_record, result_path
 
@@ -44,17 +53,22 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
     planner = getattr(prepared.retriever, "plan", None)
     if planner is None:
         return plan  # a method that pays for nothing (bm25, local embedders and rerankers)
+    refused: list[SubsetOutcome] = []
     for name in prepared.subset_names:
+        path = result_path(request.results_dir, prepared.decl.name, prepared.spec.label, name)
         try:
             with hub_offline():
                 subset = load_subset(prepared.decl, name, prepared.options)
-        except EvalsError as exc:
+        except ConfigurationError as exc:  # not in the local cache: the run downloads it
             plan.note(
                 f"{name}: its data is not here ({exc.one_line()}); download it first (a run without --plan "
                 "loads it), then plan again: this subset is not counted"
             )
             continue
-        path = result_path(request.results_dir, prepared.decl.name, prepared.spec.label, name)
+        except EvalsError as exc:  # here but unusable (bad JSON, duplicate ids, ...): the run refuses it too
+            refused.append(SubsetOutcome(name, path, "failed", reason=exc.one_line(), error=exc))
+            plan.note(f"{name}: a run refuses it ({exc.one_line()}): this subset is not counted")
+            continue
         existing = None
         if request.resume:
             try:
@@ -65,7 +79,7 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
             request, prepared.decl, subset, prepared.spec, prepared.ctx, prepared.protocol, existing, path, say
         )
         if request.resume and existing is not None:
-            verdict = existing.covers(coverage)
+            verdict = resume_verdict(existing, coverage, path)
             kept = verdict.action is Action.KEEP
             rescored = verdict.action is Action.RESCORE and saved_run(path, existing) is not None
             if kept or rescored:
@@ -74,4 +88,10 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
         queries, _ = ranked_queries(subset, languages)
         depth = pool_plan(subset, prepared.spec, asked_for.top_k, request.method).top_k
         planner(subset, queries, depth, plan)
+    refusal = all_refused(refused, len(prepared.subset_names))
+    if refusal is not None:  # as `run` stops: every subset refused on its data, each reason said once, exit 2
+        said: list[SubsetOutcome] = []
+        for failure in refused:
+            say_failure(said, failure, len(refused) > 1, say)
+        raise refusal
     return plan

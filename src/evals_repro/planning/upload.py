@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalsError
+from ..errors import ConfigurationError
 from ..providers.plan import Plan
 from ..providers.prices import current_prices, usd_text
 from ..providers.settings import provider_settings
@@ -51,9 +51,9 @@ def plan_upload(
         try:
             with hub_offline():
                 subset = load_subset(decl, name, LoadOptions(content=content))
-        except EvalsError as exc:
+        except ConfigurationError as exc:  # not in the local cache: the upload downloads it
             plan.note(f"{name}: its data is not here ({exc.one_line()}); download it first: this subset is not counted")
-            continue
+            continue  # data that is here but broken is refused as the upload refuses it (one line, exit 2)
         store = store_name(prefix, subset.name, content)
         stored = _stored(stored_path(journals, store))
         uploads, _ = UploadJournal(journals / f"{store}.jsonl").outstanding()
