@@ -28,7 +28,13 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, UsageError, choices
 from ..providers.errors_map import MalformedAnswer
-from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
+from ..providers.replicas import (
+    Replica,
+    ReplicaPool,
+    identify_served_model,
+    parse_replica_urls,
+    record_identity,
+)
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
@@ -42,7 +48,6 @@ PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
 TOKENIZE_WORKERS = 8
-IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
 TEI_OWNER = "text-embeddings-inference"
 
 _POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
@@ -221,27 +226,12 @@ class ApiReranker:
         }
 
     def _identify(self) -> dict[str, Any]:
-        found: dict[str, Any] | None = None
-        for url in self.urls:
-            cards = {str(card.get("id")): card for card in self._models(url)}
-            card = cards.get(self.model)
-            if card is None:
-                raise UsageError(
-                    f"{url} does not serve '{self.model}'",
-                    f"it lists {choices(sorted(cards)) or 'no model'}: write rerank-api:<one of them>",
-                )
-            identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
+        identity, cards = identify_served_model(self.urls, self.model, self._models, PROVIDER)
+        for card in cards:
             batch = card.get("max_client_batch_size")
             if isinstance(batch, int) and batch > 0:
                 self.max_documents = min(batch, self.max_documents or batch)
-            if found is not None and identity != found:
-                raise UsageError(
-                    f"replica {url} describes '{self.model}' as {identity}, another as {found}",
-                    "every replica must serve the same checkpoint: restart them alike",
-                )
-            found = identity
-        assert found is not None
-        return found
+        return identity
 
     def _post(self, url: str, body: dict[str, Any]) -> Any:
         response = self.client.post(url, json=body)
