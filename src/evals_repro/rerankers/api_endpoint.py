@@ -38,6 +38,7 @@ from ..providers.replicas import (
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
+from .base import ScoredAttempt, rerank_with_retries
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
@@ -342,12 +343,10 @@ class ApiReranker:
         return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        from ..providers.retry import call_with_retries
-
         if not documents:
             return []
 
-        def attempt() -> tuple[list[float], int | None, int]:
+        def attempt() -> ScoredAttempt:
             fitted, cut = self._fit(query, documents)
             step = self.max_documents or len(fitted)
             scores: list[float] = []
@@ -359,20 +358,7 @@ class ApiReranker:
                     counted.append(tokens)
             return scores, sum(counted) if counted else None, cut
 
-        usage = self.ctx.usage
-        usage.add("rerank_documents", len(documents))
-        scores, _, cut = call_with_retries(
-            self.settings,
-            attempt,
-            usage=usage,
-            tokens=0,
-            items=1,
-            what=f"rerank {self.model}",
-            reported_tokens=lambda answer: answer[1],
-        )
-        if cut:
-            usage.add("rerank_documents_truncated", cut)
-        return scores
+        return rerank_with_retries(self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.model}")
 
     def describe(self) -> dict[str, Any]:
         return {
