@@ -34,6 +34,7 @@ from ..providers.replicas import (
     identify_served_model,
     parse_replica_urls,
     record_identity,
+    tei_card,
 )
 from ..providers.settings import OPENAI_EMBEDDING_BUDGET, ProviderSettings
 from ..registry import EMBEDDERS
@@ -204,28 +205,14 @@ class OpenAIEmbedder(ApiEmbedder):
             ) from None
 
     def _tei_card(self, url: str) -> dict[str, Any] | None:
-        """TEI lists no models: its /info (model_id, model_sha, max_input_length) stands in for the card."""
+        """TEI lists no models: its /info stands in for the card (asked with the server's key, if any)."""
         import httpx
 
         from ..providers.clients import openai_key
 
-        root = url[: -len("/v1")] if url.endswith("/v1") else url
         key = openai_key(url)
-        try:
-            response = httpx.get(
-                root + "/info", timeout=30.0, headers={"Authorization": f"Bearer {key}"} if key else {}
-            )
-            info = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
-        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
-            return None
-        return {
-            "id": info["model_id"],
-            "revision": info.get("model_sha"),
-            "max_model_len": info.get("max_input_length"),
-            "owned_by": "text-embeddings-inference",
-        }
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return tei_card(url, lambda info_url: httpx.get(info_url, timeout=30.0, headers=headers))
 
     def _identify(self) -> dict[str, Any]:
         """The model as every replica's /v1/models describes it; one line naming the replica that differs."""

@@ -38,6 +38,31 @@ def record_identity(options: dict[str, Any], component: str, identity: dict[str,
 IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")  # a /v1/models card's checkpoint
 
 
+TEI_OWNER = "text-embeddings-inference"  # owned_by of the card TEI's /info stands in for
+
+
+def tei_card(url: str, get: Callable[[str], Any]) -> dict[str, Any] | None:
+    """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in for the
+    /v1/models card, or None when `url` answers no such /info. `get` sends the GET (with the caller's client/key)."""
+    import httpx
+
+    root = url[: -len("/v1")] if url.endswith("/v1") else url
+    try:
+        response = get(root + "/info")
+        info = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
+        return None
+    return {
+        "id": info["model_id"],
+        "revision": info.get("model_sha"),
+        "max_model_len": info.get("max_input_length"),
+        "owned_by": TEI_OWNER,
+        "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
+    }
+
+
 def identify_served_model(
     urls: list[str], model: str, list_models: Callable[[str], list[dict[str, Any]]], method: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -29,11 +29,13 @@ from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, UsageError, choices
 from ..providers.errors_map import MalformedAnswer
 from ..providers.replicas import (
+    TEI_OWNER,
     Replica,
     ReplicaPool,
     identify_served_model,
     parse_replica_urls,
     record_identity,
+    tei_card,
 )
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
@@ -49,7 +51,6 @@ PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
 TOKENIZE_WORKERS = 8
-TEI_OWNER = "text-embeddings-inference"
 
 _POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
 _LOCK = threading.Lock()
@@ -208,23 +209,7 @@ class ApiReranker:
         )
 
     def _tei_card(self, url: str) -> dict[str, Any] | None:
-        """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in."""
-        import httpx
-
-        try:
-            response = self.client.get(_root(url) + "/info", timeout=30.0)
-            info = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
-        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
-            return None
-        return {
-            "id": info["model_id"],
-            "revision": info.get("model_sha"),
-            "max_model_len": info.get("max_input_length"),
-            "owned_by": TEI_OWNER,
-            "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
-        }
+        return tei_card(url, lambda info_url: self.client.get(info_url, timeout=30.0))
 
     def _identify(self) -> dict[str, Any]:
         identity, cards = identify_served_model(self.urls, self.model, self._models, PROVIDER)
