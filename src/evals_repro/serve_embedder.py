@@ -87,15 +87,7 @@ def replica_commands(
 ) -> list[launcher.ReplicaCommand]:
     check_model(model)
     check_revision(revision)
-    if not devices:
-        raise UsageError("serve-embedder needs --devices", f"write e.g. serve-embedder {model} --devices 0 1")
-    for device in devices:
-        if not device.isdigit():
-            raise UsageError(
-                f"--devices: '{device}' is not a GPU index", "give nvidia-smi's numbers, e.g. --devices 0 1"
-            )
-    if len(set(devices)) != len(devices):
-        raise UsageError(f"--devices names a GPU twice: {' '.join(devices)}", "one replica per GPU: list each once")
+    launcher.check_devices(devices, "serve-embedder", model)
     return [
         launcher.ReplicaCommand(
             device,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import Enum, StrEnum
+from typing import Any
 
 from ..providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
 
@@ -117,6 +118,19 @@ def budget_default(provider: str, kind: str) -> str:
         return "none"
     value = DEFAULTS[provider][0 if kind == "tpm" else 1]
     return f"{value:,}" if value else "none"
+
+
+def budget_option(provider: str, kind: str) -> Any:
+    """`--<provider>-tpm|rpm|interval`: the provider's own budget, None when not given (the library's default)."""
+    import typer
+
+    label = provider.capitalize()
+    helps = {
+        "tpm": f"{label} tokens per minute.",
+        "rpm": f"{label} requests per minute.",
+        "interval": f"Seconds between {label} calls.",
+    }
+    return typer.Option(None, f"--{provider}-{kind}", show_default=budget_default(provider, kind), help=helps[kind])
 
 
 # `report --decimals`: x100 scores are means of float32-compared values; past 6 decimals the digits are noise.

@@ -20,7 +20,7 @@ from .options import (
     ScorePrecision,
     Setting,
     TieRule,
-    budget_default,
+    budget_option,
     split_list,
     value_of,
 )
@@ -105,57 +105,18 @@ def run_command(
     max_attempts: Optional[int] = typer.Option(
         None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
     ),
-    voyage_tpm: Optional[int] = typer.Option(
-        None, "--voyage-tpm", show_default=budget_default("voyage", "tpm"), help="Voyage tokens per minute."
-    ),
-    voyage_rpm: Optional[int] = typer.Option(
-        None, "--voyage-rpm", show_default=budget_default("voyage", "rpm"), help="Voyage requests per minute."
-    ),
-    voyage_interval: Optional[float] = typer.Option(
-        None,
-        "--voyage-interval",
-        show_default=budget_default("voyage", "interval"),
-        help="Seconds between Voyage calls.",
-    ),
-    cohere_tpm: Optional[int] = typer.Option(
-        None, "--cohere-tpm", show_default=budget_default("cohere", "tpm"), help="Cohere tokens per minute."
-    ),
-    cohere_rpm: Optional[int] = typer.Option(
-        None, "--cohere-rpm", show_default=budget_default("cohere", "rpm"), help="Cohere requests per minute."
-    ),
-    cohere_interval: Optional[float] = typer.Option(
-        None,
-        "--cohere-interval",
-        show_default=budget_default("cohere", "interval"),
-        help="Seconds between Cohere calls.",
-    ),
-    gemini_tpm: Optional[int] = typer.Option(
-        None, "--gemini-tpm", show_default=budget_default("gemini", "tpm"), help="Gemini tokens per minute."
-    ),
-    gemini_rpm: Optional[int] = typer.Option(
-        None, "--gemini-rpm", show_default=budget_default("gemini", "rpm"), help="Gemini requests per minute."
-    ),
-    gemini_interval: Optional[float] = typer.Option(
-        None,
-        "--gemini-interval",
-        show_default=budget_default("gemini", "interval"),
-        help="Seconds between Gemini calls.",
-    ),
-    mixedbread_tpm: Optional[int] = typer.Option(
-        None, "--mixedbread-tpm", show_default=budget_default("mixedbread", "tpm"), help="Mixedbread tokens per minute."
-    ),
-    mixedbread_rpm: Optional[int] = typer.Option(
-        None,
-        "--mixedbread-rpm",
-        show_default=budget_default("mixedbread", "rpm"),
-        help="Mixedbread requests per minute.",
-    ),
-    mixedbread_interval: Optional[float] = typer.Option(
-        None,
-        "--mixedbread-interval",
-        show_default=budget_default("mixedbread", "interval"),
-        help="Seconds between Mixedbread calls.",
-    ),
+    voyage_tpm: Optional[int] = budget_option("voyage", "tpm"),
+    voyage_rpm: Optional[int] = budget_option("voyage", "rpm"),
+    voyage_interval: Optional[float] = budget_option("voyage", "interval"),
+    cohere_tpm: Optional[int] = budget_option("cohere", "tpm"),
+    cohere_rpm: Optional[int] = budget_option("cohere", "rpm"),
+    cohere_interval: Optional[float] = budget_option("cohere", "interval"),
+    gemini_tpm: Optional[int] = budget_option("gemini", "tpm"),
+    gemini_rpm: Optional[int] = budget_option("gemini", "rpm"),
+    gemini_interval: Optional[float] = budget_option("gemini", "interval"),
+    mixedbread_tpm: Optional[int] = budget_option("mixedbread", "tpm"),
+    mixedbread_rpm: Optional[int] = budget_option("mixedbread", "rpm"),
+    mixedbread_interval: Optional[float] = budget_option("mixedbread", "interval"),
     index_ram: Optional[str] = typer.Option(
         None,
         "--index-ram",

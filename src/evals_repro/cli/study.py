@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -42,6 +43,14 @@ RERANK_ENDPOINT = typer.Option(
 RERANK_MAX_TOKENS = typer.Option(
     None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
 )
+PROVIDER_OPTIONS = (
+    "voyage_tpm",
+    "voyage_interval",
+    "timeout",
+    "rerank_base_url",
+    "rerank_endpoint",
+    "rerank_max_tokens",
+)
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -62,6 +71,27 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
     for value in [*(values or DEFAULT_MODELS), *extra]:
         names.extend(v for v in value.replace(",", " ").split() if v)
     return names
+
+
+def _provider_options(ctx: typer.Context) -> dict:
+    """The provider options the user set, read from the command's parameters by name: `quality` and `latency`
+    take the same set (PROVIDER_OPTIONS), so an option added there reaches both."""
+    return given_options(**{name: ctx.params[name] for name in PROVIDER_OPTIONS})
+
+
+def _gated_run(
+    stage: str,
+    make_plan: Callable[[], Any],
+    work: Callable[[], dict[str, int]],
+    plan: bool,
+    max_cost: Optional[float],
+    prices: Optional[Path],
+) -> None:
+    """The cost gate (print the plan, or refuse past --max-cost), then the stage under that ceiling."""
+    table = cost_gate(make_plan, plan, max_cost, prices)
+    if table is None:
+        return
+    _fail_on_provider_errors(with_ceiling(work, table, max_cost), stage)
 
 
 def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
@@ -147,20 +177,9 @@ def quality_command(
         cache_dir=cache_dir,
         first_stage=first_stage,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=given_options(
-            voyage_tpm=voyage_tpm,
-            voyage_interval=voyage_interval,
-            timeout=timeout,
-            rerank_base_url=rerank_base_url,
-            rerank_endpoint=rerank_endpoint,
-            rerank_max_tokens=rerank_max_tokens,
-        ),
+        options=_provider_options(ctx),
     )
-    table = cost_gate(lambda: plan_quality(request), plan, max_cost, prices)
-    if table is None:
-        return
-    counts = with_ceiling(lambda: run_quality(request), table, max_cost)
-    _fail_on_provider_errors(counts, "quality")
+    _gated_run("quality", lambda: plan_quality(request), lambda: run_quality(request), plan, max_cost, prices)
 
 
 @study_app.command("latency", context_settings=EXTRA_MODELS)
@@ -201,20 +220,9 @@ def latency_command(
         host_location=host_location,
         cache_dir=cache_dir,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=given_options(
-            voyage_tpm=voyage_tpm,
-            voyage_interval=voyage_interval,
-            timeout=timeout,
-            rerank_base_url=rerank_base_url,
-            rerank_endpoint=rerank_endpoint,
-            rerank_max_tokens=rerank_max_tokens,
-        ),
+        options=_provider_options(ctx),
     )
-    table = cost_gate(lambda: plan_latency(request), plan, max_cost, prices)
-    if table is None:
-        return
-    counts = with_ceiling(lambda: run_latency(request), table, max_cost)
-    _fail_on_provider_errors(counts, "latency")
+    _gated_run("latency", lambda: plan_latency(request), lambda: run_latency(request), plan, max_cost, prices)
 
 
 @study_app.command("report")

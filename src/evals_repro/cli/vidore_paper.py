@@ -17,6 +17,7 @@ from .options import (
     AnswerContext,
     BoxConventionChoice,
     budget_default,
+    budget_option,
     split_list,
     value_of,
 )
@@ -31,15 +32,9 @@ LANGUAGE_HELP = "Query language to evaluate (default: each domain's native langu
 BENCHMARK = typer.Option("vidore-v3", "--benchmark", "-b", help="The ViDoRe v3 benchmark declaration to read.")
 SUBSETS = typer.Option(None, "--subsets", "-s", help=f"Domains (default: all); {LIST_HELP}.")
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and page caches.")
-GEMINI_TPM = typer.Option(
-    None, "--gemini-tpm", show_default=budget_default("gemini", "tpm"), help="Gemini tokens per minute."
-)
-GEMINI_RPM = typer.Option(
-    None, "--gemini-rpm", show_default=budget_default("gemini", "rpm"), help="Gemini requests per minute."
-)
-GEMINI_INTERVAL = typer.Option(
-    None, "--gemini-interval", show_default=budget_default("gemini", "interval"), help="Seconds between Gemini calls."
-)
+GEMINI_TPM = budget_option("gemini", "tpm")
+GEMINI_RPM = budget_option("gemini", "rpm")
+GEMINI_INTERVAL = budget_option("gemini", "interval")
 OPENAI_TPM = typer.Option(
     None,
     "--openai-tpm",

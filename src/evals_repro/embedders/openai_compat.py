@@ -28,7 +28,14 @@ from ..context import MethodContext
 from ..errors import ConfigurationError, UsageError, choices
 from ..providers.batching import estimate_tokens
 from ..providers.errors_map import MalformedAnswer
-from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
+from ..providers.replicas import (
+    Replica,
+    ReplicaPool,
+    identify_served_model,
+    parse_replica_urls,
+    record_identity,
+    tei_card,
+)
 from ..providers.settings import OPENAI_EMBEDDING_BUDGET, ProviderSettings
 from ..registry import EMBEDDERS
 from .api import ApiEmbedder
@@ -44,7 +51,6 @@ DEFAULT_BATCH_SIZE = 128
 MAX_BATCH_ITEMS = 2048  # OpenAI: at most 2,048 inputs per request
 MAX_REQUEST_TOKENS = 300_000  # OpenAI: at most 300,000 tokens summed over a request's inputs
 OPENAI_EMBED_TPM, OPENAI_EMBED_RPM = OPENAI_EMBEDDING_BUDGET  # OpenAI tier 1, text-embedding-3-*
-IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
 URLS_ENV = "OPENAI_BASE_URLS"
 OPTIONS = ("base_url", "dimensions", "prefix_style", "query_prefix", "document_prefix", "batch_size")
 
@@ -199,51 +205,18 @@ class OpenAIEmbedder(ApiEmbedder):
             ) from None
 
     def _tei_card(self, url: str) -> dict[str, Any] | None:
-        """TEI lists no models: its /info (model_id, model_sha, max_input_length) stands in for the card."""
+        """TEI lists no models: its /info stands in for the card (asked with the server's key, if any)."""
         import httpx
 
         from ..providers.clients import openai_key
 
-        root = url[: -len("/v1")] if url.endswith("/v1") else url
         key = openai_key(url)
-        try:
-            response = httpx.get(
-                root + "/info", timeout=30.0, headers={"Authorization": f"Bearer {key}"} if key else {}
-            )
-            info = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
-        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
-            return None
-        return {
-            "id": info["model_id"],
-            "revision": info.get("model_sha"),
-            "max_model_len": info.get("max_input_length"),
-            "owned_by": "text-embeddings-inference",
-        }
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return tei_card(url, lambda info_url: httpx.get(info_url, timeout=30.0, headers=headers))
 
     def _identify(self) -> dict[str, Any]:
         """The model as every replica's /v1/models describes it; one line naming the replica that differs."""
-        from ..providers.keys import redact
-
-        found: dict[str, Any] | None = None
-        for url in self.urls:
-            cards = {str(card.get("id")): card for card in self._models(url)}
-            card = cards.get(self.model)
-            if card is None:
-                raise UsageError(
-                    f"{url} does not serve '{self.model}'",
-                    f"it lists {choices(sorted(cards)) or 'no model'}: write openai:<one of them>",
-                )
-            identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
-            if found is not None and identity != found:
-                raise UsageError(
-                    redact(f"replica {url} describes '{self.model}' as {identity}, another as {found}"),
-                    "every replica must serve the same checkpoint: restart them alike",
-                )
-            found = identity
-        assert found is not None
-        return found
+        return identify_served_model(self.urls, self.model, self._models, self.provider)[0]
 
     # -- one request ----------------------------------------------------------------------------------
     def cost(self, item: EmbedItem, input_type: InputType) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..errors import ProviderError, UsageError
+from ..errors import ProviderError, UsageError, choices
 
 T = TypeVar("T")
 
@@ -33,6 +33,64 @@ def record_identity(options: dict[str, Any], component: str, identity: dict[str,
     known = json.loads(options.get(SERVED_MODELS) or "{}")
     known[component] = identity
     options[SERVED_MODELS] = json.dumps(known, sort_keys=True)
+
+
+IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")  # a /v1/models card's checkpoint
+
+
+TEI_OWNER = "text-embeddings-inference"  # owned_by of the card TEI's /info stands in for
+
+
+def tei_card(url: str, get: Callable[[str], Any]) -> dict[str, Any] | None:
+    """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in for the
+    /v1/models card, or None when `url` answers no such /info. `get` sends the GET (with the caller's client/key)."""
+    import httpx
+
+    root = url[: -len("/v1")] if url.endswith("/v1") else url
+    try:
+        response = get(root + "/info")
+        info = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
+        return None
+    return {
+        "id": info["model_id"],
+        "revision": info.get("model_sha"),
+        "max_model_len": info.get("max_input_length"),
+        "owned_by": TEI_OWNER,
+        "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
+    }
+
+
+def identify_served_model(
+    urls: list[str], model: str, list_models: Callable[[str], list[dict[str, Any]]], method: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The model as every replica's model list describes it (`IDENTITY_FIELDS`), and each replica's whole card.
+    One line naming the replica that does not serve `model` (hint: `<method>:<one it lists>`) or that describes it
+    otherwise than the one before: replicas behind one name must serve the same checkpoint."""
+    from .keys import redact
+
+    found: dict[str, Any] | None = None
+    served: list[dict[str, Any]] = []
+    for url in urls:
+        cards = {str(card.get("id")): card for card in list_models(url)}
+        card = cards.get(model)
+        if card is None:
+            raise UsageError(
+                f"{url} does not serve '{model}'",
+                f"it lists {choices(sorted(cards)) or 'no model'}: write {method}:<one of them>",
+            )
+        identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
+        if found is not None and identity != found:
+            raise UsageError(
+                redact(f"replica {url} describes '{model}' as {identity}, another as {found}"),
+                "every replica must serve the same checkpoint: restart them alike",
+            )
+        found = identity
+        served.append(card)
+    assert found is not None
+    return found, served
 
 
 def parse_replica_urls(raw: str | list[str], source: str, example: str = "http://127.0.0.1:8000/v1") -> list[str]:

@@ -28,10 +28,19 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, UsageError, choices
 from ..providers.errors_map import MalformedAnswer
-from ..providers.replicas import Replica, ReplicaPool, parse_replica_urls, record_identity
+from ..providers.replicas import (
+    TEI_OWNER,
+    Replica,
+    ReplicaPool,
+    identify_served_model,
+    parse_replica_urls,
+    record_identity,
+    tei_card,
+)
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
+from .base import ScoredAttempt, rerank_with_retries
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
@@ -42,8 +51,6 @@ PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
 TOKENIZE_WORKERS = 8
-IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revision")
-TEI_OWNER = "text-embeddings-inference"
 
 _POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
 _LOCK = threading.Lock()
@@ -202,46 +209,15 @@ class ApiReranker:
         )
 
     def _tei_card(self, url: str) -> dict[str, Any] | None:
-        """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in."""
-        import httpx
-
-        try:
-            response = self.client.get(_root(url) + "/info", timeout=30.0)
-            info = response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
-            return None
-        if not isinstance(info, dict) or not isinstance(info.get("model_id"), str):
-            return None
-        return {
-            "id": info["model_id"],
-            "revision": info.get("model_sha"),
-            "max_model_len": info.get("max_input_length"),
-            "owned_by": TEI_OWNER,
-            "max_client_batch_size": info.get("max_client_batch_size"),  # not identity: documents per request
-        }
+        return tei_card(url, lambda info_url: self.client.get(info_url, timeout=30.0))
 
     def _identify(self) -> dict[str, Any]:
-        found: dict[str, Any] | None = None
-        for url in self.urls:
-            cards = {str(card.get("id")): card for card in self._models(url)}
-            card = cards.get(self.model)
-            if card is None:
-                raise UsageError(
-                    f"{url} does not serve '{self.model}'",
-                    f"it lists {choices(sorted(cards)) or 'no model'}: write rerank-api:<one of them>",
-                )
-            identity = {key: card[key] for key in IDENTITY_FIELDS if card.get(key) is not None}
+        identity, cards = identify_served_model(self.urls, self.model, self._models, PROVIDER)
+        for card in cards:
             batch = card.get("max_client_batch_size")
             if isinstance(batch, int) and batch > 0:
                 self.max_documents = min(batch, self.max_documents or batch)
-            if found is not None and identity != found:
-                raise UsageError(
-                    f"replica {url} describes '{self.model}' as {identity}, another as {found}",
-                    "every replica must serve the same checkpoint: restart them alike",
-                )
-            found = identity
-        assert found is not None
-        return found
+        return identity
 
     def _post(self, url: str, body: dict[str, Any]) -> Any:
         response = self.client.post(url, json=body)
@@ -352,12 +328,10 @@ class ApiReranker:
         return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        from ..providers.retry import call_with_retries
-
         if not documents:
             return []
 
-        def attempt() -> tuple[list[float], int | None, int]:
+        def attempt() -> ScoredAttempt:
             fitted, cut = self._fit(query, documents)
             step = self.max_documents or len(fitted)
             scores: list[float] = []
@@ -369,20 +343,7 @@ class ApiReranker:
                     counted.append(tokens)
             return scores, sum(counted) if counted else None, cut
 
-        usage = self.ctx.usage
-        usage.add("rerank_documents", len(documents))
-        scores, _, cut = call_with_retries(
-            self.settings,
-            attempt,
-            usage=usage,
-            tokens=0,
-            items=1,
-            what=f"rerank {self.model}",
-            reported_tokens=lambda answer: answer[1],
-        )
-        if cut:
-            usage.add("rerank_documents_truncated", cut)
-        return scores
+        return rerank_with_retries(self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.model}")
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..providers.settings import ProviderSettings
+    from ..usage import Usage
+
+ScoredAttempt = tuple[list[float], int | None, int]  # scores, tokens the server reported, documents cut to fit
 
 
 @runtime_checkable
@@ -20,3 +27,19 @@ class Reranker(Protocol):
     def describe(self) -> dict[str, Any]:
         """Settings that change the scores (model, truncation limits), for result files."""
         ...
+
+
+def rerank_with_retries(
+    settings: ProviderSettings, usage: Usage, documents: int, attempt: Callable[[], ScoredAttempt], what: str
+) -> list[float]:
+    """One served rerank call under the retry policy: `documents` counted as rerank_documents, the tokens the
+    server reported billed, and the documents cut to fit counted as rerank_documents_truncated (once, not per try)."""
+    from ..providers.retry import call_with_retries
+
+    usage.add("rerank_documents", documents)
+    scores, _, cut = call_with_retries(
+        settings, attempt, usage=usage, tokens=0, items=1, what=what, reported_tokens=lambda answer: answer[1]
+    )
+    if cut:
+        usage.add("rerank_documents_truncated", cut)
+    return scores

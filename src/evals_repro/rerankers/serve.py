@@ -92,10 +92,10 @@ def serve_argv(spec: LocalRerankerSpec, host: str, port: int) -> tuple[str, ...]
     )
 
 
-def replica_commands(name: str, devices: list[str], host: str = DEFAULT_HOST) -> list[ReplicaCommand]:
-    spec = get_spec(name)
+def check_devices(devices: list[str], command: str, model: str) -> None:
+    """One replica per GPU: at least one --devices index, each a whole number (nvidia-smi's), each once."""
     if not devices:
-        raise UsageError("serve-reranker needs --devices", f"write e.g. serve-reranker {name} --devices 0 1")
+        raise UsageError(f"{command} needs --devices", f"write e.g. {command} {model} --devices 0 1")
     for device in devices:
         if not device.isdigit():
             raise UsageError(
@@ -103,6 +103,11 @@ def replica_commands(name: str, devices: list[str], host: str = DEFAULT_HOST) ->
             )
     if len(set(devices)) != len(devices):
         raise UsageError(f"--devices names a GPU twice: {' '.join(devices)}", "one replica per GPU: list each once")
+
+
+def replica_commands(name: str, devices: list[str], host: str = DEFAULT_HOST) -> list[ReplicaCommand]:
+    spec = get_spec(name)
+    check_devices(devices, "serve-reranker", name)
     return [
         ReplicaCommand(
             device, mapped_device(device), host, spec.base_port + i, serve_argv(spec, host, spec.base_port + i)

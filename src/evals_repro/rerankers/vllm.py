@@ -35,6 +35,7 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
 from ..registry import RERANKERS
+from .base import ScoredAttempt, rerank_with_retries
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets
 
@@ -254,12 +255,10 @@ class VllmReranker:
         return [float(s) for s in scores if s is not None], usage.get("prompt_tokens")
 
     def rerank(self, query: str, documents: list[str], instruction: str | None = None) -> list[float]:
-        from ..providers.retry import call_with_retries
-
         if not documents:
             return []
 
-        def attempt() -> tuple[list[float], int | None, int]:
+        def attempt() -> ScoredAttempt:
             replica = self.replicas.acquire()
             try:
                 self.ensure_verified(replica)
@@ -269,20 +268,9 @@ class VllmReranker:
             finally:
                 self.replicas.release(replica)
 
-        usage = self.ctx.usage
-        usage.add("rerank_documents", len(documents))
-        scores, _, cut = call_with_retries(
-            self.settings,
-            attempt,
-            usage=usage,
-            tokens=0,
-            items=1,
-            what=f"rerank {self.spec.checkpoint}",
-            reported_tokens=lambda answer: answer[1],
+        return rerank_with_retries(
+            self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.spec.checkpoint}"
         )
-        if cut:
-            usage.add("rerank_documents_truncated", cut)
-        return scores
 
     # -- latency preflight -------------------------------------------------------------------------
     def verify_prefix_cache_off(self) -> list[dict[str, Any]]:
