@@ -500,13 +500,13 @@ def test_a_first_plan_guesses_three_tokens_for_four_words_and_one_per_ideograph(
 
 
 class OverbillingVoyage(FakeVoyage):
-    """Reports 2.5 times its own token count: a provider billing more than any plan foresaw."""
+    """Reports 1.6 times its own token count: a provider billing more than any plan foresaw."""
 
     @route("POST", r"/v1/embeddings")
     def embeddings(self, request: Request) -> Reply:
         body = request.json
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        return self._answer(body, texts, {"total_tokens": round(2.5 * sum(count_tokens(t) for t in texts))})
+        return self._answer(body, texts, {"total_tokens": round(1.6 * sum(count_tokens(t) for t in texts))})
 
 
 def test_the_ceiling_reached_through_the_cli_leaves_whole_units_and_free_locks(monkeypatch, tmp_path, capsys):
