@@ -30,8 +30,10 @@ from .significance import (
     PairedStats,
     Stratum,
     check_permutations,
+    difference_cells,
     format_p,
     verdict,
+    x100,
 )
 
 
@@ -245,12 +247,6 @@ def adjust(rows: list[Comparison]) -> list[Comparison]:
 # -- rendering -----------------------------------------------------------------------------------------
 
 
-def _x100(value: float | None, decimals: int, sign: bool = False) -> str:
-    if value is None:
-        return ""
-    return f"{value * 100:+.{decimals}f}" if sign else f"{value * 100:.{decimals}f}"
-
-
 def legend(tc: TableComparisons) -> str:
     test = (
         f"paired two-sided randomization test, {tc.permutations:,} permutations; "
@@ -273,11 +269,10 @@ def comparisons_markdown(tc: TableComparisons, decimals: int = 1) -> str:
         "| method | vs | column | diff | 95% interval | p | p adj. | p (t-test) | p adj. (t-test) | queries |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    signs = {"better": f" {BETTER}", "worse": f" {WORSE}", "": ""}
     for r in tc.rows:
-        interval = "" if r.low is None else f"[{_x100(r.low, decimals, True)}, {_x100(r.high, decimals, True)}]"
+        diff, interval = difference_cells(r.diff, r.low, r.high, r.verdict, decimals)
         lines.append(
-            f"| {r.method} | {r.vs} | {r.column} | {_x100(r.diff, decimals, True)}{signs[r.verdict]} | {interval} | "
+            f"| {r.method} | {r.vs} | {r.column} | {diff} | {interval} | "
             f"{format_p(r.p)} | {format_p(r.p_adjusted)} | {format_p(r.p_ttest)} | {format_p(r.p_ttest_adjusted)} | "
             f"{r.queries} |"
         )
@@ -308,8 +303,8 @@ def comparisons_csv(comparisons: list[TableComparisons], decimals: int = 1) -> s
         for r in tc.rows:
             writer.writerow(
                 [
-                    tc.table.title, r.column, r.method, r.vs, _x100(r.score, places), _x100(r.vs_score, places),
-                    _x100(r.diff, places), _x100(r.low, places), _x100(r.high, places),
+                    tc.table.title, r.column, r.method, r.vs, x100(r.score, places), x100(r.vs_score, places),
+                    x100(r.diff, places), x100(r.low, places), x100(r.high, places),
                     p6(r.p), p6(r.p_adjusted), p6(r.p_ttest), p6(r.p_ttest_adjusted), r.queries, r.verdict,
                 ]
             )  # fmt: skip

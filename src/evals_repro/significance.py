@@ -51,6 +51,22 @@ def verdict(diff: float, p_adjusted: float | None) -> str:
     return "better" if diff > 0 else "worse"
 
 
+def x100(value: float | None, decimals: int = 1, sign: bool = False) -> str:
+    """A score or difference as the tables print it: x100, signed for differences; "" when missing."""
+    if value is None:
+        return ""
+    return f"{value * 100:+.{decimals}f}" if sign else f"{value * 100:.{decimals}f}"
+
+
+def difference_cells(
+    diff: float | None, low: float | None, high: float | None, verdict: str, decimals: int = 1
+) -> tuple[str, str]:
+    """A comparison's difference cell (with its marker) and interval cell, alike in report and study tables."""
+    marker = {"better": f" {BETTER}", "worse": f" {WORSE}"}.get(verdict, "")
+    interval = "" if low is None else f"[{x100(low, decimals, True)}, {x100(high, decimals, True)}]"
+    return x100(diff, decimals, True) + marker, interval
+
+
 def format_p(p: float | None) -> str:
     """A p-value as the tables print it."""
     if p is None:

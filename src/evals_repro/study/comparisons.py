@@ -23,6 +23,7 @@ from ..significance import (
     WORSE,
     PairedStats,
     Stratum,
+    difference_cells,
     format_p,
     holm,
     verdict,
@@ -174,12 +175,6 @@ def _measures(members: dict[str, list[str]], measure_of: dict[str, str], groups:
     return ", ".join(sorted({measure_of[k] for g in groups for k in members[g]}))
 
 
-def _x100(value: float | None, sign: bool = True) -> str:
-    if value is None:
-        return ""
-    return f"{value * 100:+.1f}" if sign else f"{value * 100:.1f}"
-
-
 def legend(comparisons: StudyComparisons) -> str:
     return (
         f"{BETTER} / {WORSE}: better / worse than the first stage at p < {ALPHA} (paired two-sided randomization "
@@ -199,11 +194,10 @@ def comparisons_markdown(comparisons: StudyComparisons) -> list[str]:
         "| model | vs | scope | measure | diff | 95% interval | p | p adj. | p (t-test) | queries |",
         "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    signs = {"better": f" {BETTER}", "worse": f" {WORSE}", "": ""}
     for r in comparisons.rows:
-        interval = "" if r.low is None else f"[{_x100(r.low)}, {_x100(r.high)}]"
+        diff, interval = difference_cells(r.diff, r.low, r.high, r.verdict)
         lines.append(
-            f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {_x100(r.diff)}{signs[r.verdict]} | {interval} | "
+            f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {diff} | {interval} | "
             f"{format_p(r.p)} | {format_p(r.p_adjusted)} | {format_p(r.p_ttest)} | {r.queries} |"
         )
     if not comparisons.rows:
