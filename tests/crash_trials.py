@@ -149,6 +149,7 @@ class Ledger:
         self.written: list[tuple[int, list[str]]] = []  # (trial, keys) of every billable answer written in full
         self.trial = 0
         self.trigger: Trigger | None = None
+        self.arrived: dict[int, tuple[int, Trigger | None]] = {}  # id(request) -> (trial, trigger) at arrival
         self.slow = slow
         self.billable = 0
         self.rng = random.Random(seed)
@@ -163,6 +164,8 @@ class Ledger:
 
     def dispatch(self, request):
         billable = bool(self.keys(request))
+        with self._lock:  # the trial the request came from (its answer may be written after the next began)
+            self.arrived[id(request)] = (self.trial, self.trigger)
         if billable and self.trigger is not None:
             self.trigger.event("request", time.monotonic())
         reply = super().dispatch(request)
@@ -175,8 +178,11 @@ class Ledger:
 
     def after(self, request, reply) -> None:
         keys = self.keys(request) if reply.status == 200 else []
+        with self._lock:
+            trial, trigger = self.arrived.pop(id(request), (self.trial, self.trigger))
         if keys and request.connection is not None:
-            trial, trigger = self.trial, self.trigger
+            # A slow answer to a killed child is written after the next trial started: it belongs to the
+            # killed trial (never delivered), not to the one now running.
 
             def delivered(moment: float) -> None:
                 with self._lock:

@@ -310,3 +310,35 @@ def test_crash_trials_catch_a_client_that_keeps_answers_until_the_end(tmp_path):
 
 def test_crash_trials_pass_a_client_that_records_each_answer(tmp_path):
     report(Driver(journal("each"), tmp_path, kills=CHAIN, kinds=("answer",)))
+
+
+def test_an_answer_belongs_to_the_trial_its_request_came_from():
+    """A slow answer written after the next trial began is counted in its request's trial. Counted in the
+    next one, a late answer to a killed child (reset, never delivered) read as a missing delivery of the
+    uninterrupted run (a flake seen in CI)."""
+    import socket
+    import time
+
+    from fakes.base import Reply
+
+    with LedgerCohere() as fake:
+        fake.trial = 1
+        fake.script(Reply(200, sleep=0.3, path="rerank"))
+        body = json.dumps({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}).encode()
+        host, port = fake.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(
+                b"POST /v2/rerank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            time.sleep(0.1)  # the request is in, its answer held back
+            fake.trial = 2  # the next trial begins before the answer is written
+            client.settimeout(5)
+            assert client.recv(65536).startswith(b"HTTP/1.1 200")
+            deadline = time.monotonic() + 5
+            while not fake.written and time.monotonic() < deadline:
+                time.sleep(0.01)
+            fake.settle()
+        assert [trial for trial, _ in fake.written] == [1]
+        assert [trial for trial, _, _ in fake.answered] == [1]
