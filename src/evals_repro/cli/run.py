@@ -163,9 +163,10 @@ def run_command(
     ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
-    from ..evaluation import RunRequest, run_benchmark
+    from ..evaluation import run_benchmark
     from ..metrics.protocol import check_tie_rule
     from ..progress import console
+    from ..run_request import RunRequest
 
     options = {
         "workers": workers,
