@@ -163,9 +163,9 @@ def run_command(
     ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
+    from .. import progress  # its console (and rich) is built on the first line printed, not on a refusal
     from ..evaluation import run_benchmark
     from ..metrics.protocol import check_tie_rule
-    from ..progress import console
     from ..run_request import RunRequest
 
     options = {
@@ -224,7 +224,7 @@ def run_command(
     from ..providers.keys import redact
 
     def echo(line: str) -> None:  # every line a run prints passes the key redaction (a failure may quote a provider)
-        console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
+        progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
     from ..planning.run import plan_run
     from .costs import cost_gate, with_ceiling
@@ -241,7 +241,7 @@ def run_command(
     from ..providers.prices import spend_text
 
     spent = spend_text(summary.usage.summary(), summary.usage.billed())
-    console.print(
+    progress.console.print(
         f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {spent}",
         markup=False,
         highlight=False,
