@@ -1,7 +1,7 @@
 """What a run is asked and what it answers: the request, each subset's outcome, the summary.
 
 Its own module because everyone around the run loop reads these (the API, the CLI, `run --plan`,
-the per-subset step in `evaluation` and `resume`) while the loop itself stays the only writer.
+`resume`) without needing the loop itself (`evaluation`), and the loop needs them too: one owner, no cycle.
 """
 
 from __future__ import annotations
