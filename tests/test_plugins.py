@@ -145,6 +145,8 @@ def test_methods_lists_plugins_with_their_distribution_and_names_the_broken_and_
     out, err = done.stdout, done.stderr
     assert "plugin method [evals-repro-demo-plugin 1.0.0] Each query's relevant pages" in line_with(out, "demo-oracle")
     assert "plugin embedder [evals-repro-demo-plugin 1.0.0] Hashed bag of words" in line_with(out, "demo-hash ")
+    # what it accepts, read from its supports_images (False) as the --content images refusal reads it
+    assert line_with(out, "demo-hash ").endswith("(content: markdown)")
     assert "plugin reranker [evals-repro-demo-plugin 1.0.0] Shorter pages first" in line_with(out, "+demo-length")
     # The broken plugin: listed as failing, and named in exactly one warning line with its error.
     broken = line_with(err, "demo-broken")
