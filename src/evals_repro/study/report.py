@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
-from ..significance import DEFAULT_PERMUTATIONS, check_permutations
+from ..significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
@@ -27,7 +27,9 @@ from .stats import Cluster, bootstrap_summary, repeat_diagnostic
 __all__ = ["BASELINE", "latency_summary", "quality_scores", "render_markdown", "write_report"]
 
 
-def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
+def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Per model and benchmark: coverage, bootstrap summaries and the repeat check, their draws seeded by
+    `seed` (the report's, not the latency plan's sampling seed)."""
     study_dir = Path(study_dir)
     plan_path = study_dir / PLAN
     if not plan_path.exists():
@@ -61,11 +63,11 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
             all_clusters.extend(Cluster(f"{bench}/{c.subset}", c.query_id, c.latencies) for c in clusters)
             entry["benchmarks"][bench] = {
                 "coverage": {"planned": planned[bench], "recorded": recorded, "retried_excluded": retried},
-                "summary": bootstrap_summary(clusters, resamples=resamples, seed=plan["seed"]),
-                "repeat_check": repeat_diagnostic(clusters, resamples=resamples, seed=plan["seed"]),
+                "summary": bootstrap_summary(clusters, resamples=resamples, seed=seed),
+                "repeat_check": repeat_diagnostic(clusters, resamples=resamples, seed=seed),
             }
         suite = complete and len(locations) == 1 and None not in locations
-        entry["pooled"] = bootstrap_summary(all_clusters, resamples=resamples, seed=plan["seed"]) if suite else None
+        entry["pooled"] = bootstrap_summary(all_clusters, resamples=resamples, seed=seed) if suite else None
         entry["pooled_note"] = (
             "complete suite from one host location"
             if suite
@@ -74,7 +76,7 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         given = sorted(x for x in locations if x is not None)
         entry["host_locations"] = given + (["(not given)"] if None in locations else [])
         per_model[model] = entry
-    return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
+    return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "bootstrap_seed": seed, "models": per_model}
 
 
 def _ms(stat: dict[str, float] | None) -> str:
@@ -156,13 +158,16 @@ def check_resamples(resamples: int) -> int:
     return resamples
 
 
-def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Path]:
+def write_report(
+    study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
+) -> dict[str, Path]:
     check_resamples(resamples)
     check_permutations(permutations)
+    check_seed(seed)
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
-    latency = latency_summary(study_dir, resamples=resamples)
-    data = StudyData(quality, resamples=resamples, permutations=permutations)
+    latency = latency_summary(study_dir, resamples=resamples, seed=seed)
+    data = StudyData(quality, resamples=resamples, permutations=permutations, seed=seed)
     comparisons = compare_study(quality, data=data)
     paths = {
         "report": study_dir / "report.md",
@@ -184,7 +189,9 @@ def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEF
     figures = study_figures(study_dir, data, latency)
     try:
         save(figures, paths["plots"])
-        atomic_write_text(paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations))
+        atomic_write_text(
+            paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations, seed)
+        )
     finally:
         close(figures)
     return paths
