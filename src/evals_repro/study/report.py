@@ -21,6 +21,7 @@ from ..significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutation
 from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
+from .models import current_rows
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
 
@@ -35,9 +36,11 @@ def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_
     if not plan_path.exists():
         return {}
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    records = [r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok"]
+    # a plugin's timings of one version only: that of its last timed call
+    records = current_rows(r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok")
     planned = {b: sum(len(q) for q in subsets.values()) * plan["repeats"] for b, subsets in plan["queries"].items()}
     per_model: dict[str, Any] = {}
+    plugins = {r["model"]: r.get("plugin") for r in records}
     seen: dict[tuple, dict] = {}
     for r in records:  # the last ok record of a call wins (a rerun never duplicates, but be safe)
         seen[(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])] = r
@@ -46,6 +49,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
+        if plugins.get(model):
+            entry["plugin"] = plugins[model]  # the plugin version these timings are of
         all_clusters: list[Cluster] = []
         locations: set[str | None] = set()
         complete = True
