@@ -439,3 +439,9 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
     assert headline() == ""
     assert "quality: 13 request(s) to send, 13 reused from quality.jsonl" in cli(*quality)
     assert headline() == complete
+    # The same for timings: 3 of the new version's 6 left, the old version's 6 do not fill the gap.
+    lines = (study / "latency.jsonl").read_text().splitlines(keepends=True)
+    (study / "latency.jsonl").write_text("".join(lines[: 6 + 3]))
+    headline()
+    summary = json.loads((study / "latency-summary.json").read_text())["models"]["demo-length"]
+    assert summary["plugin"] == new and summary["benchmarks"]["sample"]["coverage"]["recorded"] == 3
