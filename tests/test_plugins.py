@@ -8,6 +8,7 @@ and MAP are 1 by definition; the length reranker's order is the pages' lengths, 
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -145,6 +146,8 @@ def test_methods_lists_plugins_with_their_distribution_and_names_the_broken_and_
     out, err = done.stdout, done.stderr
     assert "plugin method [evals-repro-demo-plugin 1.0.0] Each query's relevant pages" in line_with(out, "demo-oracle")
     assert "plugin embedder [evals-repro-demo-plugin 1.0.0] Hashed bag of words" in line_with(out, "demo-hash ")
+    # what it accepts, read from its supports_images (False) as the --content images refusal reads it
+    assert line_with(out, "demo-hash ").endswith("(content: markdown)")
     assert "plugin reranker [evals-repro-demo-plugin 1.0.0] Shorter pages first" in line_with(out, "+demo-length")
     # The broken plugin: listed as failing, and named in exactly one warning line with its error.
     broken = line_with(err, "demo-broken")
@@ -374,3 +377,71 @@ def test_run_help_lists_plugin_rerankers_beside_the_built_in_ones(venv, tmp_path
     listed = text.split("registered reranker, NAME or NAME:model:")[1].split(".")[0]
     names = {name.strip() for name in listed.split(",")}
     assert {"demo-length", "cohere", "minilm", "voyage", "zerank-2"} <= names, names
+
+
+def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_path):
+    """The study reuses a plugin reranker's rows only from the same distribution version: after an upgrade its
+    quality requests and timed calls are made again (one line names both versions), rows of the new version are
+    reused from then on, and the report reads one version's rows only (never a mix of the two)."""
+    environment = Venv(tmp_path)
+    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.0.0", DEMO_ENTRY_POINTS))
+    study = tmp_path / "study"
+    folders = ("--study-dir", str(study), "--cache-dir", str(tmp_path / "cache"))
+    quality = ("rerank-study", "quality", "--models", "demo-length", *folders)
+    latency = ("rerank-study", "latency", "--models", "demo-length", "--samples", "3", "--repeats", "2", *folders)
+
+    def cli(*args: str) -> str:
+        done = environment.cli(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    def rows(name: str) -> list[dict]:
+        return [json.loads(line) for line in (study / name).read_text().splitlines()]
+
+    cli("rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps", *folders)
+    cli(*quality)
+    cli(*latency)
+    old, new = f"{DEMO} 1.0.0", f"{DEMO} 1.1.0"
+    assert [r["plugin"] for r in rows("quality.jsonl")] == [old] * 26
+    assert [r["plugin"] for r in rows("latency.jsonl")] == [old] * 6
+    assert "quality: 0 request(s) to send, 26 reused from quality.jsonl" in cli(*quality)
+    assert "latency: 0 timed call(s) to make, 6 already recorded" in cli(*latency)
+
+    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.1.0", DEMO_ENTRY_POINTS))
+    err = cli(*quality)
+    assert line_with(err, "not reused").endswith(
+        f"quality: demo-length is {new} now: its 26 row(s) scored by {old} are not reused"
+    )
+    assert "quality: 26 request(s) to send, 0 reused from quality.jsonl" in err
+    err = cli(*latency)
+    assert line_with(err, "not reused").endswith(
+        f"latency: demo-length is {new} now: its 6 row(s) timed by {old} are not reused"
+    )
+    assert "latency: 6 timed call(s) to make, 6 already recorded" in err
+    assert [r["plugin"] for r in rows("quality.jsonl")] == [old] * 26 + [new] * 26  # the old rows are kept
+    assert json.loads((study / "manifest.json").read_text())["models"]["demo-length"]["plugin"] == new
+    err = cli(*quality)
+    assert "quality: 0 request(s) to send, 26 reused from quality.jsonl" in err and "not reused" not in err
+
+    def headline() -> str:
+        cli("rerank-study", "report", "--study-dir", str(study), "--resamples", "40", "--permutations", "100")
+        found = [r for r in csv.DictReader((study / "quality.csv").open()) if r["metric"] == "ndcg_at_10"]
+        assert len(found) == 1
+        return found[0]["demo-length"]
+
+    complete = headline()
+    assert complete != ""
+    summary = json.loads((study / "latency-summary.json").read_text())["models"]["demo-length"]
+    assert summary["plugin"] == new and summary["benchmarks"]["sample"]["coverage"]["recorded"] == 6
+    # Half of the new version's answers lost: the report shows no score rather than mix in the old version's.
+    lines = (study / "quality.jsonl").read_text().splitlines(keepends=True)
+    (study / "quality.jsonl").write_text("".join(lines[: 26 + 13]))
+    assert headline() == ""
+    assert "quality: 13 request(s) to send, 13 reused from quality.jsonl" in cli(*quality)
+    assert headline() == complete
+    # The same for timings: 3 of the new version's 6 left, the old version's 6 do not fill the gap.
+    lines = (study / "latency.jsonl").read_text().splitlines(keepends=True)
+    (study / "latency.jsonl").write_text("".join(lines[: 6 + 3]))
+    headline()
+    summary = json.loads((study / "latency-summary.json").read_text())["models"]["demo-length"]
+    assert summary["plugin"] == new and summary["benchmarks"]["sample"]["coverage"]["recorded"] == 3

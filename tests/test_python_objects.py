@@ -425,3 +425,30 @@ def test_objects_spend_is_price_unknown_never_free(tmp_path):
     }
     assert cost["usd"] is None and cost["by_model"] == {"plugin chars": None, "plugin seeing": None}
     assert cost["price_unknown"] == ["plugin chars (input_tokens)", "plugin seeing (input_tokens)"]
+
+
+class PictureBagEmbedder(BagEmbedder):
+    """BagEmbedder that also says it takes page images."""
+
+    supports_images = True
+
+
+def test_what_an_embedder_accepts_is_read_from_its_supports_images():
+    """`methods` and the `--content images` refusal read the same attribute: an object or plugin class
+    saying False is listed as markdown only, True as markdown and images; a factory function (whose
+    embedder exists only once called) is undecided until built."""
+    from evals_repro.plugins import accepted_contents, object_entry
+    from evals_repro.registry import Entry, PluginFactory, PluginOrigin
+
+    assert accepted_contents(object_entry("embedder", "bag", BagEmbedder())) == ("markdown",)
+    assert accepted_contents(object_entry("embedder", "pic", PictureBagEmbedder())) == ("markdown", "images")
+    origin = PluginOrigin("some-dist", "2.0", "evals_repro.embedders", "some_dist:thing")
+
+    def plugin_entry(target) -> Entry:
+        factory = PluginFactory(lambda: target, origin, "embedder", "thing")
+        return Entry("embedder", "thing", factory, contents=("markdown", "images"), module="some_dist", plugin=origin)
+
+    assert accepted_contents(plugin_entry(BagEmbedder)) == ("markdown",)
+    assert accepted_contents(plugin_entry(PictureBagEmbedder)) == ("markdown", "images")
+    assert accepted_contents(plugin_entry(lambda: BagEmbedder())) is None
+    assert accepted_contents(EMBEDDERS.require("minilm")) == ("markdown",)  # a built-in: its registered contents

@@ -217,3 +217,51 @@ def test_randomization_p_is_the_exact_test_and_holm_adjusts_every_comparison(res
         expected = reference_holm([float(r[key]) for r in rows])
         assert [float(r[key + "_adjusted"]) for r in rows] == pytest.approx(expected, rel=1e-5)
     assert any(float(r["p_adjusted"]) > float(r["p"]) for r in rows)  # the adjustment did something here
+
+
+def test_seed_fixes_the_draws_and_another_seed_moves_p_within_monte_carlo_error(results, tmp_path, capsys):
+    """`--seed`: the same seed gives the same p and interval bytes; seed 7 gives other draws, so the p of
+    each per-subset comparison moves, but stays within Monte Carlo error of the exact p enumerated here
+    over all 2^26 sign patterns (and of the seed-42 p). The HTML protocol names the seed in use."""
+    permutations = 4000
+
+    def rows(*extra: str) -> list[dict]:
+        out = tmp_path / f"{len(list(tmp_path.iterdir()))}.csv"
+        assert (
+            main(report(results, "--baseline", "bm25", "--permutations", str(permutations), "-o", str(out), *extra))
+            == 0
+        )
+        return [r for r in csv.DictReader(out.open()) if "monolingual" in r["table"]]
+
+    default, again42, seven, again7 = rows(), rows("--seed", "42"), rows("--seed", "7"), rows("--seed", "7")
+    drawn = ("p", "p_adjusted", "low", "high")
+    assert [[r[k] for k in drawn] for r in default] == [[r[k] for k in drawn] for r in again42]
+    assert [[r[k] for k in drawn] for r in seven] == [[r[k] for k in drawn] for r in again7]
+    assert [r["diff"] for r in seven] == [r["diff"] for r in default]  # the data's difference: no draw in it
+    assert [r["p_ttest"] for r in seven] == [r["p_ttest"] for r in default]
+    moved = 0
+    for r42, r7 in zip(default, seven):
+        assert (r42["method"], r42["column"]) == (r7["method"], r7["column"])
+        if r42["column"] == "avg":
+            continue
+        a = native_scores(record(results, r7["method"], r7["column"]))
+        b = native_scores(record(results, "bm25", r7["column"]))
+        exact = exact_randomization_p([a[q] - b[q] for q in sorted(b)])
+        tolerance = 4 * (exact * (1 - exact) / permutations) ** 0.5 + 2 / permutations
+        assert float(r7["p"]) == pytest.approx(exact, abs=tolerance), (r7["method"], r7["column"])
+        assert float(r7["p"]) == pytest.approx(float(r42["p"]), abs=2 * tolerance)
+        moved += r7["p"] != r42["p"] and 0.01 < exact < 0.99
+    assert moved >= 1, "another seed draws other sign patterns: some p with room to move must move"
+    assert [(r["low"], r["high"]) for r in seven] != [(r["low"], r["high"]) for r in default]
+    page = tmp_path / "report.html"
+    assert main(report(results, "--baseline", "bm25", "--permutations", "500", "--seed", "7", "-o", str(page))) == 0
+    assert "permutations / bootstrap resamples / seed" in page.read_text()
+    assert "500 / 10000 / 7" in page.read_text()
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "x"])
+def test_bad_seed_is_one_line_naming_the_option(results, capsys, value):
+    assert main(report(results, "--baseline", "bm25", "--seed", value)) == 2
+    line = one_error_line(capsys)
+    assert "'--seed'" in line or f"--seed {value} must be a whole number of at least 0" in line
+    assert "valid integer" in line or value == "-1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import time
@@ -311,6 +312,59 @@ def test_report_compares_every_reranker_with_the_first_stage_and_each_other(stud
     assert "## Paired comparisons (headline measure, x100)" in report
     assert "better / worse than the first stage at p < 0.05" in report
     assert f"Holm-Bonferroni adjusted over all {len(rows)} comparisons of the study" in report
+
+
+def test_report_seed_fixes_every_draw_and_another_seed_moves_p_within_monte_carlo_error(
+    study, providers, tmp_path, capsys
+):
+    """`rerank-study report --seed`: the same seed, the same comparisons.csv and latency intervals, byte for byte;
+    seed 7 draws other resamples and sign patterns, so intervals move and p-values stay within Monte Carlo error
+    of the seed-42 ones (4 binomial standard errors each, plus one draw); report.html names the seed in use.
+    (That another seed moves a p with room to move is pinned on `report`, through the same PairedStats.)"""
+    from evals_repro.cli import main
+
+    models = ["cohere-fast", "voyage"]
+    run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
+    latency = LatencyRequest(study_dir=study, models=["voyage"], samples=6, repeats=2, cache_dir=tmp_path / "cache")
+    run_latency(latency, echo=QUIET)
+    permutations = 2000
+
+    def report(seed: int) -> tuple[str, list[dict], dict, str]:
+        paths = write_report(study, resamples=200, permutations=permutations, seed=seed)
+        text = paths["comparisons"].read_text()
+        summary = json.loads(paths["latency"].read_text())
+        return text, list(csv.DictReader(io.StringIO(text))), summary, paths["html"].read_text()
+
+    first, rows42, latency42, _ = report(42)
+    again, _, latency42_again, _ = report(42)
+    assert first == again and latency42 == latency42_again
+    _, rows7, latency7, page = report(7)
+    assert "<th>bootstrap and randomization seed</th><td>7</td>" in page.replace("\n", "")
+    assert latency7["bootstrap_seed"] == 7 and latency42["bootstrap_seed"] == 42
+    mean = [  # a mean's percentile interval moves with the resamples (a p50's can land on the same two calls)
+        entry["benchmarks"]["sample"]["summary"]["mean"]
+        for entry in (latency42["models"]["voyage"], latency7["models"]["voyage"])
+    ]
+    assert mean[0]["estimate"] == mean[1]["estimate"] and (mean[0]["low"], mean[0]["high"]) != (
+        mean[1]["low"],
+        mean[1]["high"],
+    )
+    moved = 0
+    for r42, r7 in zip(rows42, rows7, strict=True):
+        assert (r42["model"], r42["vs"], r42["scope"], r42["diff"]) == (r7["model"], r7["vs"], r7["scope"], r7["diff"])
+        p = float(r42["p"])
+        tolerance = 2 * (4 * (p * (1 - p) / permutations) ** 0.5 + 1 / permutations)
+        assert float(r7["p"]) == pytest.approx(p, abs=tolerance), r7
+        # the fakes' rerankers differ from the first stage at the smallest p (they tie each other at p = 1), so
+        # here the seed shows in the bootstrap draws: every interval around a non-zero difference moves
+        moved += float(r42["diff"]) != 0 and (r42["low"], r42["high"]) != (r7["low"], r7["high"])
+    assert moved == sum(float(r["diff"]) != 0 for r in rows42) > 0
+    assert main(["rerank-study", "report", "--study-dir", str(study), "--seed", "-2"]) == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: --seed -2 must be a whole number of at least 0: use the default 42, or any other whole number >= 0 "
+        "(the same seed gives the same p-values)"
+    ]
 
 
 def test_report_plots_and_html_page_render_offline_in_chromium(study, providers, tmp_path):

@@ -30,6 +30,7 @@ from .significance import (
     PairedStats,
     Stratum,
     check_permutations,
+    check_seed,
     difference_cells,
     format_p,
     verdict,
@@ -66,6 +67,7 @@ class TableComparisons:
     rows: list[Comparison]
     permutations: int
     resamples: int
+    seed: int  # of the bootstrap and randomization draws
 
     def marks(self) -> dict[tuple[str, str], str]:
         """(method, column) -> marker against the baseline (only with a baseline)."""
@@ -216,6 +218,7 @@ def compare_tables(
 ) -> list[TableComparisons]:
     """Each table's comparisons (against `baseline`, or every pair with `all_pairs`), Holm-adjusted per table."""
     check_permutations(permutations)
+    check_seed(seed)
     methods = sorted({r.method for r in results})
     if baseline is not None and baseline not in methods:
         raise UsageError(
@@ -232,7 +235,9 @@ def compare_tables(
         elif baseline is not None and baseline in data.methods:
             pairs = [(m, baseline) for m in data.methods if m != baseline]
         rows = [found for a, b in pairs for column in table.columns if (found := data.compare(a, b, column))]
-        out.append(TableComparisons(table, None if all_pairs else baseline, adjust(rows), permutations, resamples))
+        out.append(
+            TableComparisons(table, None if all_pairs else baseline, adjust(rows), permutations, resamples, seed)
+        )
     return out
 
 

@@ -197,7 +197,7 @@ def _spend(usd: str, usage: dict[str, float]) -> str:
 def report_html(bundle, decimals: int = 1) -> str:
     """`report -o report.html`: tables and comparisons, plots, protocol, provenance."""
     from .report import method_costs
-    from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from .significance import DEFAULT_RESAMPLES
 
     results = bundle.results
     protocol_rows: list[tuple[str, Any]] = [
@@ -212,8 +212,10 @@ def report_html(bundle, decimals: int = 1) -> str:
         permutations = bundle.comparisons[0].permutations if bundle.comparisons else "-"
         protocol_rows += [
             ("paired comparisons", "randomization test (two-sided) and t-test, Holm-Bonferroni per table"),
-            ("permutations / bootstrap resamples / seed", f"{permutations} / {DEFAULT_RESAMPLES} / {DEFAULT_SEED}"),
+            ("permutations / bootstrap resamples / seed", f"{permutations} / {DEFAULT_RESAMPLES} / {bundle.seed}"),
         ]
+    elif bundle.figures:
+        protocol_rows.append(("plot intervals: bootstrap resamples / seed", f"{DEFAULT_RESAMPLES} / {bundle.seed}"))
     provenance = grid_table(
         ["method", "subset", "setting", "source", "revision", "data sha256", "queries", "created"],
         [

@@ -266,6 +266,32 @@ def _first_line(text: str | None) -> str:
     return (text or "").strip().partition("\n")[0].strip()
 
 
+def declared_images(obj: Any) -> bool | None:
+    """Whether an embedder takes page images, read from its `supports_images` (the attribute the dense
+    retriever's `--content images` refusal reads off the built embedder); None when `obj` does not hold it
+    as a plain bool (a factory function, or a class that sets it in its constructor): only the built
+    embedder can tell then."""
+    value = getattr(obj, "supports_images", None)
+    return value if isinstance(value, bool) else None
+
+
+def accepted_contents(entry: Entry) -> tuple[str, ...] | None:
+    """The `--content` kinds a first stage accepts. A plugin's or Python object's embedder takes images
+    only when its `supports_images` says so (its module is imported to read it); None when that is known
+    only once it is built, or when it fails to import."""
+    if entry.plugin is None or entry.kind != "embedder":
+        return entry.contents
+    factory = entry.factory
+    try:
+        target = factory.target() if isinstance(factory, PluginFactory) else factory
+    except EvalsError:
+        return None
+    images = declared_images(target)
+    if images is None:
+        return None
+    return tuple(c for c in entry.contents if c != "images" or images)
+
+
 def describe_plugin(entry: Entry) -> tuple[str, bool]:
     """(what `methods` shows for a plugin entry, whether it imports): its `description` or docstring's
     first line and its distribution; an entry that fails to import is named in one warning line."""

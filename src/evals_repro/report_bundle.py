@@ -15,7 +15,7 @@ from .comparisons import TableComparisons, check_measure, compare_tables, compar
 from .plots import Figure
 from .report import Table, declared_report, select_results, to_csv
 from .results import ResultRecord
-from .significance import DEFAULT_PERMUTATIONS, check_permutations
+from .significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 
 
 @dataclass
@@ -28,6 +28,7 @@ class ReportBundle:
     comparisons: list[TableComparisons] | None = None
     figures: list[Figure] = field(default_factory=list)
     tie_rule: str | None = None
+    seed: int = DEFAULT_SEED  # of the comparisons' and the plots' bootstrap and randomization draws
 
     def markdown(self, decimals: int = 1) -> str:
         return render_markdown(self.tables, self.comparisons or [], decimals)
@@ -50,8 +51,10 @@ def build_bundle(
     permutations: int = DEFAULT_PERMUTATIONS,
     figures: bool = False,
     cost: bool = False,
+    seed: int = DEFAULT_SEED,
 ) -> ReportBundle:
     check_permutations(permutations)
+    check_seed(seed)
     comparing = baseline is not None or all_pairs
     tables: list[Table] = []
     notes: list[str] = []
@@ -62,11 +65,11 @@ def build_bundle(
         tables += found
         notes += [note for note in more if note not in notes]
     results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
-    bundle = ReportBundle(decl.name, measures, tables, notes, results, tie_rule=tie_rule)
+    bundle = ReportBundle(decl.name, measures, tables, notes, results, tie_rule=tie_rule, seed=seed)
     if comparing:
-        bundle.comparisons = compare_tables(results, tables, decl.name, baseline, all_pairs, permutations)
+        bundle.comparisons = compare_tables(results, tables, decl.name, baseline, all_pairs, permutations, seed=seed)
     if figures:
         from .report_plots import report_figures
 
-        bundle.figures = report_figures(results, tables, decl.name)
+        bundle.figures = report_figures(results, tables, decl.name, seed=seed)
     return bundle

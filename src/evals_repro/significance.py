@@ -126,6 +126,17 @@ def check_permutations(permutations: int) -> None:
         )
 
 
+def check_seed(seed: int) -> None:
+    """`--seed` must be a whole number of at least 0 (NumPy's SeedSequence takes no negative entropy)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        from .errors import UsageError
+
+        raise UsageError(
+            f"--seed {seed} must be a whole number of at least 0",
+            f"use the default {DEFAULT_SEED}, or any other whole number >= 0 (the same seed gives the same p-values)",
+        )
+
+
 def _rng(seed: int, name: str, purpose: str) -> np.random.Generator:
     """A generator fixed by (seed, stratum name, purpose): never by call order."""
     words = np.frombuffer(hashlib.sha256(f"{name}\0{purpose}".encode()).digest()[:16], dtype=np.uint32)

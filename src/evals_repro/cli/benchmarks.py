@@ -43,11 +43,23 @@ def methods_command() -> None:
 
         return f"plugin {entry.kind} " + describe_plugin(entry)[0]
 
+    def contents(entry: Entry) -> str:
+        if entry.plugin is None:
+            return ", ".join(entry.contents)
+        from ..plugins import accepted_contents
+
+        accepted = accepted_contents(entry)
+        return (
+            "markdown; images if the built embedder's supports_images is true"
+            if accepted is None
+            else ", ".join(accepted)
+        )
+
     for name in first_stage_names():
         entry = first_stage_entry(name)
         assert entry is not None
         key = f"  key: {entry.key_env}" if entry.key_env else ""
-        typer.echo(f"{name:32s} {description(entry)} (content: {', '.join(entry.contents)}){key}")
+        typer.echo(f"{name:32s} {description(entry)} (content: {contents(entry)}){key}")
     for entry in RERANKERS.entries():
         key = f"  key: {entry.key_env}" if entry.key_env else ""
         typer.echo(f"+{entry.name:31s} {description(entry)}{key}")

@@ -49,6 +49,12 @@ def report_command(
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
     ),
+    seed: int = typer.Option(
+        42,
+        "--seed",
+        help="Seed of the comparisons' bootstrap and randomization draws, and of the plots' intervals "
+        "(the same seed, the same p-values and intervals).",
+    ),
     plots: Optional[Path] = typer.Option(
         None,
         "--plots",
@@ -63,7 +69,9 @@ def report_command(
     from ..io import check_output_file, write_output_text
     from ..metrics.published.ndcg_float import check_tie_rule
     from ..report import declared_report, to_csv, to_markdown
+    from ..significance import check_seed
 
+    check_seed(seed)
     if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
         from ..errors import UsageError, choices
 
@@ -127,6 +135,7 @@ def report_command(
             permutations,
             figures=plots is not None or output_html,
             cost=cost,
+            seed=seed,
         )
         try:
             for note in bundle.notes:

@@ -232,10 +232,16 @@ def report_command(
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
     ),
+    seed: int = typer.Option(
+        42,
+        "--seed",
+        help="Seed of the report's bootstrap and randomization draws: quality and latency intervals, p-values "
+        "(the same seed, the same numbers).",
+    ),
 ) -> None:
     """Write report.md, quality.csv, comparisons.csv, latency-summary.json, plots/ and report.html; print report.md."""
     from ..study.report import write_report
 
-    paths = write_report(study_dir, resamples=resamples, permutations=permutations)
+    paths = write_report(study_dir, resamples=resamples, permutations=permutations, seed=seed)
     typer.echo(paths["report"].read_text(encoding="utf-8"))
     _echo("wrote " + ", ".join(str(p) for p in paths.values()))

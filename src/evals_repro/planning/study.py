@@ -50,7 +50,7 @@ def plan_quality(request: QualityRequest) -> Plan:
         reranker = rerankers[model.name]
         held = 0
         for candidate, texts in items:
-            if (model.name, model.model or "", candidate.request_digest) in done:
+            if (*model.identity, candidate.request_digest) in done:
                 held += 1
             elif not _plan_call(reranker, candidate, texts, plan, "quality"):
                 break
@@ -86,12 +86,12 @@ def plan_latency(request: LatencyRequest) -> Plan:
             warmed.add((model.name, bench, subset))
             _plan_call(reranker, *warmups[(bench, subset)], plan, "latency warm-up")
         _plan_call(reranker, *lookup[(bench, subset, qid)], plan, "latency")
-    held: dict[str, int] = {}
-    for name, *_ in done:
-        held[name] = held.get(name, 0) + 1
+    held: dict[tuple[str, str, str], int] = {}
+    for key in done:  # a plugin's calls timed under another version are not held: they are timed again
+        held[key[:3]] = held.get(key[:3], 0) + 1
     for model in models:
         reranker = rerankers[model.name]
-        if held.get(model.name) and getattr(reranker, "plan", None) is not None:
-            plan.add(reranker.provider, reranker.model, "latency", held=held[model.name])
+        if held.get(model.identity) and getattr(reranker, "plan", None) is not None:
+            plan.add(reranker.provider, reranker.model, "latency", held=held[model.identity])
     plan.note("latency calls are strictly serial: the time is at least the sum of the calls, beyond the budgets")
     return plan

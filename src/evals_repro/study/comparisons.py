@@ -20,6 +20,7 @@ from ..significance import (
     ALPHA,
     BETTER,
     DEFAULT_PERMUTATIONS,
+    DEFAULT_SEED,
     WORSE,
     PairedStats,
     Stratum,
@@ -58,6 +59,7 @@ class StudyComparisons:
     rows: list[StudyComparison]
     permutations: int
     resamples: int
+    seed: int  # of the bootstrap and randomization draws
 
     def marks(self) -> dict[tuple[str, str], str]:
         """(model, group or "overall") -> marker against the first stage, for the overall quality table."""
@@ -77,7 +79,11 @@ class StudyData:
     """The headline measure's per-query scores, one stratum per dataset, and the cells the study averages."""
 
     def __init__(
-        self, quality: dict[str, Any], resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = 42
+        self,
+        quality: dict[str, Any],
+        resamples: int = 2000,
+        permutations: int = DEFAULT_PERMUTATIONS,
+        seed: int = DEFAULT_SEED,
     ):
         self.quality = quality
         self.names = [BASELINE, *quality["models"]]
@@ -132,7 +138,7 @@ def compare_study(
     quality: dict[str, Any],
     resamples: int = 2000,
     permutations: int = DEFAULT_PERMUTATIONS,
-    seed: int = 42,
+    seed: int = DEFAULT_SEED,
     data: StudyData | None = None,
 ) -> StudyComparisons:
     data = data or StudyData(quality, resamples, permutations, seed)
@@ -167,7 +173,10 @@ def compare_study(
             )  # fmt: skip
     adjusted = holm([r.p for r in rows])
     return StudyComparisons(
-        [replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)], data.stats.permutations, data.stats.resamples
+        [replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)],
+        data.stats.permutations,
+        data.stats.resamples,
+        data.stats.seed,
     )
 
 

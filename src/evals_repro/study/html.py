@@ -29,7 +29,13 @@ def spent(study_dir: Path) -> dict[str, dict[str, float]]:
 
 
 def study_html(
-    study_dir: Path, markdown: str, figures: list[Figure], latency: dict[str, Any], resamples: int, permutations: int
+    study_dir: Path,
+    markdown: str,
+    figures: list[Figure],
+    latency: dict[str, Any],
+    resamples: int,
+    permutations: int,
+    seed: int,
 ) -> str:
     manifest = load_manifest(study_dir) or {}
     plan = latency.get("plan", {}) if latency else {}
@@ -38,6 +44,7 @@ def study_html(
         ("latency plan (samples, repeats, seed)", plan or "no latency measured"),
         ("bootstrap resamples", resamples),
         ("randomization permutations", permutations),
+        ("bootstrap and randomization seed", seed),
         ("comparisons", "headline measure; randomization test (two-sided) and t-test; Holm-Bonferroni over the study"),
         ("host", manifest.get("host", {})),
     ]

@@ -42,6 +42,8 @@ from .models import (
     parse_models,
     preflight,
     require_model_keys,
+    row_identity,
+    superseded,
 )
 from .quality import STUDY_DEFAULT_OPTIONS, load_prepared, select_items
 from .sampling import sample_queries, shuffled
@@ -224,17 +226,18 @@ def warmup_queries(lookup: dict, plan: dict[str, Any]) -> dict[tuple[str, str], 
 def remaining_calls(
     study_dir: Path, plan: dict[str, Any], models, timed: set[tuple[str, str]] | None, damaged: str = "skip"
 ):
-    """The timed calls still to make (in schedule order), and the (model, benchmark, subset, query, repeat)
-    keys already recorded (a damaged line is skipped by a plan, set aside by the writer)."""
+    """The timed calls still to make (in schedule order), and the (model, model id, plugin version, benchmark,
+    subset, query, repeat) keys already recorded (a damaged line is skipped by a plan, set aside by the
+    writer). A call timed under another version of a plugin is timed again."""
     done = {
-        (r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])
+        (*row_identity(r), r["benchmark"], r["subset"], r["query_id"], r["repeat"])
         for r in read_jsonl(Path(study_dir) / LATENCY, damaged=damaged)
         if r.get("status") == "ok"
     }
     calls = [
         c
         for c in schedule(plan, models)
-        if (c[4].name, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
+        if (*c[4].identity, c[0], c[1], c[2], c[3]) not in done and (timed is None or (c[0], c[1]) in timed)
     ]
     return calls, done
 
@@ -253,6 +256,9 @@ def _run(
     lookup = {(c.benchmark, c.subset, c.query_id): (c, texts) for c, texts in items}
     warmup_query = warmup_queries(lookup, plan)
     calls, done = remaining_calls(study_dir, plan, models, timed, damaged="set-aside")
+    pending = {call[4].name for call in calls}
+    for line in superseded([m for m in models if m.name in pending], done, "timed"):
+        echo(f"latency: {line}")  # why a model that was timed before is timed again
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}

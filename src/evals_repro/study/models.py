@@ -6,14 +6,19 @@ call can be read off exactly; throttles stay shared per provider (providers.thro
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..context import MethodContext
 from ..errors import UsageError, choices
 from ..usage import Usage
 from .candidates import Candidate
+
+if TYPE_CHECKING:
+    from ..registry import PluginOrigin
 
 
 def study_models() -> dict[str, tuple[str, str | None]]:
@@ -37,10 +42,62 @@ class StudyModel:
     name: str  # as given on the command line, used in records and reports
     reranker: str  # RERANKERS key, which is also the provider whose throttle and pool it uses
     model: str | None
+    plugin: PluginOrigin | None = None  # a plugin's reranker: where it comes from (None: a built-in)
 
     @property
     def provider(self) -> str:
         return self.reranker
+
+    @property
+    def version(self) -> str:
+        """A plugin reranker's "distribution version" (what its rows record as `plugin`); "" for a built-in."""
+        if self.plugin is None:
+            return ""
+        if self.plugin.distribution is None:
+            return "no distribution"
+        return f"{self.plugin.distribution} {self.plugin.version}"
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """What a recorded row must match to be reused for this model: name, model id and plugin version
+        (upgrading a plugin scores and times it again; the old rows stay on disk, unused)."""
+        return (self.name, self.model or "", self.version)
+
+
+def row_identity(record: dict[str, Any]) -> tuple[str, str, str]:
+    """The `StudyModel.identity` of the model that wrote a quality or latency row."""
+    return (str(record["model"]), record.get("model_id") or "", record.get("plugin") or "")
+
+
+def current_rows(records: Iterable[dict[str, Any]], versions: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The rows a report reads: per model, those of one plugin version only (never two mixed), the one in
+    `versions` (model -> version, as the manifest records it) or else the version of the model's last row."""
+    rows = list(records)
+    chosen = dict(versions or {})
+    for record in rows:
+        if record["model"] not in (versions or {}):
+            chosen[record["model"]] = record.get("plugin") or ""
+    return [r for r in rows if (r.get("plugin") or "") == chosen.get(r["model"], "")]
+
+
+def superseded(models: list[StudyModel], recorded: Iterable[tuple], done: str) -> list[str]:
+    """One line per model with rows recorded under another version of it (the first three entries of each
+    `recorded` key are a `row_identity`): those rows are not reused. Callers pass the models with work left."""
+    counts = Counter(key[:3] for key in recorded)
+    lines = []
+    for model in models:
+        others = {
+            version: n
+            for (name, model_id, version), n in counts.items()
+            if (name, model_id) == model.identity[:2] and version != model.version
+        }
+        if others:
+            olds = ", ".join(v or "a reranker with no plugin version recorded" for v in sorted(others))
+            lines.append(
+                f"{model.name} is {model.version or 'a built-in reranker'} now: its {sum(others.values())} row(s) "
+                f"{done} by {olds} are not reused"
+            )
+    return lines
 
 
 def parse_models(names: list[str]) -> list[StudyModel]:
@@ -60,7 +117,7 @@ def parse_models(names: list[str]) -> list[StudyModel]:
                 f"choose from {choices(sorted(aliases))} or <reranker>:<model> with a reranker from "
                 f"{choices(RERANKERS.names())}",
             )
-        models.append(StudyModel(name, reranker, model))
+        models.append(StudyModel(name, reranker, model, RERANKERS.require(reranker).plugin))
     return models
 
 
@@ -138,12 +195,11 @@ def add_spent(spent: Usage, record: dict[str, Any]) -> None:
 
 
 def call_record(model: StudyModel, candidate: Candidate) -> dict[str, Any]:
-    """The fields that name one reranker call in quality.jsonl and latency.jsonl: the model as given and
-    its provider id, and the query. Both phases start every record with them."""
-    return {
-        "model": model.name,
-        "model_id": model.model or "",
-        "benchmark": candidate.benchmark,
-        "subset": candidate.subset,
-        "query_id": candidate.query_id,
-    }
+    """The fields that name one reranker call in quality.jsonl and latency.jsonl: the model as given, its
+    provider id (and for a plugin its distribution and version), and the query. Both phases start every
+    record with them."""
+    record = {"model": model.name, "model_id": model.model or ""}
+    if model.plugin is not None:
+        record["plugin"] = model.version
+    record.update(benchmark=candidate.benchmark, subset=candidate.subset, query_id=candidate.query_id)
+    return record

@@ -38,6 +38,8 @@ from .models import (
     parse_models,
     preflight,
     require_model_keys,
+    row_identity,
+    superseded,
 )
 
 log = logging.getLogger(__name__)
@@ -97,13 +99,23 @@ def check_first_stage(study_dir: Path, manifest: dict, first_stage: str | None, 
 
 
 def model_config(model: StudyModel, options: dict[str, Any]) -> dict[str, Any]:
-    return {"reranker": model.reranker, "model": model.model}
+    """A model's entry in the manifest; a plugin's version is recorded (the report reads that version's rows)
+    but may change: an upgrade scores the model again in the same study, it does not need a new one."""
+    config: dict[str, Any] = {"reranker": model.reranker, "model": model.model}
+    if model.plugin is not None:
+        config["plugin"] = model.version
+    return config
 
 
-def completed_requests(study_dir: Path) -> set[tuple[str, str, str]]:
-    """(model, model id, request digest) of every request answered in full."""
+def _fixed(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a model's configuration that must not change within a study."""
+    return None if config is None else {k: v for k, v in config.items() if k != "plugin"}
+
+
+def completed_requests(study_dir: Path) -> set[tuple[str, str, str, str]]:
+    """(model, model id, plugin version, request digest) of every request answered in full."""
     return {
-        (r["model"], r.get("model_id") or "", r["request_digest"])
+        (*row_identity(r), r["request_digest"])
         for r in read_jsonl(Path(study_dir) / QUALITY, damaged="set-aside")
         if r.get("status") == "ok"
     }
@@ -139,7 +151,10 @@ def run_quality(request: QualityRequest, echo: Callable[[str], None] | None = No
         configs = manifest.setdefault("models", {})
         for model in models:
             require_same(
-                study_dir, f"model {model.name}'s configuration", configs.get(model.name), model_config(model, options)
+                study_dir,
+                f"model {model.name}'s configuration",
+                _fixed(configs.get(model.name)),
+                _fixed(model_config(model, options)),
             )
             configs[model.name] = model_config(model, options)
         require_same(
@@ -173,10 +188,13 @@ def _score_all(
     reused = 0
     for model in models:
         for candidate, texts in items:
-            if (model.name, model.model or "", candidate.request_digest) in done:
+            if (*model.identity, candidate.request_digest) in done:
                 reused += 1
                 continue
             todo.setdefault(model.provider, []).append((model, candidate, texts))
+    pending = {model.name for tasks in todo.values() for model, _, _ in tasks}
+    for line in superseded([m for m in models if m.name in pending], done, "scored"):
+        echo(f"quality: {line}")  # why a model that was scored before is scored again
     total = sum(len(v) for v in todo.values())
     echo(f"quality: {total} request(s) to send, {reused} reused from {QUALITY}")
     counts = {"sent": 0, "failed": 0, "reused": reused}

@@ -17,25 +17,30 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_json, atomic_write_text, read_jsonl
-from ..significance import DEFAULT_PERMUTATIONS, check_permutations
+from ..significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
+from .models import current_rows
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
 
 __all__ = ["BASELINE", "latency_summary", "quality_scores", "render_markdown", "write_report"]
 
 
-def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
+def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Per model and benchmark: coverage, bootstrap summaries and the repeat check, their draws seeded by
+    `seed` (the report's, not the latency plan's sampling seed)."""
     study_dir = Path(study_dir)
     plan_path = study_dir / PLAN
     if not plan_path.exists():
         return {}
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    records = [r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok"]
+    # a plugin's timings of one version only: that of its last timed call
+    records = current_rows(r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok")
     planned = {b: sum(len(q) for q in subsets.values()) * plan["repeats"] for b, subsets in plan["queries"].items()}
     per_model: dict[str, Any] = {}
+    plugins = {r["model"]: r.get("plugin") for r in records}
     seen: dict[tuple, dict] = {}
     for r in records:  # the last ok record of a call wins (a rerun never duplicates, but be safe)
         seen[(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])] = r
@@ -44,6 +49,8 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         grouped[model][bench].setdefault((subset, qid), []).append(r)
     for model, benches in sorted(grouped.items()):
         entry: dict[str, Any] = {"benchmarks": {}}
+        if plugins.get(model):
+            entry["plugin"] = plugins[model]  # the plugin version these timings are of
         all_clusters: list[Cluster] = []
         locations: set[str | None] = set()
         complete = True
@@ -61,11 +68,11 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
             all_clusters.extend(Cluster(f"{bench}/{c.subset}", c.query_id, c.latencies) for c in clusters)
             entry["benchmarks"][bench] = {
                 "coverage": {"planned": planned[bench], "recorded": recorded, "retried_excluded": retried},
-                "summary": bootstrap_summary(clusters, resamples=resamples, seed=plan["seed"]),
-                "repeat_check": repeat_diagnostic(clusters, resamples=resamples, seed=plan["seed"]),
+                "summary": bootstrap_summary(clusters, resamples=resamples, seed=seed),
+                "repeat_check": repeat_diagnostic(clusters, resamples=resamples, seed=seed),
             }
         suite = complete and len(locations) == 1 and None not in locations
-        entry["pooled"] = bootstrap_summary(all_clusters, resamples=resamples, seed=plan["seed"]) if suite else None
+        entry["pooled"] = bootstrap_summary(all_clusters, resamples=resamples, seed=seed) if suite else None
         entry["pooled_note"] = (
             "complete suite from one host location"
             if suite
@@ -74,7 +81,7 @@ def latency_summary(study_dir: Path, resamples: int = 2000) -> dict[str, Any]:
         given = sorted(x for x in locations if x is not None)
         entry["host_locations"] = given + (["(not given)"] if None in locations else [])
         per_model[model] = entry
-    return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "models": per_model}
+    return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "bootstrap_seed": seed, "models": per_model}
 
 
 def _ms(stat: dict[str, float] | None) -> str:
@@ -156,13 +163,16 @@ def check_resamples(resamples: int) -> int:
     return resamples
 
 
-def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS) -> dict[str, Path]:
+def write_report(
+    study_dir: Path, resamples: int = 2000, permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED
+) -> dict[str, Path]:
     check_resamples(resamples)
     check_permutations(permutations)
+    check_seed(seed)
     study_dir = Path(study_dir)
     quality = quality_scores(study_dir)
-    latency = latency_summary(study_dir, resamples=resamples)
-    data = StudyData(quality, resamples=resamples, permutations=permutations)
+    latency = latency_summary(study_dir, resamples=resamples, seed=seed)
+    data = StudyData(quality, resamples=resamples, permutations=permutations, seed=seed)
     comparisons = compare_study(quality, data=data)
     paths = {
         "report": study_dir / "report.md",
@@ -184,7 +194,9 @@ def write_report(study_dir: Path, resamples: int = 2000, permutations: int = DEF
     figures = study_figures(study_dir, data, latency)
     try:
         save(figures, paths["plots"])
-        atomic_write_text(paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations))
+        atomic_write_text(
+            paths["html"], study_html(study_dir, markdown, figures, latency, resamples, permutations, seed)
+        )
     finally:
         close(figures)
     return paths

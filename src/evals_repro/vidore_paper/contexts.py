@@ -108,8 +108,11 @@ def spec_of(method: str, kind: str) -> PipelineSpec:
     from ..pipeline import PipelineSpec, first_stage_entry
 
     spec = PipelineSpec.parse(method)
+    from ..plugins import accepted_contents
+
     entries = [first_stage_entry(name) for name in spec.first_stage]
-    if kind == "image" and all(e is not None and "images" in e.contents for e in entries):
+    accepted = [None if e is None else (accepted_contents(e) or e.contents) for e in entries]
+    if kind == "image" and all(a is not None and "images" in a for a in accepted):
         return PipelineSpec.parse(method, "images")
     return spec
 
