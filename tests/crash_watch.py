@@ -139,7 +139,7 @@ def _check_result_unit(path: Path) -> None:
 
 def check_files(root: Path, final: bool) -> None:
     """No partial or corrupt file is visible under `root` (after a kill), and none at all torn when final."""
-    from evals_repro.embedders.cache import decode
+    from evals_repro.embedders.chunk_file import decode
     from evals_repro.embedders.partial_rows import decode_partial
 
     for path in sorted(root.rglob("*")):

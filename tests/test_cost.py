@@ -131,7 +131,7 @@ def voyage_env(monkeypatch, fake):
 
 
 def sample_request(tmp_path, **kwargs):
-    from evals_repro.evaluation import RunRequest
+    from evals_repro.run_request import RunRequest
 
     return RunRequest(
         method="voyage-4-lite", benchmark="sample", results_dir=tmp_path / "r", cache_dir=tmp_path / "c", **kwargs
@@ -315,8 +315,9 @@ def _fake_reported(kind: str, fake) -> int:
     ],
 )
 def test_plan_accuracy_for_cohere_and_gemini_embeddings(method, kind, env, monkeypatch, tmp_path):
-    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
+    from evals_repro.run_request import RunRequest
     from fakes.cohere import FakeCohere
     from fakes.gemini import FakeGemini
 
@@ -343,8 +344,9 @@ def test_plan_accuracy_for_cohere_and_gemini_embeddings(method, kind, env, monke
 
 
 def test_plan_of_a_reranked_run_counts_one_rerank_request_per_query(monkeypatch, tmp_path):
-    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
+    from evals_repro.run_request import RunRequest
     from fakes.rerankers import FakeCohereRerank, count_requests
 
     with FakeCohereRerank() as fake:
@@ -387,8 +389,9 @@ def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub,
     from PIL import Image
 
     from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
-    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
+    from evals_repro.run_request import RunRequest
 
     request = RunRequest(
         method="voyage-multimodal-3.5", benchmark="vidore-v3", subsets=["hr"], content="images",

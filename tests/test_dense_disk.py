@@ -14,7 +14,8 @@ import pytest
 from evals_repro.cli import main
 from evals_repro.data import Page, Query, Subset
 from evals_repro.embedders.base import EmbedItem
-from evals_repro.embedders.cache import _MAGIC, encode, item_digest
+from evals_repro.embedders.cache_keys import item_digest
+from evals_repro.embedders.chunk_file import _MAGIC, encode
 from evals_repro.errors import UsageError
 from evals_repro.matrix_file import MatrixFile
 from evals_repro.retrieval.base import MethodContext

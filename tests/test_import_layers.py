@@ -17,7 +17,20 @@ PACKAGE = "evals_repro"
 # Modules every layer may use; they must import none of the layers above (only each other, in this order).
 FOUNDATIONS = ["errors", "usage", "io", "progress", "data", "context", "registry", "rendering"]
 # What the foundations and the scoring layer must never reach.
-UPPER = {"evaluation", "results", "report", "breakdown", "pipeline", "pooling", "api", "cli", "study", "rcp"}
+UPPER = {
+    "evaluation",
+    "run_request",
+    "resume",
+    "results",
+    "report",
+    "breakdown",
+    "pipeline",
+    "pooling",
+    "api",
+    "cli",
+    "study",
+    "rcp",
+}
 
 
 def modules() -> dict[str, tuple[Path, bool]]:

@@ -106,7 +106,7 @@ def test_vectors_are_the_servers_rows_in_item_order_with_dimensions(tmp_path):
 
 
 def test_cache_key_follows_the_servers_model_identity_prefixes_and_dimensions(tmp_path):
-    from evals_repro.embedders.cache import settings_digest
+    from evals_repro.embedders.cache_keys import settings_digest
 
     with FakeOpenAICompatible(MODEL, root="/models/e5-a") as a, FakeOpenAICompatible(MODEL, root="/models/e5-b") as b:
         first = settings_digest(embedder([f"{a.url}/v1"]), "document")
@@ -275,7 +275,7 @@ def test_a_tei_server_is_identified_by_its_info_model_and_sha():
         matrix = built.embed([EmbedItem(text="heat pump")], "query")
         np.testing.assert_allclose(matrix[0], bag_of_words("heat pump", 32), atol=1e-6)
     with FakeTEI(MODEL, sha="2" * 40) as other:  # another commit of the same model: another cache key
-        from evals_repro.embedders.cache import settings_digest
+        from evals_repro.embedders.cache_keys import settings_digest
 
         assert settings_digest(embedder([f"{other.url}/v1"]), "query") != settings_digest(built, "query")
 

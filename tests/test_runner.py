@@ -17,9 +17,10 @@ import pytest
 
 import scripted_method
 from evals_repro.cli import main
-from evals_repro.evaluation import RunRequest, run_benchmark
+from evals_repro.evaluation import run_benchmark
 from evals_repro.registry import METHODS
 from evals_repro.report import build_tables, to_csv, to_markdown
+from evals_repro.run_request import RunRequest
 
 INV_LOG2_3 = 1 / math.log2(3)
 

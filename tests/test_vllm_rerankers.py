@@ -255,7 +255,8 @@ def test_registered_as_rerankers_and_study_models():
 
 
 def test_run_reranks_a_first_stage_and_records_the_pin(qwen, tmp_path):
-    from evals_repro.evaluation import RunRequest, run_benchmark
+    from evals_repro.evaluation import run_benchmark
+    from evals_repro.run_request import RunRequest
 
     run_benchmark(
         RunRequest(

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .evaluation import RunRequest, RunSummary, run_benchmark
+from .evaluation import run_benchmark
+from .run_request import RunRequest, RunSummary
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ a result whose record covers the request, re-scores its saved run when only the 
 differs, and recomputes otherwise, saying why. A result never loses a measure it already had. A
 subset that fails (bad data, a provider giving up) does not stop the others: every failure is reported
 at the end. A bad option or an unusable environment (no key, no Hub access) stops the run at once.
+
+The request and outcome types are in `run_request`; what a subset asks and what `--resume` does with
+an existing result, in `resume` (both read by `run --plan` too); writing a record, in `subset_result`.
 """
 
 from __future__ import annotations
@@ -14,143 +17,39 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .benchmarks import LoadOptions, get_benchmark, load_subset
 from .benchmarks.declaration import BenchmarkDeclaration
 from .benchmarks.registry import resolve_subsets
 from .context import MethodContext
-from .data import Subset
-from .errors import EXIT_USAGE, ConfigurationError, DataError, EvalsError, UsageError, WriteError, choices
+from .errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
 from .io import DISK_REFUSALS, ensure_directories, jsonable, write_error
 from .metrics.protocol import ScoringProtocol
 from .pipeline import PipelineSpec
-from .pooling import measures_for, pool_plan
+from .pooling import pool_plan
 from .progress import progress_bar
 from .providers.ceiling import CostCeilingReached
 from .results import (
     Action,
     Cost,
-    Coverage,
     DamagedResult,
     Flags,
     MethodConfig,
-    ResultRecord,
     Setting,
-    Verdict,
     migrate_method_folder,
     read_record,
     result_path,
 )
+from .resume import resume_verdict, subset_coverage
 from .retrieval.base import Retriever
-from .scoring import languages_for, ranked_queries, retrieve
+from .run_request import SETTINGS, RunRequest, RunSummary, SubsetOutcome, say_failure
+from .scoring import ranked_queries, retrieve
 from .subset_result import asked_metrics, report_line, saved_run, write_result
-from .subset_result import package_versions as package_versions  # read by prepare, answer, grounding
 from .unit_lock import unit_lock
-from .usage import Usage
 
 log = logging.getLogger(__name__)
-
-SETTINGS = tuple(s.value for s in Setting)
-# Run options that change what a method returns (so a result computed with others does not cover a request).
-RESULT_OPTIONS = (
-    "rerank_top_k",
-    "store_prefix",
-    # openai:<model> and rerank-api: what changes the vectors or the scores (never where the servers run)
-    "dimensions",
-    "prefix_style",
-    "query_prefix",
-    "document_prefix",
-    "rerank_endpoint",
-    "rerank_max_tokens",
-    "served_models",  # what the servers of openai:/rerank-api: report serving (providers.replicas.record_identity)
-)
-
-
-@dataclass
-class RunRequest:
-    method: str
-    benchmark: str = "sample"
-    subsets: list[str] | None = None
-    setting: str = "monolingual"
-    top_k: int = 100
-    results_dir: Path = Path("results")
-    cache_dir: Path = Path("cache")
-    resume: bool = False
-    content: str = "markdown"
-    revision: str | None = None
-    measures: list[str] | None = None
-    language: str | None = None  # native language of a user BEIR folder
-    tie_rule: str = "group-mean"  # ties in float-gain measures (RCP-nDCG)
-    score_precision: str = "float32"  # float32: trec_eval 9 / pytrec_eval; float64: trec_eval 10
-    rerank: str | None = None  # `--rerank NAME[:model]`, the same as `+NAME@depth` in the method
-    rerank_depth: int | None = None  # None: the default depth (50) when a reranker is given
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class SubsetOutcome:
-    subset: str
-    path: Path
-    status: str  # "written", "rescored", "skipped" or "failed"
-    metrics: dict[str, float] = field(default_factory=dict)
-    reason: str = ""
-    error: EvalsError | None = field(default=None, compare=False, repr=False)  # a failure's own error, if typed
-
-
-@dataclass
-class RunSummary:
-    benchmark: str
-    method: str
-    outcomes: list[SubsetOutcome]
-    usage: Usage
-
-    @property
-    def failures(self) -> list[SubsetOutcome]:
-        return [o for o in self.outcomes if o.status == "failed"]
-
-    def refusal(self) -> EvalsError | None:
-        """The one error to stop with when every subset failed on its data or options (see `all_refused`)."""
-        return all_refused(self.failures, len(self.outcomes))
-
-
-def all_refused(failures: list[SubsetOutcome], total: int) -> EvalsError | None:
-    """The one error to stop with when every one of `total` subsets failed on its data or options (exit 2,
-    nothing written, so no `--resume` advice): a single subset's own error, else one line pointing at the
-    failures said as they happened (`say_failure`). None when something was done or a failure was of another
-    kind (a provider, a bug). `run` and `run --plan` stop alike."""
-    if not failures or len(failures) != total:
-        return None
-    if any(f.error is None or f.error.exit_code != EXIT_USAGE for f in failures):
-        return None
-    if len(failures) == 1:
-        return failures[0].error
-    reasons = len({f.reason for f in failures})
-    return DataError(
-        f"all {len(failures)} subsets failed on their data or options "
-        + ("(the same reason, above)" if reasons == 1 else "(each reason above)"),
-        "fix what " + ("it names" if reasons == 1 else "each names") + ", then run the command again",
-    )
-
-
-def say_failure(
-    outcomes: list[SubsetOutcome],
-    failure: SubsetOutcome,
-    several: bool,
-    say: Callable[[str], None],
-) -> None:
-    """Say a subset failed, as it happens, and add it to `outcomes`: the reason once (a repeated one points at
-    its first subset); a single subset refused on its data says it only in the final error line."""
-    first = next((o.subset for o in outcomes if o.status == "failed" and o.reason == failure.reason), None)
-    if several or failure.error is None or failure.error.exit_code != EXIT_USAGE:
-        say(
-            f"{failure.subset}: failed: {failure.reason}"
-            if first is None
-            else f"{failure.subset}: failed: the same reason as {first}"
-        )
-    outcomes.append(failure)
 
 
 def _validate(request: RunRequest) -> None:
@@ -380,76 +279,3 @@ def _run_subset(
     )
     report_line(name, record, path, say, asked, kept)
     return SubsetOutcome(name, path, "written", asked_metrics(record, asked))
-
-
-def resume_verdict(existing: ResultRecord, coverage: Coverage, path: Path) -> Verdict:
-    """What `--resume` does with an existing result (what `run` does and `run --plan` counts): keep it, re-score
-    its saved run, or recompute it; a result whose saved run, judgments or gains are missing or not the files it
-    records is recomputed, saying why."""
-    from .runs import saved_files_differ
-
-    verdict = existing.covers(coverage)
-    differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)
-    if differs is None:
-        return verdict
-    wrong, missing = differs
-    return Verdict.rerun(
-        f"its saved {wrong.name} is missing"
-        if missing
-        else f"its saved {wrong.name} is not the file {path.name} records: sha256 differs"
-    )
-
-
-def subset_coverage(
-    request: RunRequest,
-    decl: BenchmarkDeclaration,
-    subset: Subset,
-    spec: PipelineSpec,
-    ctx: MethodContext,
-    protocol: ScoringProtocol,
-    existing: ResultRecord | None,
-    path: Path,
-    say: Callable[[str], None],
-) -> tuple[RunRequest, list[str], ScoringProtocol, Coverage, list[str]]:
-    """What this subset's run asks (`--resume` compares it with the existing result): the request (a
-    crosslingual result keeps its setting), the query languages, the protocol to score with, the coverage, and
-    the measures kept from the existing result beyond those asked."""
-    name = subset.name
-    if (
-        existing is not None
-        and existing.setting is Setting.CROSSLINGUAL
-        and request.setting != Setting.CROSSLINGUAL.value
-    ):
-        # A crosslingual result holds the monolingual scores too; a monolingual run must not replace it with less.
-        say(f"{name}: {path.name} holds a crosslingual result (its monolingual scores included): kept crosslingual")
-        request = replace(request, setting=Setting.CROSSLINGUAL.value)
-    languages = languages_for(request.setting, decl, subset)
-    protocol = declared_protocol(decl, name, protocol)
-    # A result never loses a measure it had: the existing record's measures join the requested ones.
-    wanted = measures_for(subset, list(protocol.measures))
-    kept = [m for m in existing.scoring.measures if m not in wanted] if existing is not None else []
-    wanted += kept
-    digests = subset.digests()
-    coverage = Coverage(
-        setting=Setting(request.setting),
-        pipeline=spec.as_dict(),
-        options={k: ctx.options[k] for k in RESULT_OPTIONS if k in ctx.options},
-        top_k=request.top_k,
-        revision=request.revision,
-        data_digest=str(digests["combined"]),
-        protocol=protocol.with_measures(measures_for(subset, list(protocol.measures))),
-    )
-    return request, languages, protocol.with_measures(wanted), coverage, kept
-
-
-def declared_protocol(decl: BenchmarkDeclaration, name: str, protocol: ScoringProtocol) -> ScoringProtocol:
-    """The protocol with what a subset's declaration fixes: `relevance_level` (the minimum grade binary
-    measures count, trec_eval -l; TREC DL passage judgments are read with 2, as the track and pyserini do)
-    and `ignore_identical_ids` (mteb's flag of the task the subset reproduces, e.g. FiQA2018's)."""
-    source = decl.subset_source(name)
-    changes: dict[str, Any] = {}
-    if source.get("relevance_level") is not None:
-        changes["relevance_level"] = int(source["relevance_level"])
-    if source.get("ignore_identical_ids") is not None:
-        changes["ignore_identical_ids"] = source["ignore_identical_ids"]
-    return protocol.replace(**changes) if changes else protocol

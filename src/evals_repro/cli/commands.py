@@ -4,6 +4,7 @@ from . import (
     benchmarks,  # noqa: F401
     evaluate,  # noqa: F401
     rcp,  # noqa: F401
+    report,  # noqa: F401
     run,  # noqa: F401
     serve,  # noqa: F401
     stores,  # noqa: F401

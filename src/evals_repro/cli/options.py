@@ -1,6 +1,6 @@
 """What every command's options share: the fixed choices (shown in `--help`), list parsing, exit codes.
 
-The choices mirror the library's own tuples (`evaluation.SETTINGS`, `metrics.protocol.TIE_RULES`,
+The choices mirror the library's own tuples (`run_request.SETTINGS`, `metrics.protocol.TIE_RULES`,
 `breakdown.FIELDS`, ...); tests/test_cli_surface.py keeps them equal. They are spelled out here, not
 imported, so that `--help` imports nothing heavy.
 """

@@ -1,4 +1,4 @@
-"""`evals-repro run` and `evals-repro report`."""
+"""`evals-repro run` (`evals-repro report` tabulates what it writes: `report.py`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from .costs import MAX_COST, PLAN, PRICES
 from .options import (
     LIST_HELP,
     MAX_ATTEMPTS_DEFAULT,
-    MAX_DECIMALS,
     TIMEOUT_DEFAULT,
-    BreakdownField,
     Content,
     ScorePrecision,
     Setting,
@@ -25,7 +23,6 @@ from .options import (
     value_of,
 )
 
-REPORT_SUFFIXES = (".md", ".csv", ".html")
 STATUSES = ("written", "rescored", "skipped", "failed")
 TIE_RULE_HELP = (
     "Tied scores in RCP-nDCG (float gains): group-mean (the paper's), doc-id (trec_eval's) or input-order (run order)."
@@ -163,9 +160,10 @@ def run_command(
     ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
-    from ..evaluation import RunRequest, run_benchmark
+    from .. import progress  # its console (and rich) is built on the first line printed, not on a refusal
+    from ..evaluation import run_benchmark
     from ..metrics.protocol import check_tie_rule
-    from ..progress import console
+    from ..run_request import RunRequest
 
     options = {
         "workers": workers,
@@ -223,7 +221,7 @@ def run_command(
     from ..providers.keys import redact
 
     def echo(line: str) -> None:  # every line a run prints passes the key redaction (a failure may quote a provider)
-        console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
+        progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
     from ..planning.run import plan_run
     from .costs import cost_gate, with_ceiling
@@ -240,7 +238,7 @@ def run_command(
     from ..providers.prices import spend_text
 
     spent = spend_text(summary.usage.summary(), summary.usage.billed())
-    console.print(
+    progress.console.print(
         f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {spent}",
         markup=False,
         highlight=False,
@@ -252,163 +250,3 @@ def run_command(
         from ..errors import SubsetsFailed
 
         raise SubsetsFailed(summary.failures)
-
-
-@app.command("report")
-def report_command(
-    benchmark: str = typer.Option(
-        "vidore-v3", "--benchmark", "-b", help="The benchmark whose results to tabulate (a name or a BEIR folder)."
-    ),
-    measure: Optional[list[str]] = typer.Option(
-        None,
-        "--measure",
-        "-m",
-        help=f"Measures the tables show, in order (default ndcg_at_10; e.g. recall_at_100); {LIST_HELP}.",
-    ),
-    first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
-    results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
-    decimals: int = typer.Option(
-        1, min=0, max=MAX_DECIMALS, help=f"Decimals of the x100 scores (0 to {MAX_DECIMALS}: past that, float noise)."
-    ),
-    by_choice: Optional[BreakdownField] = typer.Option(None, "--by", help="Break scores down by this query metadata."),
-    rule_choice: TieRule = typer.Option(
-        TieRule.group_mean, "--tie-rule", help=TIE_RULE_HELP + " Other rules' results are left out."
-    ),
-    cost: bool = typer.Option(False, "--cost", help="Add a column: what each method's results cost (USD)."),
-    baseline: Optional[str] = typer.Option(
-        None,
-        "--baseline",
-        help="Compare every method with this one: differences with 95% bootstrap intervals, randomization and "
-        "t-test p-values (Holm-adjusted per table), markers in the tables.",
-    ),
-    compare: bool = typer.Option(False, "--compare", help="Compare every pair of methods (as --baseline does)."),
-    permutations: int = typer.Option(
-        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
-    ),
-    seed: int = typer.Option(
-        42,
-        "--seed",
-        help="Seed of the comparisons' bootstrap and randomization draws, and of the plots' intervals "
-        "(the same seed, the same p-values and intervals).",
-    ),
-    plots: Optional[Path] = typer.Option(
-        None,
-        "--plots",
-        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
-    ),
-) -> None:
-    """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
-
-    Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
-    language-mean views per domain."""
-    from ..benchmarks import get_benchmark
-    from ..io import check_output_file, write_output_text
-    from ..metrics.published.ndcg_float import check_tie_rule
-    from ..report import declared_report, to_csv, to_markdown
-    from ..significance import check_seed
-
-    check_seed(seed)
-    if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
-        from ..errors import UsageError, choices
-
-        raise UsageError(
-            f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
-            f"name the file with one of {choices(REPORT_SUFFIXES)} (Markdown tables, CSV or a self-contained HTML page)",
-        )
-    if output is not None:
-        check_output_file(output, "--output")
-    if plots is not None:
-        from ..io import ensure_directory
-
-        ensure_directory(plots, "--plots")
-    output_html = output is not None and output.suffix.lower() == ".html"
-    tie_rule = check_tie_rule(value_of(rule_choice))
-    by = value_of(by_choice) if by_choice is not None else None
-    decl = get_benchmark(benchmark)
-    measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
-        from ..errors import UsageError
-
-        raise UsageError(
-            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
-            "run them separately",
-        )
-    if by is not None:
-        from ..breakdown import breakdown_report
-
-        if len(measures) > 1:
-            from ..errors import UsageError
-
-            raise UsageError(
-                f"--by breaks down one measure, not {len(measures)} ({', '.join(measures)})",
-                "give one --measure with --by, or run report --by once per measure",
-            )
-        text = breakdown_report(results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule)
-        typer.echo(text)
-        if output is not None:
-            fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
-            write_output_text(
-                output,
-                text
-                if fmt == "markdown"
-                else breakdown_report(
-                    results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, fmt="csv"
-                ),
-                "--output",
-            )
-        return
-    if baseline is not None or compare or plots is not None or output_html:
-        from ..report_bundle import build_bundle
-
-        bundle = build_bundle(
-            results_dir,
-            decl,
-            measures,
-            first_stage_only,
-            tie_rule,
-            baseline,
-            compare,
-            permutations,
-            figures=plots is not None or output_html,
-            cost=cost,
-            seed=seed,
-        )
-        try:
-            for note in bundle.notes:
-                typer.echo(f"note: {note}", err=True)
-            text = bundle.markdown(decimals)
-            typer.echo(text)
-            if plots is not None:
-                from ..plots import save
-
-                written = save(bundle.figures, plots)
-                typer.echo(
-                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
-                )
-            if output is not None:
-                if output_html:
-                    from ..html_report import report_html
-
-                    write_output_text(output, report_html(bundle, decimals), "--output")
-                else:
-                    write_output_text(
-                        output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
-                    )
-        finally:
-            from ..plots import close
-
-            close(bundle.figures)
-        return
-    tables: list = []
-    notes: list[str] = []
-    for m in measures:
-        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
-        tables += measure_tables
-        notes += [note for note in measure_notes if note not in notes]
-    for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    text = "\n".join(to_markdown(t, decimals) for t in tables)
-    typer.echo(text)
-    if output is not None:
-        write_output_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text, "--output")

@@ -13,9 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..context import MethodContext
 from ..errors import ProviderError, UsageError
@@ -29,9 +27,12 @@ from ..providers.throttle import batch_token_cap
 from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
+if TYPE_CHECKING:
+    import numpy as np
+
 DEFAULT_WORKERS = 4
 
-RowsCallback = Callable[[list[int], np.ndarray], None]  # (item positions, their unit rows)
+RowsCallback = Callable[[list[int], "np.ndarray"], None]  # (item positions, their unit rows)
 
 
 class ReportedTokens(int):
@@ -187,6 +188,8 @@ class ApiEmbedder(ABC):
     def _checked(self, rows, expected: int) -> np.ndarray:
         """Rows as a float32 matrix. An answer that does not fit the request (a cut-short or garbled body
         the SDK still parsed) is MalformedAnswer, retried like a 5xx; a wrong dimension is a ProviderError."""
+        import numpy as np
+
         try:
             matrix = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:
@@ -207,6 +210,8 @@ class ApiEmbedder(ABC):
 
         `on_rows(positions, rows)`, when given, receives each request's unit rows as soon as it completes
         (from a worker thread), whatever happens to the rest of the call."""
+        import numpy as np
+
         if input_type not in ("query", "document"):
             raise UsageError(f"input type '{input_type}' is not query or document", "use query or document")
         self.check_items(items)

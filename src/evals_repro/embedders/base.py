@@ -6,11 +6,12 @@ Caching, batching limits and throttles sit around `embed` (see `retrieval/dense.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..rendering import ModelInput, PageStyle
+
+if TYPE_CHECKING:
+    import numpy as np
 
 InputType = Literal["query", "document"]
 
@@ -39,6 +40,8 @@ class Embedder(Protocol):
 
 def normalise(matrix: np.ndarray) -> np.ndarray:
     """Unit-normalise rows as float32; a zero row stays zero rather than becoming NaN."""
+    import numpy as np
+
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0

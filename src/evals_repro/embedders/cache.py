@@ -2,20 +2,15 @@
 
 Layout, under `<cache_dir>/embeddings/<benchmark>/<method>/`:
 
-- `chunks/<chunk key>.emb`: the vectors of one chunk of consecutive items. The key digests the
-  model settings (`embedder.describe()`: model, dimension, prompts), the input type and the
-  chunk's items (text, title, image bytes). Each chunk is written atomically as soon as it is
-  embedded, so a killed run keeps everything it paid for and the next run embeds only the rest.
+- `chunks/<chunk key>.emb`: the vectors of one chunk of consecutive items (the keys and the
+  content-defined chunk boundaries: `cache_keys.py`). Each chunk is written atomically as soon as it
+  is embedded, so a killed run keeps everything it paid for and the next run embeds only the rest.
 - `<list key>.json`: the manifest of one complete item list (key = settings + input type +
   every item): item count, dimension and its chunk keys in order. A run whose list is
   unchanged reads the manifest and its chunks and makes no embedding call at all.
 
-Chunk boundaries are content-defined (a chunk closes after an item whose digest hits a
-fixed pattern, or at `max_chunk` items), so editing, inserting or deleting a page changes
-only the chunk around it: the rest of the corpus is still found by key.
-
 - `<list key>.npy`: for a large list (a matrix of PACK_MIN_BYTES or more, or past the
-  `ram_limit` of `embed_matrix`), its whole matrix as one matrix file (`evals_repro.matrix_file`:
+  `ram_limit` of `embed_matrix`: `cache_rows.py`), its whole matrix as one matrix file (`evals_repro.matrix_file`:
   the .npy layout, one checksummed segment per chunk). The next load is one sequential read
   instead of a file per chunk; past the RAM limit the file is not loaded at all but searched from
   disk block by block (`StreamedExactIndex`), and it is written from the chunks without ever
@@ -40,13 +35,11 @@ rows taken from partial files count as hits and as cache_resumed) and embedded_i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -56,11 +49,9 @@ from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
 from ..providers.plan import Plan
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
-from .chunk_file import _MAGIC as _MAGIC
-from .chunk_file import FORMAT as FORMAT
-from .chunk_file import decode as decode
-from .chunk_file import encode as encode
-from .chunk_file import read_chunk
+from .cache_keys import Lookup, lookup, safe_name
+from .cache_rows import ListRows
+from .chunk_file import FORMAT, encode, read_chunk
 from .partial_rows import PartialRows, reports_rows
 
 log = logging.getLogger(__name__)
@@ -69,50 +60,6 @@ log = logging.getLogger(__name__)
 # files per GiB costs several times one sequential read.
 PACK_MIN_BYTES = 256 << 20
 PARTIAL_DIR = "partial"
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name) or "_"
-
-
-def item_digest(item: EmbedItem) -> bytes:
-    """Digest of everything an embedding is computed from: blake2b-128 of, for text and title,
-    0x00 (absent) or 0x01 + UTF-8, each closed by 0xff; then 0x00, or 0x01 + the image's blake2b-128.
-    (One call over the joined bytes: a million items are digested on every cached run.)"""
-    text, title, image = item.text, item.title, item.image
-    data = (
-        (b"\0\xff" if text is None else b"\1" + text.encode("utf-8") + b"\xff")
-        + (b"\0\xff" if title is None else b"\1" + title.encode("utf-8") + b"\xff")
-        + (b"\0" if image is None else b"\1" + hashlib.blake2b(image, digest_size=16).digest())
-    )
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def settings_digest(embedder: Embedder, input_type: InputType) -> bytes:
-    described = json.dumps(embedder.describe(), sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.blake2b(f"{FORMAT}\0{described}\0{input_type}".encode(), digest_size=16).digest()
-
-
-def chunk_bounds(digests: list[bytes], average: int, max_chunk: int) -> Iterator[tuple[int, int]]:
-    """Content-defined chunks: close after an item whose digest is 0 mod `average`, or at `max_chunk`."""
-    start = 0
-    for index, digest in enumerate(digests):
-        size = index + 1 - start
-        if size >= max_chunk or int.from_bytes(digest[:8], "little") % average == 0:
-            yield start, index + 1
-            start = index + 1
-    if start < len(digests):
-        yield start, len(digests)
-
-
-class Lookup(NamedTuple):
-    """One item list's place in the cache."""
-
-    settings: bytes
-    digests: list[bytes]
-    manifest: Path
-    bounds: list[tuple[int, int]]
-    keys: list[str]
 
 
 class EmbeddingCache:
@@ -144,7 +91,7 @@ class EmbeddingCache:
     def for_method(
         cls, cache_dir: Path, benchmark: str, method: str, embedder: Embedder, usage: Usage | None = None, **kwargs: Any
     ) -> EmbeddingCache:
-        root = Path(cache_dir) / "embeddings" / _safe(benchmark) / _safe(method)
+        root = Path(cache_dir) / "embeddings" / safe_name(benchmark) / safe_name(method)
         return cls(root, embedder, usage, **kwargs)
 
     def _warn(self, path: Path, problem: str, action: str = "embedding it again") -> None:
@@ -204,7 +151,7 @@ class EmbeddingCache:
     def _from_chunks(self, items, input_type, looked_up: Lookup, matrix_path, ram_limit, on_progress):
         """The list's rows from its chunk files, embedding (and caching) the missing chunks."""
         digests, bounds, keys = looked_up.digests, looked_up.bounds, looked_up.keys
-        rows = _Rows(len(items), self.embedder.name, matrix_path, ram_limit)
+        rows = ListRows(len(items), self.embedder.name, matrix_path, ram_limit)
         partial = PartialRows(self.root / PARTIAL_DIR / looked_up.settings.hex(), self._warn)
         try:
             pending: list[tuple[int, int, str]] = []
@@ -259,14 +206,8 @@ class EmbeddingCache:
             )
 
     def lookup(self, items: list[EmbedItem], input_type: InputType) -> Lookup:
-        """Where the list's vectors live: its manifest path, chunk bounds and chunk keys (from
-        the digest of every item: ~1 us per item, the whole cost of a cache hit besides reading)."""
-        settings = settings_digest(self.embedder, input_type)
-        digests = [item_digest(item) for item in items]
-        list_key = hashlib.blake2b(settings + b"".join(digests), digest_size=20).hexdigest()
-        bounds = list(chunk_bounds(digests, self.average_chunk, self.max_chunk))
-        keys = [hashlib.blake2b(settings + b"".join(digests[a:b]), digest_size=20).hexdigest() for a, b in bounds]
-        return Lookup(settings, digests, self.root / f"{input_type}-{list_key}.json", bounds, keys)
+        """Where the list's vectors live in this cache (`cache_keys.lookup`)."""
+        return lookup(self.root, self.embedder, items, input_type, self.average_chunk, self.max_chunk)
 
     def cached(self, items: list[EmbedItem], input_type: InputType) -> bool:
         """Whether every chunk of this list is on disk (embedding it would call nothing)."""
@@ -352,7 +293,7 @@ class EmbeddingCache:
             return False
         return True
 
-    def _load(self, key: str, start: int, count: int, rows: _Rows) -> bool:
+    def _load(self, key: str, start: int, count: int, rows: ListRows) -> bool:
         """Read a cached chunk into rows[start : start + count]; False when it is absent or damaged."""
         path = self._chunk_path(key)
         try:
@@ -373,7 +314,7 @@ class EmbeddingCache:
         partial: PartialRows,
         chunks: list[tuple[int, int, str]],
         input_type: InputType,
-        rows: _Rows,
+        rows: ListRows,
         on_progress: Callable[[int], None] | None,
     ) -> None:
         """Embed the items of these chunks (minus rows an interrupted run already paid for), write the chunks."""
@@ -412,56 +353,3 @@ class EmbeddingCache:
             if on_progress is not None:
                 on_progress(stop - start)
         partial.forget(covered)
-
-
-class _Rows:
-    """Where the rows of one item list go, decided when the first chunk tells the dimension: a
-    matrix in memory or, past `ram_limit` bytes, the list's matrix file (`spill`)."""
-
-    def __init__(self, count: int, embedder: str, spill: Path | None = None, ram_limit: int | None = None):
-        self.count = count
-        self.embedder = embedder
-        self.spill = spill
-        self.ram_limit = ram_limit
-        self.dimension: int | None = None
-        self._matrix: np.ndarray | None = None
-        self._writer: MatrixWriter | None = None
-
-    def _open(self, dimension: int) -> None:
-        if self.dimension is None:
-            self.dimension = dimension
-            if self.ram_limit is not None and self.spill is not None and self.count * dimension * 4 > self.ram_limit:
-                self._writer = MatrixWriter(self.spill, self.count, dimension)
-            else:
-                self._matrix = np.empty((self.count, dimension), dtype=np.float32)
-        elif dimension != self.dimension:
-            raise ProviderError(
-                f"embedder {self.embedder} returned dimension {dimension}, earlier vectors have {self.dimension}",
-                "clear this method's embedding cache if the model settings changed",
-            )
-
-    def slot(self, start: int, count: int, dimension: int) -> np.ndarray:
-        """A writable (count, dimension) array to read rows start... into: their place in the
-        matrix, or a scratch array for the matrix file (then `place` them)."""
-        self._open(dimension)
-        if self._matrix is not None:
-            return self._matrix[start : start + count]
-        return np.empty((count, dimension), dtype=np.float32)
-
-    def place(self, start: int, vectors: np.ndarray) -> None:
-        self._open(vectors.shape[1])
-        if self._writer is not None:
-            self._writer.place(start, vectors)
-        elif self._matrix is not None:
-            target = self._matrix[start : start + len(vectors)]
-            if not np.may_share_memory(target, vectors):  # rows read in place are there already
-                target[:] = vectors
-
-    def finish(self) -> np.ndarray | MatrixFile:
-        if self._writer is not None:
-            return self._writer.finish()
-        return self._matrix if self._matrix is not None else np.zeros((0, 0), dtype=np.float32)
-
-    def abort(self) -> None:
-        if self._writer is not None:
-            self._writer.abort()

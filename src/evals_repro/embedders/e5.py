@@ -9,14 +9,15 @@ cores unless `OMP_NUM_THREADS` is set.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, UsageError
 from ..registry import EMBEDDERS
 from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODEL_ID = "intfloat/multilingual-e5-small"
 
@@ -52,6 +53,8 @@ class E5Embedder:
         }
 
     def embed(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
+        import numpy as np
+
         if any(item.image is not None for item in items):
             raise UsageError(f"embedder {self.name} reads text only", "use --content markdown")
         if not items:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError, UsageError
 from ..providers.batching import estimate_tokens
@@ -30,12 +28,15 @@ from ..rendering import PageStyle
 from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType, normalise
 
+if TYPE_CHECKING:
+    import numpy as np
+
 DEFAULT_BATCH_SIZE = 64
 BUDGETS = ("requests_per_minute", "items_per_minute", "tokens_per_minute")
 
 PROVIDER = "plugin"  # what a plugin's or Python object's spend is billed and priced under
 
-RowsCallback = Callable[[list[int], np.ndarray], None]
+RowsCallback = Callable[[list[int], "np.ndarray"], None]
 
 
 def _whole(inner: Any, attribute: str, default: int, minimum: int, name: str) -> int:
@@ -71,6 +72,8 @@ class GuardedEmbedder:
         return self.inner.describe()
 
     def _call(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
+        import numpy as np
+
         ticket = None
         tokens = sum(estimate_tokens(item.text) for item in items)
         if self.throttle is not None:
@@ -118,6 +121,8 @@ class GuardedEmbedder:
     def embed(self, items: list[EmbedItem], input_type: InputType, on_rows: RowsCallback | None = None) -> np.ndarray:
         """Unit rows for `items`, in order, from calls of at most `batch_size` items; each call's rows go to
         `on_rows` as soon as they are checked."""
+        import numpy as np
+
         parts = []
         for start in range(0, len(items), self.batch_size):
             rows = self._call(items[start : start + self.batch_size], input_type)

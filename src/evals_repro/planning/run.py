@@ -7,18 +7,12 @@ import os
 from collections.abc import Callable, Iterator
 
 from ..errors import ConfigurationError, EvalsError
-from ..evaluation import (
-    RunRequest,
-    SubsetOutcome,
-    all_refused,
-    prepare_run,
-    resume_verdict,
-    saved_run,
-    say_failure,
-    subset_coverage,
-)
+from ..evaluation import prepare_run
 from ..providers.plan import Plan
 from ..results import Action, DamagedResult, read_record, result_path
+from ..resume import resume_verdict, subset_coverage
+from ..run_request import RunRequest, SubsetOutcome, all_refused, say_failure
+from ..subset_result import saved_run
 
 
 @contextlib.contextmanager

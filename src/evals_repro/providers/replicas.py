@@ -21,7 +21,7 @@ from ..errors import ProviderError, UsageError, choices
 T = TypeVar("T")
 
 REVIVE_SECONDS = 30.0
-SERVED_MODELS = "served_models"  # the run option that records what the servers serve (evaluation.RESULT_OPTIONS)
+SERVED_MODELS = "served_models"  # the run option that records what the servers serve (run_request.RESULT_OPTIONS)
 
 
 def record_identity(options: dict[str, Any], component: str, identity: dict[str, Any]) -> None:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..context import MethodContext
 from ..embedders.base import EmbedItem
 from ..embedders.registry import build_embedder
 from ..registry import RERANKERS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class LocalEmbeddingReranker:
@@ -33,6 +34,8 @@ class LocalEmbeddingReranker:
         self._lock = threading.Lock()
 
     def _document_vectors(self, documents: list[str]) -> np.ndarray:
+        import numpy as np
+
         keys = [hashlib.sha256(d.encode()).digest() for d in documents]
         with self._lock:
             missing = {k: d for k, d in zip(keys, documents) if k not in self._vectors}
@@ -45,6 +48,8 @@ class LocalEmbeddingReranker:
             return np.stack([self._vectors[k] for k in keys]) if keys else np.zeros((0, 1), np.float32)
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
+        import numpy as np
+
         usage = self.ctx.usage
         usage.add(f"{self.name}_requests")
         usage.add(f"{self.name}_attempts")

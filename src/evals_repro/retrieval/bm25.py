@@ -6,6 +6,8 @@ language's stemmer whatever their own language, since only corpus stems can matc
 The corpus is streamed into the index a chunk at a time (a `PageStore` corpus is never loaded whole),
 the index is cached under its settings' digest (corpus fingerprint included) and served memory-mapped,
 also right after it was built, so an 8.8M-passage index costs its page cache, not its size in RAM.
+NumPy, bm25s and the index code are imported when an index is built or searched, so looking the method
+up (every command does, to check it) imports none of them.
 
 Rankings follow the trec_eval order (score descending, then page id descending). bm25s breaks ties
 arbitrarily, so each query fetches past k, and fetches further while the k-th score equals the
@@ -20,9 +22,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..context import MethodContext
 from ..data import Query, Run, Subset
@@ -33,8 +33,12 @@ from ..progress import progress_bar
 from ..registry import METHODS
 from ..rendering import PageStyle, page_text
 from ..rendering import describe as describe_style
-from .bm25_index import INDEX_FORMAT, PageIds, ScoresBuilder, load_index, save_index
 from .tokenize import STEMMERS, TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .bm25_index import PageIds
 
 K1 = 1.5
 B = 0.75
@@ -73,7 +77,10 @@ def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
 
 
 def subset_page_ids(subset: Subset) -> PageIds:
+    import numpy as np
+
     from ..pagestore import PageStore
+    from .bm25_index import PageIds
 
     if isinstance(subset.pages, PageStore):
         return PageIds(np.asarray(subset.pages.id_array()))
@@ -106,6 +113,8 @@ class BM25Retriever:
         """Everything the index depends on; its digest names the cache directory."""
         import bm25s
 
+        from .bm25_index import INDEX_FORMAT
+
         return {
             "corpus": subset.fingerprint(),
             "n_pages": len(subset.pages),
@@ -120,6 +129,8 @@ class BM25Retriever:
 
     def index(self, subset: Subset) -> _LoadedIndex:
         """Load the subset's index from the cache, or build and cache it."""
+        from .bm25_index import load_index, save_index
+
         settings = self.settings(subset)
         key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
         if key in self._indexes:
@@ -147,6 +158,8 @@ class BM25Retriever:
     def _build(self, subset: Subset, analyzer: Analyzer, spill_dir: Path):
         """Stream the corpus through the tokenizer into the two-pass scores builder."""
         import bm25s
+
+        from .bm25_index import ScoresBuilder
 
         tokenizer = CorpusTokenizer(analyzer)
         builder = ScoresBuilder(self.k1, self.b, spill_dir=spill_dir)

@@ -18,10 +18,12 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..errors import DataError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Bump when the analysis changes in a way that changes token ids or stems (it keys the index cache).
 TOKENIZER_VERSION = "1"
@@ -128,6 +130,8 @@ class Analyzer:
         self, texts: Sequence[str], on_chunk: Callable[[int], None] | None = None, chunk_size: int = 4096
     ) -> TokenizedCorpus:
         """The whole corpus at once (small corpora, tests); `CorpusTokenizer` streams the same analysis."""
+        import numpy as np
+
         tokenizer = CorpusTokenizer(self)
         term_chunks: list[np.ndarray] = []
         length_chunks: list[np.ndarray] = []
@@ -179,6 +183,8 @@ class CorpusTokenizer:
 
     def add(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(stem ids of every token, int32; tokens per text, int64) for one chunk of texts."""
+        import numpy as np
+
         split = self.analyzer._split
         local = _numbering()  # word types of this chunk, in first-occurrence order
         lookup = local.__getitem__

@@ -23,12 +23,12 @@ from ..benchmarks.declaration import BenchmarkDeclaration, StudySettings
 from ..benchmarks.registry import resolve_subsets, subset_counts
 from ..context import MethodContext
 from ..errors import UsageError, choices
-from ..evaluation import package_versions
 from ..pipeline import PipelineSpec
 from ..progress import progress_bar
 from ..rendering import page_text, query_text
 from ..rerankers.pipeline import PAGE_STYLE
 from ..runs import ordered, write_trec_run
+from ..subset_result import package_versions
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest

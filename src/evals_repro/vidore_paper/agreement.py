@@ -113,7 +113,7 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
 
 def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..evaluation import package_versions
+    from ..subset_result import package_versions
 
     decl = get_benchmark(request.benchmark)
     names = resolve_subsets(decl, request.subsets)

@@ -118,7 +118,7 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
 def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Generate, judge and score; returns the result (also written to result.json and table.md)."""
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..evaluation import package_versions
+    from ..subset_result import package_versions
 
     generators, judge = _validate(request)
     require_keys([*generators, judge], request.pipeline.key_variables())

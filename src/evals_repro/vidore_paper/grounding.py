@@ -73,7 +73,7 @@ class GroundingRequest:
 
 def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..evaluation import package_versions
+    from ..subset_result import package_versions
 
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")

@@ -16,10 +16,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..metrics.protocol import running_mean
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _edge(value: float) -> int:
@@ -91,6 +93,8 @@ EMPTY = Overlap(0, 0, 0)
 
 def _cover(boxes: Sequence[Box], xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     """Which grid cells the union of `boxes` covers (cells between consecutive edges)."""
+    import numpy as np
+
     mask = np.zeros((max(len(xs) - 1, 0), max(len(ys) - 1, 0)), dtype=bool)
     for box in boxes:
         if box.area == 0:
@@ -103,6 +107,8 @@ def _cover(boxes: Sequence[Box], xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
 
 def overlap(zone_a: Iterable[Box], zone_b: Iterable[Box]) -> Overlap:
     """Exact pixel areas of two zones and of their intersection."""
+    import numpy as np
+
     a = [b for b in zone_a if b.area > 0]
     b = [b for b in zone_b if b.area > 0]
     if not a and not b:
