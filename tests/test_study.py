@@ -397,6 +397,24 @@ def test_a_models_timings_are_reported_only_of_the_version_its_quality_was_score
     assert unreported(rows + [row("acme", old, "q3")], versions, "timing(s)") == []  # its quality's version last
 
 
+def test_the_latency_ecdf_draws_the_calls_of_the_version_the_tables_report(tmp_path):
+    """The figures' latency values follow the tables: a plugin reranker's calls of its quality's version only
+    (a newer version's timings of the same calls do not replace them), a built-in's rows as they are."""
+    from evals_repro.study.figures import latency_values
+
+    old, new = "acme-rerank 1.0", "acme-rerank 1.1"
+    (tmp_path / "manifest.json").write_text(json.dumps({"models": {"acme": {"plugin": old}, "voyage": {}}}))
+
+    def row(model: str, plugin: str | None, repeat: int, ms: float) -> dict:
+        call = {"model": model, "model_id": "", "benchmark": "sample", "subset": "s", "query_id": "q1"}
+        return call | ({"plugin": plugin} if plugin else {}) | {"repeat": repeat, "status": "ok", "latency_ms": ms}
+
+    rows = [row("acme", old, 0, 10.0), row("acme", old, 1, 11.0), row("voyage", None, 0, 5.0)]
+    rows += [row("acme", new, 0, 90.0), row("acme", new, 1, 91.0)]
+    (tmp_path / LATENCY).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert latency_values(tmp_path) == {"sample": {"acme": [10.0, 11.0], "voyage": [5.0]}}
+
+
 def test_report_plots_and_html_page_render_offline_in_chromium(study, providers, tmp_path):
     """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
     as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""
