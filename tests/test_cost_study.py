@@ -138,3 +138,24 @@ def test_study_plans_need_no_key_through_the_cli(study, providers, tmp_path, mon
     # without --plan the same command stops on the missing keys, naming them
     assert main(["rerank-study", "quality", "--models", "voyage", *common[:-1]]) == 2
     assert "VOYAGE_API_KEY" in capsys.readouterr().err
+
+
+def test_cost_per_1000_queries_counts_a_query_scored_again_by_a_new_plugin_version(tmp_path):
+    """A plugin reranker upgraded mid-study scores its queries again and pays again: per 1,000 queries is what
+    the quality phase spent over the queries it scored, each version's counted. By hand: 4 calls billed 1 Cohere
+    search each at $2.50 per 1,000 searches (the shipped table) = $0.01 over 4 scorings = $2.50 per 1,000 (not
+    $5.00, as over the 2 distinct queries)."""
+    from evals_repro.study.costs import study_costs
+
+    billed = {"cohere rerank-v4.0-pro": {"searches": 1}}
+    rows = [
+        {"model": "acme", "model_id": "", "plugin": f"acme-rerank {version}", "benchmark": "sample"}
+        | {"subset": "heat-pumps", "query_id": query, "status": "ok", "billed": billed}
+        for version in ("1.0", "1.1")
+        for query in ("q1", "q2")
+    ]
+    (tmp_path / "quality.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    entry = study_costs(tmp_path)["models"]["acme"]
+    assert entry["usd"] == pytest.approx(0.01) and entry["by_phase"] == {"quality": pytest.approx(0.01)}
+    assert entry["quality_queries"] == 4
+    assert entry["usd_per_1000_queries"] == pytest.approx(2.5)

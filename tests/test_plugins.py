@@ -413,6 +413,16 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
         f"quality: demo-length is {new} now: its 26 row(s) scored by {old} are not reused"
     )
     assert "quality: 26 request(s) to send, 0 reused from quality.jsonl" in err
+    # Scored by the new version, timed by the old one only: the report shows no latency for it, and says why.
+    cli("rerank-study", "report", "--study-dir", str(study), "--resamples", "40", "--permutations", "100")
+    summary = json.loads((study / "latency-summary.json").read_text())
+    assert "demo-length" not in summary["models"]
+    unreported = (
+        f"demo-length: 6 timing(s) by {old} not reported: its quality was scored by {new}, and a model's figures "
+        "are of one version (score and time the same one to report both)"
+    )
+    assert summary["not_reported"] == [unreported]
+    assert f"Latency: {unreported}." in (study / "report.md").read_text().splitlines()
     err = cli(*latency)
     assert line_with(err, "not reused").endswith(
         f"latency: demo-length is {new} now: its 6 row(s) timed by {old} are not reused"
@@ -431,6 +441,7 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
 
     complete = headline()
     assert complete != ""
+    assert json.loads((study / "latency-summary.json").read_text())["not_reported"] == []
     summary = json.loads((study / "latency-summary.json").read_text())["models"]["demo-length"]
     assert summary["plugin"] == new and summary["benchmarks"]["sample"]["coverage"]["recorded"] == 6
     # Half of the new version's answers lost: the report shows no score rather than mix in the old version's.

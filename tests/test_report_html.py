@@ -46,6 +46,25 @@ def test_plots_are_png_and_svg_and_the_same_bytes_every_time(results, tmp_path, 
     assert (first / "sample-monolingual-ndcg_at_10-bars.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_plots_intervals_follow_seed_and_the_page_names_it_without_a_baseline(results, tmp_path):  # noqa: F811
+    """`--seed` seeds the bars' bootstrap intervals too: `--seed 42` draws the default's bytes, `--seed 7` other
+    intervals (the heatmaps, which draw none, stay the same); with no `--baseline`, report.html's protocol still
+    names the resamples and seed of the figures it shows."""
+    default, again, seven = tmp_path / "default", tmp_path / "42", tmp_path / "7"
+    assert main(report(results, "--plots", str(default))) == 0
+    assert main(report(results, "--plots", str(again), "--seed", "42")) == 0
+    assert main(report(results, "--plots", str(seven), "--seed", "7")) == 0
+    for name in FIGURES:
+        svg = f"{name}.svg"
+        assert (again / svg).read_bytes() == (default / svg).read_bytes(), svg
+        drawn = (seven / svg).read_bytes() != (default / svg).read_bytes()
+        assert drawn == name.endswith("-bars"), svg
+    page = tmp_path / "report.html"
+    assert main(report(results, "--seed", "7", "-o", str(page))) == 0
+    text = page.read_text()
+    assert "plot intervals: bootstrap resamples / seed" in text and "10000 / 7" in text
+
+
 def test_plots_directory_that_is_a_file(results, tmp_path, capsys):  # noqa: F811
     blocker = tmp_path / "plots"
     blocker.write_text("notes\n")

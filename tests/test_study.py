@@ -367,6 +367,54 @@ def test_report_seed_fixes_every_draw_and_another_seed_moves_p_within_monte_carl
     ]
 
 
+def test_a_models_timings_are_reported_only_of_the_version_its_quality_was_scored_by():
+    """The report reads a plugin reranker's latency rows of the version the manifest records for its quality:
+    timed under a newer version but scored under the older one, the older timings are shown and the newer ones
+    named as not reported (never a quality of one version beside the latency of another). A built-in's rows
+    (no `plugin` field, as before plugins were recorded) and a model only timed are read as they are."""
+    from evals_repro.study.models import current_rows, reported_versions, unreported
+
+    old, new = "acme-rerank 1.0", "acme-rerank 1.1"
+
+    def row(model: str, plugin: str | None, query: str) -> dict:
+        return {"model": model, "model_id": "", "query_id": query} | ({"plugin": plugin} if plugin else {})
+
+    rows = [row("acme", old, "q1"), row("acme", old, "q2"), row("cohere-fast", None, "q1")]
+    rows += [row("acme", new, q) for q in ("q1", "q2", "q3")] + [row("timed-only", new, "q1")]
+    manifest = {"models": {"acme": {"reranker": "acme", "model": None, "plugin": old}, "cohere-fast": {"model": "x"}}}
+    versions = reported_versions(manifest)
+    assert versions == {"acme": old, "cohere-fast": ""}
+    assert [(r["model"], r.get("plugin"), r["query_id"]) for r in current_rows(rows, versions)] == [
+        ("acme", old, "q1"),
+        ("acme", old, "q2"),
+        ("cohere-fast", None, "q1"),
+        ("timed-only", new, "q1"),
+    ]
+    assert unreported(rows, versions, "timing(s)") == [
+        f"acme: 3 timing(s) by {new} not reported: its quality was scored by {old}, and a model's figures are of "
+        "one version (score and time the same one to report both)"
+    ]
+    assert unreported(rows + [row("acme", old, "q3")], versions, "timing(s)") == []  # its quality's version last
+
+
+def test_the_latency_ecdf_draws_the_calls_of_the_version_the_tables_report(tmp_path):
+    """The figures' latency values follow the tables: a plugin reranker's calls of its quality's version only
+    (a newer version's timings of the same calls do not replace them), a built-in's rows as they are."""
+    from evals_repro.study.figures import latency_values
+
+    old, new = "acme-rerank 1.0", "acme-rerank 1.1"
+    (tmp_path / "manifest.json").write_text(json.dumps({"models": {"acme": {"plugin": old}, "voyage": {}}}))
+
+    def row(model: str, plugin: str | None, repeat: int, ms: float) -> dict:
+        call = {"model": model, "model_id": "", "benchmark": "sample", "subset": "s", "query_id": "q1"}
+        return call | ({"plugin": plugin} if plugin else {}) | {"repeat": repeat, "status": "ok", "latency_ms": ms}
+
+    rows = [row("acme", old, 0, 10.0), row("acme", old, 1, 11.0), row("voyage", None, 0, 5.0)]
+    rows += [row("acme", new, 0, 90.0), row("acme", new, 1, 91.0)]
+    (tmp_path / LATENCY).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert latency_values(tmp_path) == {"sample": {"acme": [10.0, 11.0], "voyage": [5.0]}}
+
+
 def test_report_plots_and_html_page_render_offline_in_chromium(study, providers, tmp_path):
     """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
     as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""

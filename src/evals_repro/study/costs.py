@@ -3,7 +3,8 @@ and per 1,000 queries; recorded in the manifest after each phase and shown in th
 
 A call record carries `billed` ({"provider model": {unit: amount}}) and `cost_usd` (None when a model has
 no price: it is then named, never counted as 0). Per 1,000 queries is the quality phase's cost of a
-model divided by the queries it scored (each query's candidates reranked once).
+model divided by the queries it scored (each query's candidates reranked once per plugin version: an upgraded
+plugin reranker scores them again, and pays again).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def study_costs(study_dir: Path) -> dict[str, Any]:
                     key = (provider, model, unit)
                     phase_billed[key] = phase_billed.get(key, 0) + amount
                     entry["billed"][key] = entry["billed"].get(key, 0) + amount
-            if phase == "quality" and record.get("status") == "ok":
-                entry["queries"].add((record["benchmark"], record["subset"], record["query_id"]))
+            if phase == "quality" and record.get("status") == "ok":  # a query scored again by a plugin's new version
+                entry["queries"].add((record.get("plugin"), record["benchmark"], record["subset"], record["query_id"]))
     table = current_prices()
     shown: dict[str, Any] = {}
     for model, entry in sorted(models.items()):

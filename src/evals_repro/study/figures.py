@@ -15,14 +15,18 @@ from ..io import read_jsonl
 from ..plots import Figure, Point, bars, ecdf, slug, tradeoff
 from .comparisons import StudyData
 from .latency import LATENCY
+from .manifest import load_manifest
+from .models import current_rows, reported_versions
 from .quality_table import BASELINE
 
 
 def latency_values(study_dir: Path) -> dict[str, dict[str, list[float]]]:
-    """benchmark -> model -> every successful, not retried timed call's latency (ms); the last record of a call wins."""
+    """benchmark -> model -> every successful, not retried timed call's latency (ms); the last record of a call wins.
+    A plugin reranker's calls of the version the latency summary reads (its quality's), as the tables."""
     seen: dict[tuple, dict] = {}
-    for r in read_jsonl(Path(study_dir) / LATENCY):
-        if r.get("status") == "ok" and not r.get("retried") and r.get("latency_ms") is not None:
+    timed = [r for r in read_jsonl(Path(study_dir) / LATENCY) if r.get("status") == "ok"]
+    for r in current_rows(timed, reported_versions(load_manifest(study_dir))):
+        if not r.get("retried") and r.get("latency_ms") is not None:
             seen[(r["model"], r["benchmark"], r["subset"], r["query_id"], r["repeat"])] = r
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (model, bench, *_), r in sorted(seen.items()):

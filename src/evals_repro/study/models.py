@@ -80,6 +80,32 @@ def current_rows(records: Iterable[dict[str, Any]], versions: dict[str, str] | N
     return [r for r in rows if (r.get("plugin") or "") == chosen.get(r["model"], "")]
 
 
+def reported_versions(manifest: dict[str, Any] | None) -> dict[str, str]:
+    """Model -> the plugin version its quality rows were scored by ("" for a built-in), as the manifest records
+    it after each quality session: the one version of a model a report reads, its quality and its latency."""
+    return {name: config.get("plugin") or "" for name, config in (manifest or {}).get("models", {}).items()}
+
+
+def unreported(records: list[dict[str, Any]], versions: dict[str, str], what: str) -> list[str]:
+    """One line per model whose last row is of another version than `versions` gives (its quality's): those
+    rows exist but the report does not read them, so that a model's figures never mix two versions."""
+    last = {r["model"]: r.get("plugin") or "" for r in records}
+    lines = []
+    for model, version in sorted(versions.items()):
+        if model not in last or last[model] == version:
+            continue
+        others = Counter(r.get("plugin") or "" for r in records if r["model"] == model)
+        others.pop(version, None)
+        olds = ", ".join(
+            f"{n} {what} by {v or 'a reranker with no plugin version recorded'}" for v, n in sorted(others.items())
+        )
+        lines.append(
+            f"{model}: {olds} not reported: its quality was scored by {version or 'a built-in reranker'}, and a "
+            "model's figures are of one version (score and time the same one to report both)"
+        )
+    return lines
+
+
 def superseded(models: list[StudyModel], recorded: Iterable[tuple], done: str) -> list[str]:
     """One line per model with rows recorded under another version of it (the first three entries of each
     `recorded` key are a `row_identity`): those rows are not reused. Callers pass the models with work left."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..io import read_jsonl
 from ..metrics.protocol import running_mean
-from .models import current_rows
+from .models import current_rows, reported_versions
 from .quality import QUALITY, load_prepared
 from .scoring import score_queries
 
@@ -64,7 +64,7 @@ def quality_scores(study_dir: Path) -> dict[str, Any]:
         by_subset[(candidate.benchmark, candidate.subset)].append(candidate)
     answers: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(dict)
     cut: dict[tuple[str, str], dict[str, dict[str, int]]] = defaultdict(dict)
-    versions = {name: config.get("plugin") or "" for name, config in manifest.get("models", {}).items()}
+    versions = reported_versions(manifest)
     answered = [r for r in read_jsonl(Path(study_dir) / QUALITY, damaged="skip") if r.get("status") == "ok"]
     for record in current_rows(answered, versions):  # a plugin's rows of the version its last session ran
         if record.get("status") == "ok":

@@ -21,7 +21,8 @@ from ..significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutation
 from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
-from .models import current_rows
+from .manifest import load_manifest
+from .models import current_rows, reported_versions, unreported
 from .quality_table import BASELINE, benchmark_markdown, quality_csv, quality_markdown, quality_scores
 from .stats import Cluster, bootstrap_summary, repeat_diagnostic
 
@@ -36,8 +37,10 @@ def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_
     if not plan_path.exists():
         return {}
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    # a plugin's timings of one version only: that of its last timed call
-    records = current_rows(r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok")
+    # a plugin's timings of one version only: that of its quality rows (else of its last timed call)
+    timed = [r for r in read_jsonl(study_dir / LATENCY, damaged="skip") if r.get("status") == "ok"]
+    versions = reported_versions(load_manifest(study_dir))
+    records = current_rows(timed, versions)
     planned = {b: sum(len(q) for q in subsets.values()) * plan["repeats"] for b, subsets in plan["queries"].items()}
     per_model: dict[str, Any] = {}
     plugins = {r["model"]: r.get("plugin") for r in records}
@@ -81,7 +84,12 @@ def latency_summary(study_dir: Path, resamples: int = 2000, seed: int = DEFAULT_
         given = sorted(x for x in locations if x is not None)
         entry["host_locations"] = given + (["(not given)"] if None in locations else [])
         per_model[model] = entry
-    return {"plan": {k: plan[k] for k in ("samples", "repeats", "seed")}, "bootstrap_seed": seed, "models": per_model}
+    return {
+        "plan": {k: plan[k] for k in ("samples", "repeats", "seed")},
+        "bootstrap_seed": seed,
+        "models": per_model,
+        "not_reported": unreported(timed, versions, "timing(s)"),
+    }
 
 
 def _ms(stat: dict[str, float] | None) -> str:
@@ -143,6 +151,8 @@ def render_markdown(
         for model, entry in latency["models"].items():
             pooled = entry["pooled"]
             lines.append(f"| {model} | {_ms(pooled['p50']) if pooled else ''} | {entry['pooled_note']} |")
+        if latency.get("not_reported"):
+            lines += ["", *(f"Latency: {line}." for line in latency["not_reported"])]
     lines += cost_markdown(costs or {})
     return "\n".join(lines) + "\n"
 
