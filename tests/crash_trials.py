@@ -197,7 +197,9 @@ class Ledger:
         super().after(request, reply)
 
     def settle(self) -> None:
-        """Wait until every answer sent so far is known delivered or not (`answered` is then final)."""
+        """Wait until every answer sent so far is known delivered or not (`answered` is then final); once
+        the clients are gone (see `wait_idle`)."""
+        self.wait_idle()
         with self._lock:
             watchers, self.watchers = self.watchers, []
         for watcher in watchers:
@@ -332,6 +334,10 @@ class Driver:
             raise AssertionError(f"{self.scenario.name}: child hung; see {log}")
         self.report.children += 1
         for fake in fakes.values():
+            # Every request the child sent is dispatched and its answer written (or refused) before the next
+            # trial starts: a request still unread, or an answer whose `after` had not run yet when the ledger
+            # was read, was counted in the wrong trial or not at all (a loaded machine can delay them).
+            fake.wait_idle()
             fake.trigger = None
         if killed_at:
             self.report.quiet_kills += self.cutoffs[trial] is not None

@@ -19,6 +19,8 @@ class ScriptedRetriever:
         delay = float(os.environ.get("SCRIPTED_DELAY", "0"))
         if delay:
             time.sleep(delay)
+        if subset.name in os.environ.get("SCRIPTED_HOLD", "").split(","):
+            time.sleep(600)  # held mid-subset until the test kills or stops the process (no race with a delay)
         run = {}
         for query in queries:
             docs = SCRIPT.get(query.id, [])[:top_k]

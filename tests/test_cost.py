@@ -579,3 +579,24 @@ def test_a_plan_with_resume_counts_a_result_the_run_will_recompute(monkeypatch, 
         assert main([*args, "--cache-dir", str(tmp_path / "fresh-cache"), "--resume"]) == 0
         assert "heat-pumps: recomputing" in capsys.readouterr().err
         assert len(fake.requests) - sent == planned.requests
+
+
+def test_max_cost_on_a_hub_subset_not_yet_downloaded_plans_offline_then_downloads_it(hub, tmp_path):
+    """--max-cost plans offline, then runs in the same process. Importing `datasets` first inside the plan
+    (a datasets cache exists, this subset is not in it) froze its offline switch on: the run then refused
+    the download as "cannot reach the Hub". A fresh process, so `datasets` is not imported yet."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "hf"
+    (home / "datasets").mkdir(parents=True)  # some other dataset was downloaded before, not this one
+    with FakeVoyage() as fake:
+        env = dict(os.environ, HF_HOME=str(home), VOYAGE_BASE_URL=fake.url + "/v1", VOYAGE_API_KEY="test-key")
+        args = ["run", "voyage-multimodal-3.5", "-b", "vidore-v3", "--subsets", "hr", "--content", "images"]
+        args += ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c"), "--max-cost", "5"]
+        done = subprocess.run([sys.executable, "-m", "evals_repro", *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert fake.requests, "the run embedded nothing"
+    assert (tmp_path / "r/vidore-v3/voyage-multimodal-3.5[images]/hr.json").is_file()
+    assert list((home / "datasets").iterdir()), "the subset was not downloaded into the datasets cache"

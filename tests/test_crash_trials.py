@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -312,33 +313,70 @@ def test_crash_trials_pass_a_client_that_records_each_answer(tmp_path):
     report(Driver(journal("each"), tmp_path, kills=CHAIN, kinds=("answer",)))
 
 
+class HeldCohere(LedgerCohere):
+    """Holds each answer until `release` is set; `came` says a request was dispatched (its trial taken)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.came, self.release = threading.Event(), threading.Event()
+
+    def before(self, request):
+        self.came.set()
+        assert self.release.wait(30), "the test never released the answer"
+        return None
+
+
 def test_an_answer_belongs_to_the_trial_its_request_came_from():
     """A slow answer written after the next trial began is counted in its request's trial. Counted in the
     next one, a late answer to a killed child (reset, never delivered) read as a missing delivery of the
-    uninterrupted run (a flake seen in CI)."""
-    import socket
-    import time
+    uninterrupted run (a flake seen in CI). The answer is held until the next trial began (no sleep decides
+    the order)."""
+    import http.client
 
-    from fakes.base import Reply
-
-    with LedgerCohere() as fake:
+    with HeldCohere() as fake:
         fake.trial = 1
-        fake.script(Reply(200, sleep=0.3, path="rerank"))
-        body = json.dumps({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}).encode()
+        body = json.dumps({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]})
         host, port = fake.url.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port))) as client:
-            client.sendall(
-                b"POST /v2/rerank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            time.sleep(0.1)  # the request is in, its answer held back
+        client = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            client.request("POST", "/v2/rerank", body, {"Content-Type": "application/json"})
+            assert fake.came.wait(30), "the request never reached the fake"
             fake.trial = 2  # the next trial begins before the answer is written
-            client.settimeout(5)
-            assert client.recv(65536).startswith(b"HTTP/1.1 200")
-            deadline = time.monotonic() + 5
-            while not fake.written and time.monotonic() < deadline:
-                time.sleep(0.01)
-            fake.settle()
+            fake.release.set()
+            reply = client.getresponse()
+            assert reply.status == 200 and reply.read()
+        finally:
+            client.close()
+        fake.settle()
         assert [trial for trial, _ in fake.written] == [1]
         assert [trial for trial, _, _ in fake.answered] == [1]
+
+
+def test_the_ledger_is_read_only_once_every_answer_written_was_recorded(monkeypatch):
+    """The trials read a fake's ledger once the child ended. The handler records an answer (`after`) only
+    after the client could read it, so a client may end first: the ledger is read once every connection was
+    handled to its end (`wait_idle`), or a loaded machine leaves the last answer out of the count. Here
+    `after` is held until the ledger was asked for."""
+    import http.client
+
+    class LateRecord(LedgerCohere):
+        def after(self, request, reply) -> None:
+            assert release.wait(30)
+            super().after(request, reply)
+
+    release = threading.Event()
+    with LateRecord() as fake:
+        host, port = fake.url.removeprefix("http://").split(":")
+        client = http.client.HTTPConnection(host, int(port), timeout=30)
+        body = json.dumps({"model": "rerank-v3.5", "query": "q", "documents": ["a"]})
+        client.request("POST", "/v2/rerank", body, {"Content-Type": "application/json"})
+        assert client.getresponse().read()
+        client.close()  # the client is done, its answer not yet recorded
+        settled = threading.Thread(target=fake.settle)
+        settled.start()
+        settled.join(0.2)
+        assert settled.is_alive(), "the ledger was read before the last answer was recorded"
+        release.set()
+        settled.join(30)
+        assert [trial for trial, _ in fake.written] == [0]
+        assert [trial for trial, _, _ in fake.answered] == [0]

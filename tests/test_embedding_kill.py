@@ -71,8 +71,22 @@ class HangOnSecond(FakeVoyage):
         return reply
 
 
+def held_rows(folder: Path) -> int:
+    """Rows of TEXTS the cache in `folder` holds (a plan's count: it reads only)."""
+    from evals_repro.providers.plan import Plan
+
+    ctx = MethodContext(benchmark="kill", options={"workers": 4, "timeout": 60})
+    embedder = build_embedder("voyage-4-lite", ctx)
+    cache = EmbeddingCache.for_method(folder, "kill", "voyage-4-lite", embedder, ctx.usage, call_size=1024)
+    planned = Plan()
+    cache.plan([EmbedItem(text=t) for t in TEXTS], "document", planned)
+    return sum(line.held for line in planned.lines.values())
+
+
 def test_kill_inside_multi_request_call_resends_no_completed_request(tmp_path, monkeypatch):
     with HangOnSecond() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "kill-test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
         env = dict(
             os.environ,
             VOYAGE_API_KEY="kill-test-key",
@@ -91,7 +105,12 @@ def test_kill_inside_multi_request_call_resends_no_completed_request(tmp_path, m
             while len(fake.answered) < 5 and time.monotonic() < deadline and child.poll() is None:
                 time.sleep(0.02)
             assert len(fake.answered) == 5, child.stderr.read().decode() if child.poll() is not None else "timeout"
-            time.sleep(0.5)  # the answers reach the child's cache (an fsync each)
+            # Killed once the five answers are in the child's cache (what a plan reads, touching nothing), not
+            # after a fixed pause: a loaded machine may take any time to write them.
+            deadline = time.monotonic() + 60
+            while held_rows(tmp_path / "cache") < 40 and time.monotonic() < deadline and child.poll() is None:
+                time.sleep(0.02)
+            assert held_rows(tmp_path / "cache") == 40, "the answered rows never reached the child's cache"
             child.send_signal(signal.SIGKILL)
             child.wait()
         finally:
@@ -105,8 +124,6 @@ def test_kill_inside_multi_request_call_resends_no_completed_request(tmp_path, m
         assert len(hung) == 8
         sent_before = len(fake.requests)
 
-        monkeypatch.setenv("VOYAGE_API_KEY", "kill-test-key")
-        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
         fake.arrivals = 100  # nothing hangs any more
         ctx = MethodContext(benchmark="kill", options={"workers": 4, "timeout": 60})
         embedder = build_embedder("voyage-4-lite", ctx)

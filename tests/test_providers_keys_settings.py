@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from evals_repro.errors import ConfigurationError, UsageError
@@ -11,9 +13,14 @@ from evals_repro.providers.settings import provider_settings
 
 @pytest.fixture
 def fresh_dotenv(monkeypatch, tmp_path):
+    """`.env` read afresh from a temp folder; what it sets in os.environ (behind monkeypatch's back) is undone,
+    or a key from it (CO_API_KEY=cohere-dotenv) stayed set for every later test."""
     monkeypatch.setattr(keys, "_loaded", False)
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    saved = dict(os.environ)
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def test_missing_key_names_variable_and_example(fresh_dotenv, monkeypatch):

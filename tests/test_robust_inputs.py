@@ -4,6 +4,7 @@ any work; no traceback, no raw library warning."""
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,10 @@ def no_keys(monkeypatch, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    return work
+    saved = dict(os.environ)
+    yield work
+    os.environ.clear()  # what a `.env` set behind monkeypatch's back does not outlive the test
+    os.environ.update(saved)
 
 
 @pytest.fixture

@@ -180,7 +180,7 @@ def test_killed_run_leaves_no_partial_file(suite, tmp_path):
         "METHODS.register('scripted')(scripted_method.build); "
         "from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
     )
-    env = dict(os.environ, SCRIPTED_DELAY="0.6", PYTHONPATH=str(Path(__file__).parent))
+    env = dict(os.environ, SCRIPTED_HOLD="beta", PYTHONPATH=str(Path(__file__).parent))  # beta never ends
     proc = subprocess.Popen(
         [
             sys.executable,

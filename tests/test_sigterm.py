@@ -58,7 +58,7 @@ def test_sigterm_during_run_keeps_the_finished_subset_and_exits_143(tmp_path, ca
     results = tmp_path / "results"
     args = ["run", "scripted", "-b", str(root), "--results-dir", str(results), "--cache-dir", str(tmp_path / "c")]
     args += ceiling  # under --max-cost the run works inside the ceiling's guard: SIGTERM stops it the same way
-    proc = spawn_cli(RUN_CHILD, args, {"SCRIPTED_DELAY": "1.5"})
+    proc = spawn_cli(RUN_CHILD, args, {"SCRIPTED_HOLD": "beta"})  # stopped inside beta, however slow
     first = results / "bench" / "scripted" / "alpha.json"
     code, err = terminate_when(proc, first.exists)
     assert code == 143, err

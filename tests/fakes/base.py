@@ -13,9 +13,11 @@ timeouts, raw malformed bodies. `error_reply(status, message)` builds the provid
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import select
 import socket
 import threading
 import time
@@ -102,6 +104,10 @@ class FakeServer:
             if hasattr(getattr(type(self), name), "_route")
         ]
         self._server: ThreadingHTTPServer | None = None
+        self._connections = 0  # connections accepted (or being accepted) whose handler has not finished
+        # Held from writing an answer until `after` returned, when set: a fake that exits mid-run takes it
+        # first, so no answer leaves without being recorded.
+        self.answer_lock: threading.Lock | None = None
 
     # -- scripting ---------------------------------------------------------------------------------
     def script(self, *replies: Reply) -> None:
@@ -155,6 +161,26 @@ class FakeServer:
                 return handler(request)
         return self.error_reply(404, f"no route for {request.method} {path}")
 
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until every connection made so far was handled to its end: each request on it dispatched,
+        its answer written (or refused) and `after` run. Only once its clients are gone (a kept-alive
+        connection of a live client keeps the server busy); raises after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            # Pending first, then the count: a connection leaves the accept queue only after it was counted.
+            pending = bool(select.select([self._server.socket], [], [], 0)[0])
+            with self._lock:
+                busy = self._connections
+            if not pending and busy == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{type(self).__name__}: {busy} connections still handled after {timeout} s")
+            time.sleep(0.005)
+
+    def _count_connections(self, change: int) -> None:
+        with self._lock:
+            self._connections += change
+
     def paths(self) -> list[str]:
         return [r.path for r in self.requests]
 
@@ -189,23 +215,48 @@ class FakeServer:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.json).encode()
-                try:
-                    self.send_response(reply.status)
-                    if not any(key.lower() == "content-type" for key in reply.headers):
-                        self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for key, value in reply.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    return
-                fake.after(request, reply)
+                with fake.answer_lock or contextlib.nullcontext():
+                    try:
+                        self.send_response(reply.status)
+                        if not any(key.lower() == "content-type" for key in reply.headers):
+                            self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(payload)))
+                        for key, value in reply.headers.items():
+                            self.send_header(key, value)
+                        self.end_headers()
+                        self.wfile.write(payload)
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        return
+                    fake.after(request, reply)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            """Counts each connection from before it is accepted until its handler thread ends."""
+
+            def get_request(self):
+                fake._count_connections(1)
+                try:
+                    return super().get_request()
+                except BaseException:
+                    fake._count_connections(-1)
+                    raise
+
+            def process_request(self, request, client_address) -> None:
+                try:
+                    super().process_request(request, client_address)
+                except BaseException:
+                    fake._count_connections(-1)
+                    raise
+
+            def process_request_thread(self, request, client_address) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    fake._count_connections(-1)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -62,6 +62,11 @@ class _Recording:
     def _answer(self, call: FakeCall) -> tuple[str, dict[str, int]]:
         if self.delay:
             time.sleep(self.delay)
+        with self._log_lock:
+            self.arrivals += 1
+            held = self.hold_after is not None and self.arrivals > self.hold_after
+        if held:  # a kill test stops the client while this call is unanswered, however slow the machine
+            assert self.unhold.wait(120), "the held call was never released"
         text = self.responder(call)
         prompt = count_tokens(call.system + " " + call.text) + IMAGE_TOKENS * len(call.images)
         usage = {"prompt": prompt, "output": count_tokens(text) + REASONING_TOKENS, "reasoning": REASONING_TOKENS}
@@ -75,6 +80,9 @@ class _Recording:
         self.reported: list[dict] = []
         self.calls: list[FakeCall] = []
         self._log_lock = threading.Lock()
+        self.arrivals = 0
+        self.hold_after: int | None = None  # calls after this many are held until `unhold` is set
+        self.unhold = threading.Event()
 
 
 class FakeGeminiGenerate(FakeGemini, _Recording):

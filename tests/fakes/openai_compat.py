@@ -27,6 +27,7 @@ sight), so truncation is exact and checkable.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import os
@@ -174,8 +175,12 @@ class FakeOpenAICompatible(FakeServer):
             return openai_error(400, f"encoding_format {fmt!r} is not float or base64", param="encoding_format")
         with self._lock:
             self.received += 1
-            if self.die_after is not None and self.received > self.die_after:
-                os._exit(9)  # killed mid-run: this request and every other one in flight get no answer
+            dying = self.die_after is not None and self.received > self.die_after
+        if dying:
+            # Killed mid-run: this request and every other one in flight get no answer. Not while an answer
+            # is between its write and its line in answer_log (that one would be paid but not logged).
+            with self.answer_lock or contextlib.nullcontext():
+                os._exit(9)
         counts = [len(self.tokens(t)) for t in inputs]
         if max(counts) > self.max_model_len:
             return openai_error(

@@ -18,6 +18,7 @@ def main() -> None:
     args = parser.parse_args()
     with FakeOpenAICompatible(args.model, latency=args.latency) as fake:
         fake.die_after, fake.answer_log = args.die_after, args.answer_log
+        fake.answer_lock = threading.Lock()  # it dies between answers, never between one and its log line
         print(fake.url, flush=True)
         threading.Event().wait()
 

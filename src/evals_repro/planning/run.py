@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..errors import ConfigurationError, EvalsError
 from ..evaluation import prepare_run
@@ -17,13 +19,21 @@ from ..subset_result import saved_run
 
 @contextlib.contextmanager
 def hub_offline() -> Iterator[None]:
-    """Load datasets from the local cache only: a plan downloads nothing (it says what is missing)."""
+    """Load datasets from the local cache only: a plan downloads nothing (it says what is missing).
+
+    `datasets` also reads the offline switch once, when first imported: a plan that imports it here (a
+    datasets cache exists) must not leave it offline for the run that follows in the same process (`--max-cost`
+    plans, then runs), or a subset not yet downloaded is refused as "cannot reach the Hub"."""
     from huggingface_hub import constants  # imported before the variables change: it reads them once, at import
 
     saved = {key: os.environ.get(key) for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     os.environ.update({key: "1" for key in saved})
     before = getattr(constants, "HF_HUB_OFFLINE", False)
     constants.HF_HUB_OFFLINE = True  # read at import time: set where hub.offline() reads it
+    config: Any = sys.modules.get("datasets.config")
+    datasets_before = None if config is None else (config.HF_HUB_OFFLINE, config.HF_DATASETS_OFFLINE)
+    if config is not None:
+        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True
     try:
         yield
     finally:
@@ -33,6 +43,13 @@ def hub_offline() -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        config = sys.modules.get("datasets.config")
+        if config is not None:
+            if datasets_before is None:  # first imported in here: what it reads from the environment now
+                given = os.environ.get("HF_DATASETS_OFFLINE")
+                offline = before if given is None else given.upper() in config.ENV_VARS_TRUE_VALUES
+                datasets_before = (offline, offline)
+            config.HF_HUB_OFFLINE, config.HF_DATASETS_OFFLINE = datasets_before
 
 
 def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None) -> Plan:
