@@ -103,6 +103,7 @@ def test_choices_match_the_library():
     from evals_repro.metrics.protocol import SCORE_PRECISIONS, TIE_RULES
     from evals_repro.pipeline import CONTENTS as PIPELINE_CONTENTS
     from evals_repro.run_request import SETTINGS
+    from evals_repro.significance import DEFAULT_SEED
     from evals_repro.stores.upload import PARSING
     from evals_repro.vidore_paper.contexts import CONTEXTS
 
@@ -113,6 +114,7 @@ def test_choices_match_the_library():
     assert [c.value for c in options.BreakdownField] == list(FIELDS)
     assert {c.value for c in options.Parsing} == set(PARSING)
     assert [c.value for c in options.AnswerContext] == list(CONTEXTS)
+    assert options.SEED_DEFAULT == DEFAULT_SEED
 
 
 @pytest.fixture(scope="module")

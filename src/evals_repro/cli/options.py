@@ -147,3 +147,13 @@ EXIT_CODES = {
     143: "terminated by SIGTERM (handled as an interrupt)",
 }
 EPILOG = "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + "."
+
+
+SEED_DEFAULT = 42  # significance.DEFAULT_SEED, spelled out: importing it loads numpy
+
+
+def seed_option(draws: str) -> Any:
+    """`--seed` of a report's bootstrap and randomization draws (`draws` says which): same seed, same numbers."""
+    import typer
+
+    return typer.Option(SEED_DEFAULT, "--seed", help=f"Seed of {draws} (the same seed, the same numbers).")

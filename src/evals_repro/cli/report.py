@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from .application import app
-from .options import LIST_HELP, MAX_DECIMALS, BreakdownField, TieRule, split_list, value_of
+from .options import LIST_HELP, MAX_DECIMALS, BreakdownField, TieRule, seed_option, split_list, value_of
 from .run import RESULTS_DIR_HELP, TIE_RULE_HELP
 
 REPORT_SUFFIXES = (".md", ".csv", ".html")
@@ -49,12 +49,7 @@ def report_command(
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
     ),
-    seed: int = typer.Option(
-        42,
-        "--seed",
-        help="Seed of the comparisons' bootstrap and randomization draws, and of the plots' intervals "
-        "(the same seed, the same p-values and intervals).",
-    ),
+    seed: int = seed_option("the comparisons' bootstrap and randomization draws, and of the plots' intervals"),
     plots: Optional[Path] = typer.Option(
         None,
         "--plots",

@@ -10,7 +10,7 @@ import typer
 
 from .application import app, given_options
 from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
-from .options import LIST_HELP, TIMEOUT_DEFAULT, split_list
+from .options import LIST_HELP, TIMEOUT_DEFAULT, seed_option, split_list
 
 study_app = typer.Typer(
     help="Compare rerankers on frozen candidates: quality and serial latency.", no_args_is_help=True
@@ -232,12 +232,7 @@ def report_command(
     permutations: int = typer.Option(
         10_000, "--permutations", help="Randomization-test permutations per comparison (seeded)."
     ),
-    seed: int = typer.Option(
-        42,
-        "--seed",
-        help="Seed of the report's bootstrap and randomization draws: quality and latency intervals, p-values "
-        "(the same seed, the same numbers).",
-    ),
+    seed: int = seed_option("the report's bootstrap and randomization draws: quality and latency intervals, p-values"),
 ) -> None:
     """Write report.md, quality.csv, comparisons.csv, latency-summary.json, plots/ and report.html; print report.md."""
     from ..study.report import write_report
