@@ -146,3 +146,32 @@ def test_kill_inside_multi_request_call_resends_no_completed_request(tmp_path, m
         again = len(fake.requests)
         cache.embed([EmbedItem(text=t) for t in TEXTS], "document")
         assert len(fake.requests) == again
+
+
+def test_a_plan_leaves_a_damaged_partial_file_where_it_is_and_the_run_sets_it_aside(tmp_path, monkeypatch, caplog):
+    """A plan reads only (issue 21): an unreadable partial file is skipped there, and deleted with a warning
+    by the run that then embeds."""
+    from evals_repro.embedders.cache import PARTIAL_DIR
+    from evals_repro.providers.plan import Plan
+
+    with FakeVoyage() as fake:
+        monkeypatch.setenv("VOYAGE_API_KEY", "plan-test-key")
+        monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
+        ctx = MethodContext(benchmark="kill", options={"workers": 1, "timeout": 60})
+        embedder = build_embedder("voyage-4-lite", ctx)
+        cache = EmbeddingCache.for_method(tmp_path / "cache", "kill", "voyage-4-lite", embedder, ctx.usage)
+        items = [EmbedItem(text=t) for t in TEXTS[:4]]
+        damaged = cache.root / PARTIAL_DIR / cache.lookup(items, "document").settings.hex() / "torn.emb"
+        damaged.parent.mkdir(parents=True)
+        damaged.write_bytes(b"evals-repro-partial-embeddings\n{not json")
+
+        planned = Plan()
+        cache.plan(items, "document", planned)
+        assert [(li.items, li.held) for li in planned.lines.values()] == [(4, 0)]
+        assert damaged.read_bytes() == b"evals-repro-partial-embeddings\n{not json"
+        assert fake.requests == []
+
+        with caplog.at_level("WARNING"):
+            cache.embed(items, "document")
+        assert not damaged.exists()
+        assert "torn.emb" in caplog.text

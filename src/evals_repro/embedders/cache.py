@@ -226,7 +226,7 @@ class EmbeddingCache:
         if self._sound_matrix(looked.manifest.with_suffix(".npy"), len(items)):
             plan.add(provider, model, kind, held=len(items))
             return
-        known = PartialRows(self.root / PARTIAL_DIR / looked.settings.hex(), lambda path, problem: None)
+        known = PartialRows(self.root / PARTIAL_DIR / looked.settings.hex(), lambda path, problem: None, repair=False)
         pending: list[int] = []
         held = 0
 

@@ -75,9 +75,10 @@ def reports_rows(embedder: Embedder) -> bool:
 class PartialRows:
     """Rows of completed requests under one settings digest: written as they arrive, read on resume."""
 
-    def __init__(self, folder: Path, warn: Callable[[Path, str], None]):
+    def __init__(self, folder: Path, warn: Callable[[Path, str], None], repair: bool = True):
         self.folder = folder
         self.warn = warn
+        self.repair = repair  # delete an unreadable file (a plan reads only: it skips it)
         self._known: dict[bytes, np.ndarray] | None = None
         self._files: dict[Path, list[bytes]] = {}
         self._lock = threading.Lock()
@@ -91,7 +92,8 @@ class PartialRows:
                     digests, matrix = decode_partial(path.read_bytes())
                 except (OSError, ValueError) as exc:
                     self.warn(path, str(exc))
-                    path.unlink(missing_ok=True)
+                    if self.repair:
+                        path.unlink(missing_ok=True)
                     continue
                 self._files[path] = digests
                 for digest, row in zip(digests, matrix):
