@@ -40,7 +40,7 @@ from ..providers.replicas import (
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from ..registry import RERANKERS
-from .base import ScoredAttempt, rerank_with_retries
+from .base import ScoredAttempt, positive_option, rerank_with_retries
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
@@ -89,20 +89,6 @@ def rerank_urls(options: dict[str, Any]) -> list[str]:
     )
 
 
-def _positive(options: dict[str, Any], key: str, default: float | None, kind: type = float) -> Any:
-    value = options.get(key)
-    if value is None:
-        return default
-    flag = "--" + key.replace("_", "-")
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{flag} {value!r} is not a number", "give a positive number") from None
-    if number <= 0:
-        raise UsageError(f"{flag} {value!r} must be positive", "give a positive number")
-    return number
-
-
 def _is_down(exc: BaseException) -> bool:
     """A refused or dropped connection, not a timeout (a busy replica is not a dead one)."""
     import httpx
@@ -133,14 +119,14 @@ class ApiReranker:
         given = options.get("rerank_endpoint")
         if given is not None and str(given) not in ENDPOINTS:
             raise UsageError(f"--rerank-endpoint '{given}' is not known", f"choose from {choices(ENDPOINTS)}")
-        self.max_tokens: int | None = _positive(options, "rerank_max_tokens", None, int)
+        self.max_tokens: int | None = positive_option(options, "rerank_max_tokens", None, int)
         self.settings = ProviderSettings(
             provider=PROVIDER,
             tokens_per_minute=0,
             requests_per_minute=0,
             min_interval=0.0,
-            timeout=_positive(options, "timeout", DEFAULT_TIMEOUT),
-            max_attempts=int(_positive(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int)),
+            timeout=positive_option(options, "timeout", DEFAULT_TIMEOUT),
+            max_attempts=int(positive_option(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int)),
             base_url=None,
             max_batch_items=0,
             max_batch_tokens=0,

@@ -43,3 +43,21 @@ def rerank_with_retries(
     if cut:
         usage.add("rerank_documents_truncated", cut)
     return scores
+
+
+def positive_option(options: dict[str, Any], key: str, default: Any, kind: type = float) -> Any:
+    """A reranker's numeric option (`timeout`, `max_attempts`, ...) from the method context: `default` when
+    not given, else a positive `kind`; bad input is one line naming the command-line flag."""
+    value = options.get(key)
+    if value is None:
+        return default
+    from ..errors import UsageError
+
+    flag = "--" + key.replace("_", "-")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} {value!r} is not a number", "give a positive number") from None
+    if number <= 0:
+        raise UsageError(f"{flag} {value!r} must be positive", "give a positive number")
+    return number

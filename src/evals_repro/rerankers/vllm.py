@@ -35,7 +35,7 @@ from typing import Any
 from ..context import MethodContext
 from ..errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
 from ..registry import RERANKERS
-from .base import ScoredAttempt, rerank_with_retries
+from .base import ScoredAttempt, positive_option, rerank_with_retries
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets
 
@@ -51,19 +51,6 @@ PROBE_DOCUMENT = (
     "pressure, the antifreeze concentration and the condition of the filters are checked at the same "
     "visit, and the compressor's operating hours are recorded so that wear can be compared between years."
 )
-
-
-def _option(options: dict[str, Any], key: str, default: float, kind: type) -> float:
-    value = options.get(key)
-    if value is None:
-        return default
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"option {key}={value!r} is not a number", "give a positive number") from None
-    if number <= 0:
-        raise UsageError(f"option {key}={value!r} must be positive", "give a positive number")
-    return number
 
 
 def _start_hint(spec: LocalRerankerSpec) -> str:
@@ -102,8 +89,8 @@ class VllmReranker:
             tokens_per_minute=0,
             requests_per_minute=0,
             min_interval=0.0,
-            timeout=_option(options, "timeout", DEFAULT_TIMEOUT, float),
-            max_attempts=int(_option(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int)),
+            timeout=positive_option(options, "timeout", DEFAULT_TIMEOUT),
+            max_attempts=int(positive_option(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, int)),
             base_url=None,
             max_batch_items=0,
             max_batch_tokens=0,
