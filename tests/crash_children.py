@@ -43,7 +43,7 @@ def journal_client(args: list[str]) -> int:
 
     import httpx
 
-    from evals_repro.io import JsonlAppender, read_jsonl
+    from evals_repro.base.io import JsonlAppender, read_jsonl
 
     at_end = args == ["at-end"]
     done = {record["query"] for record in read_jsonl(Path("answers.jsonl"), repair=True)}

@@ -130,8 +130,8 @@ class Quiet:
 
 def _check_result_unit(path: Path) -> None:
     """A result record found on disk sits beside its own run, qrels and gains (the digests it records)."""
-    from evals_repro.results import load_record
-    from evals_repro.runs import saved_files_differ
+    from evals_repro.records.results import load_record
+    from evals_repro.records.runs import saved_files_differ
 
     differs = saved_files_differ(path, load_record(path))
     assert differs is None, f"{path}: its saved {differs[0].name} is {'missing' if differs[1] else 'not its own'}"

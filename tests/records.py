@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals_repro.results import DataDigest, MethodConfig, ResultRecord, SavedRun
+from evals_repro.records.results import DataDigest, MethodConfig, ResultRecord, SavedRun
 
 DIGEST = "0" * 64
 

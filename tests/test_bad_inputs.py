@@ -58,8 +58,8 @@ def test_workers_zero_is_refused_before_any_request(tmp_path, capsys, monkeypatc
 
 
 def test_workers_zero_in_library_options_is_refused(monkeypatch):
+    from evals_repro.base.errors import UsageError
     from evals_repro.embedders.registry import build_embedder
-    from evals_repro.errors import UsageError
     from evals_repro.retrieval.base import MethodContext
 
     monkeypatch.setenv("VOYAGE_API_KEY", "test-key")

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from conftest import shared_path
-from evals_repro.data import Page, Query, Subset
-from evals_repro.errors import DataError, UsageError
-from evals_repro.pipeline import PipelineSpec
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import DataError, UsageError
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext, Retriever
 from evals_repro.retrieval.bm25 import BM25Retriever, build, tie_safe_fetch
 from evals_repro.retrieval.bm25_index import build_scores

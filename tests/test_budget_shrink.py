@@ -17,11 +17,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from evals_repro.base.errors import UsageError
+from evals_repro.base.registry import RERANKERS
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
-from evals_repro.errors import UsageError
 from evals_repro.providers import retry
-from evals_repro.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, Request, bag_of_words, count_tokens
 from fakes.rerankers import FakeVoyageRerank, relevance

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals_repro.call_journal import CallJournal, journal_path
+from evals_repro.base.call_journal import CallJournal, journal_path
 
 
 def test_an_answer_is_reused_only_for_the_same_identity_and_parts(tmp_path):

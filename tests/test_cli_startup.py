@@ -73,7 +73,7 @@ def test_looking_up_every_component_imports_no_numpy():
     """Every command checks its method names in the registries; finding them imports each component module."""
     code = (
         "import json, sys\n"
-        "from evals_repro.registry import EMBEDDERS, LOADERS, METHODS, RERANKERS\n"
+        "from evals_repro.base.registry import EMBEDDERS, LOADERS, METHODS, RERANKERS\n"
         "names = sum(len(r.names()) for r in (METHODS, EMBEDDERS, RERANKERS, LOADERS))\n"
         "print(json.dumps([names, sorted(sys.modules)]))"
     )

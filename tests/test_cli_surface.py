@@ -98,12 +98,12 @@ def test_choices_are_enums_listed_in_help(command, option, capsys, monkeypatch):
 
 def test_choices_match_the_library():
     from evals_repro.benchmarks.declaration import CONTENTS
-    from evals_repro.breakdown import FIELDS
     from evals_repro.cli import options
+    from evals_repro.methods.pipeline import CONTENTS as PIPELINE_CONTENTS
     from evals_repro.metrics.protocol import SCORE_PRECISIONS, TIE_RULES
-    from evals_repro.pipeline import CONTENTS as PIPELINE_CONTENTS
-    from evals_repro.run_request import SETTINGS
-    from evals_repro.significance import DEFAULT_SEED
+    from evals_repro.reporting.breakdown import FIELDS
+    from evals_repro.reporting.significance import DEFAULT_SEED
+    from evals_repro.runner.run_request import SETTINGS
     from evals_repro.stores.upload import PARSING
     from evals_repro.vidore_paper.contexts import CONTEXTS
 

@@ -40,7 +40,7 @@ def run_args(tmp_path: Path, benchmark: str, *extra: str) -> list[str]:
 
 
 def test_ctrl_c_mid_run_says_so_keeps_finished_subsets_and_resume_skips_them(tmp_path, capsys, monkeypatch):
-    from evals_repro import evaluation
+    from evals_repro.runner import evaluation
 
     bench = two_subsets(tmp_path)
     real_load = evaluation.load_subset
@@ -319,9 +319,9 @@ def test_a_query_embedded_once_is_never_paid_again_across_settings(tmp_path, mon
 def test_a_crosslingual_query_list_cached_whole_is_still_used(tmp_path, monkeypatch):
     """Caches written before queries were embedded per language hold one list of every language: a
     crosslingual run must still find it rather than pay for the queries again."""
+    from evals_repro.base.context import MethodContext
+    from evals_repro.base.rendering import ModelInput, query_text
     from evals_repro.benchmarks import get_benchmark, load_subset
-    from evals_repro.context import MethodContext
-    from evals_repro.rendering import ModelInput, query_text
     from evals_repro.retrieval.dense import build
 
     with FakeVoyage() as fake:

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
+from evals_repro.base.errors import DataError
 from evals_repro.cli import main
-from evals_repro.errors import DataError
 from evals_repro.providers.prices import UNITS, load_prices, reset_prices, usd_text
 from fakes.base import Reply, Request, count_tokens, route
 from fakes.voyage import FakeVoyage
@@ -131,7 +131,7 @@ def voyage_env(monkeypatch, fake):
 
 
 def sample_request(tmp_path, **kwargs):
-    from evals_repro.run_request import RunRequest
+    from evals_repro.runner.run_request import RunRequest
 
     return RunRequest(
         method="voyage-4-lite", benchmark="sample", results_dir=tmp_path / "r", cache_dir=tmp_path / "c", **kwargs
@@ -174,8 +174,8 @@ def test_plan_with_nothing_cached_says_what_to_download(monkeypatch, tmp_path):
 
 
 def _refuse_first_subset():
+    from evals_repro.base.errors import ConfigurationError
     from evals_repro.benchmarks import load_subset as real
-    from evals_repro.errors import ConfigurationError
 
     def load(decl, name, options):
         if name == decl.subset_names[0]:
@@ -197,10 +197,10 @@ def test_max_cost_refuses_to_start_over_the_plan(monkeypatch, tmp_path, capsys):
 
 
 def test_max_cost_stops_mid_run_and_resume_pays_for_nothing_twice(monkeypatch, tmp_path):
-    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
     from evals_repro.providers.ceiling import CostCeilingReached, CostGuard, install_guard
     from evals_repro.providers.prices import current_prices
+    from evals_repro.runner.evaluation import run_benchmark
 
     with FakeVoyage() as fake:
         voyage_env(monkeypatch, fake)
@@ -233,8 +233,8 @@ def test_a_plan_after_a_run_is_scaled_by_the_tokens_the_provider_reported(monkey
     """A first plan guesses text at 0.75 words a token (the fakes count 1.3 tokens a word, so it lands within
     10%; the throttle's chars / 3 was 1.54x); a run saves what the provider counted, and the next plan of
     other subsets lands within 10% of what the fake then reports (measured: 1.03x cold, 1.09x scaled)."""
-    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
+    from evals_repro.runner.evaluation import run_benchmark
 
     def reported(requests):
         return sum(count_tokens(text) for r in requests for text in r.json["input"])
@@ -315,9 +315,9 @@ def _fake_reported(kind: str, fake) -> int:
     ],
 )
 def test_plan_accuracy_for_cohere_and_gemini_embeddings(method, kind, env, monkeypatch, tmp_path):
-    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
-    from evals_repro.run_request import RunRequest
+    from evals_repro.runner.evaluation import run_benchmark
+    from evals_repro.runner.run_request import RunRequest
     from fakes.cohere import FakeCohere
     from fakes.gemini import FakeGemini
 
@@ -344,9 +344,9 @@ def test_plan_accuracy_for_cohere_and_gemini_embeddings(method, kind, env, monke
 
 
 def test_plan_of_a_reranked_run_counts_one_rerank_request_per_query(monkeypatch, tmp_path):
-    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
-    from evals_repro.run_request import RunRequest
+    from evals_repro.runner.evaluation import run_benchmark
+    from evals_repro.runner.run_request import RunRequest
     from fakes.rerankers import FakeCohereRerank, count_requests
 
     with FakeCohereRerank() as fake:
@@ -389,9 +389,9 @@ def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub,
     from PIL import Image
 
     from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
-    from evals_repro.evaluation import run_benchmark
     from evals_repro.planning.run import plan_run
-    from evals_repro.run_request import RunRequest
+    from evals_repro.runner.evaluation import run_benchmark
+    from evals_repro.runner.run_request import RunRequest
 
     request = RunRequest(
         method="voyage-multimodal-3.5", benchmark="vidore-v3", subsets=["hr"], content="images",
@@ -416,7 +416,7 @@ def test_plan_of_vidore_page_images_counts_requests_items_and_billed_pixels(hub,
 
 
 def test_max_cost_refuses_a_plan_whose_price_is_unknown(tmp_path):
-    from evals_repro.errors import UsageError
+    from evals_repro.base.errors import UsageError
     from evals_repro.providers.ceiling import check_ceiling
     from evals_repro.providers.plan import Plan
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import test_study
-from evals_repro.io import read_jsonl
+from evals_repro.base.io import read_jsonl
 from evals_repro.planning.study import plan_latency, plan_quality
 from evals_repro.providers.ceiling import CostCeilingReached, CostGuard, install_guard
 from evals_repro.providers.prices import current_prices, usd_text

@@ -13,7 +13,7 @@ import pytest
 
 from crash_children import journal_client
 from crash_trials import CHAIN, Driver, Ledger, Scenario
-from evals_repro.io import read_jsonl
+from evals_repro.base.io import read_jsonl
 from fakes.mixedbread_store import FakeMixedbreadStores, _parse_multipart
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank
 from fakes.voyage import FakeVoyage
@@ -83,7 +83,7 @@ class LedgerStores(Ledger, FakeMixedbreadStores):
 
 
 def run_outcome(directory: Path, fakes) -> dict:
-    from evals_repro.results import load_record
+    from evals_repro.records.results import load_record
 
     found = {}
     for path in sorted((directory / "results").rglob("*.json")):

@@ -19,7 +19,7 @@ import pytest
 
 import hub_fixtures as fx
 from crash_trials import Driver, Ledger, Scenario
-from evals_repro.io import read_jsonl
+from evals_repro.base.io import read_jsonl
 from fakes.generators import FakeGeminiGenerate, FakeOpenAIChat
 from test_crash_trials import KEYS, LedgerCohere, LedgerStores, report, run_outcome
 from test_vidore_answer import respond as answer_respond

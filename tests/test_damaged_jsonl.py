@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from evals_repro.base.errors import DataError
+from evals_repro.base.io import JsonlAppender, read_jsonl
 from evals_repro.cli import main
-from evals_repro.errors import DataError
-from evals_repro.io import JsonlAppender, read_jsonl
 from evals_repro.study.quality import QUALITY
 from fakes.rerankers import FakeCohereRerank, count_requests
 from study_fixtures import copy_study, prepare_sample

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evals_repro.data import Page, Query, Subset
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import DataError, UsageError
 from evals_repro.embedders.base import EmbedItem, normalise
 from evals_repro.embedders.cache import EmbeddingCache
-from evals_repro.errors import DataError, UsageError
 from evals_repro.retrieval.base import MethodContext, Retriever
 from evals_repro.retrieval.dense import DenseRetriever
 
@@ -194,8 +194,8 @@ def test_no_queries_embeds_nothing(tmp_path):
 
 
 def test_title_goes_inline_or_into_the_title_field():
+    from evals_repro.base.rendering import PageStyle, render_page
     from evals_repro.embedders.gemini import prompted
-    from evals_repro.rendering import PageStyle, render_page
 
     page = Page("p1", "Body text.", title="Heat pumps")
     assert render_page(page, PageStyle.LABELLED) == EmbedItem(text="title: Heat pumps\nBody text.")

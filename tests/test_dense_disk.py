@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import UsageError
+from evals_repro.base.matrix_file import MatrixFile
 from evals_repro.cli import main
-from evals_repro.data import Page, Query, Subset
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.cache_keys import item_digest
 from evals_repro.embedders.chunk_file import _MAGIC, encode
-from evals_repro.errors import UsageError
-from evals_repro.matrix_file import MatrixFile
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.retrieval.dense import DenseRetriever, parse_size
 from test_dense import CountingEmbedder, _cache, _items

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from evals_repro.base.errors import ConfigurationError, ProviderError
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
-from evals_repro.errors import ConfigurationError, ProviderError
 from evals_repro.providers import retry
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, bag_of_words, image_words
@@ -198,7 +198,7 @@ def test_voyage_multimodal_images_and_text(voyage):
 
 
 def test_text_model_refuses_images(voyage):
-    from evals_repro.errors import UsageError
+    from evals_repro.base.errors import UsageError
 
     with pytest.raises(UsageError, match="text only"):
         build_embedder("voyage-4", context()).embed([EmbedItem(image=png(3))], "document")

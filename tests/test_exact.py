@@ -13,7 +13,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from evals_repro.errors import UsageError
+from evals_repro.base.errors import UsageError
 from evals_repro.metrics.ranking import trec_ranked as ranked
 from evals_repro.retrieval.exact import ExactIndex
 

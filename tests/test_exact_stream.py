@@ -14,8 +14,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from evals_repro.errors import UsageError
-from evals_repro.matrix_file import MatrixDamaged, MatrixFile, write_matrix
+from evals_repro.base.errors import UsageError
+from evals_repro.base.matrix_file import MatrixDamaged, MatrixFile, write_matrix
 from evals_repro.metrics.ranking import trec_ranked as ranked
 from evals_repro.retrieval.exact import ExactIndex
 from evals_repro.retrieval.exact_stream import StreamedExactIndex

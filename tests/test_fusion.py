@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro.data import Page, Query, Subset
-from evals_repro.errors import UsageError
-from evals_repro.pipeline import PipelineSpec
-from evals_repro.registry import METHODS
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import UsageError
+from evals_repro.base.registry import METHODS
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.retrieval.fusion import RRFRetriever, rrf_fuse
 
@@ -88,7 +88,7 @@ def test_rrf_needs_two_methods():
 
 
 def test_pool_retriever_and_restriction():
-    from evals_repro.errors import DataError
+    from evals_repro.base.errors import DataError
     from evals_repro.retrieval.pool import PoolRetriever, restrict_to_pools
 
     subset = _subset()

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import hub_fixtures as fx
+from evals_repro.base.errors import ConfigurationError, DataError, UsageError
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks import hub as hub_access
 from evals_repro.benchmarks.declaration import parse_declaration
-from evals_repro.errors import ConfigurationError, DataError, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 HR_UNCACHED_SHA = fx.HR_UNCACHED_SHA

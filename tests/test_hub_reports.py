@@ -14,12 +14,12 @@ import pytest
 
 import hub_fixtures as fx
 import scripted_method
+from evals_repro.base.errors import UsageError
+from evals_repro.base.registry import METHODS
 from evals_repro.benchmarks import hub as hub_access
-from evals_repro.breakdown import MISSING, BreakdownRow, breakdown, breakdown_markdown
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
-from evals_repro.registry import METHODS
-from evals_repro.results import QueryEntry
+from evals_repro.records.results import QueryEntry
+from evals_repro.reporting.breakdown import MISSING, BreakdownRow, breakdown, breakdown_markdown
 
 LEAVE = {"0": 2, "2": 1}  # hr qrels of the "leave" question, every language
 TRAINING = {"3": 2, "4": 1, "1": 1}

@@ -14,9 +14,9 @@ import math
 import pytest
 
 from evals_repro import metrics as M
+from evals_repro.base.errors import UsageError
 from evals_repro.benchmarks import get_benchmark
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
 from evals_repro.metrics.protocol import ScoringProtocol
 
 QRELS = {"7": {"a": 1}, "9": {"b": 1}}

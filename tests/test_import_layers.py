@@ -1,4 +1,4 @@
-"""The import graph of `src/evals_repro`: no cycles, and the foundations import none of the layers above them.
+"""The import graph of `src/evals_repro`: no cycles, and no import runs from a lower layer up to a higher one.
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency). Between
 units, subpackages are collapsed to one node each (`evals_repro.metrics`), top-level modules are nodes of their
@@ -14,23 +14,33 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "evals_repro"
 
-# Modules every layer may use; they must import none of the layers above (only each other, in this order).
-FOUNDATIONS = ["errors", "usage", "io", "progress", "data", "context", "registry", "rendering"]
-# What the foundations and the scoring layer must never reach.
-UPPER = {
-    "evaluation",
-    "run_request",
-    "resume",
-    "results",
-    "report",
-    "breakdown",
-    "pipeline",
-    "pooling",
-    "api",
-    "cli",
-    "study",
-    "rcp",
-}
+# The layers, lowest first. A unit may import its own layer and those below it, never one above: an import
+# from a lower package up to a higher one fails `test_no_import_runs_up_a_layer`. Each package's docstring
+# names its layer (`Layer: <name>.`), so the map a newcomer reads is the one this test holds.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("base", {"base"}),
+    ("sources", {"metrics", "providers", "benchmarks"}),
+    ("components", {"embedders", "retrieval", "rerankers", "stores"}),
+    ("methods", {"methods", "records"}),
+    ("runner", {"runner"}),
+    ("products", {"reporting", "rcp", "serving", "study", "vidore_paper", "planning"}),
+    ("interface", {"api", "cli", "__main__", "evals_repro"}),
+]
+# Inside base, a module imports only those before it.
+BASE_ORDER = [
+    "errors",
+    "usage",
+    "io",
+    "progress",
+    "locks",
+    "matrix_file",
+    "call_journal",
+    "data",
+    "context",
+    "registry",
+    "rendering",
+    "pagestore",
+]
 
 
 def modules() -> dict[str, tuple[Path, bool]]:
@@ -72,7 +82,7 @@ def module_edges() -> dict[str, set[str]]:
 
 
 def unit(module: str) -> str:
-    """`evals_repro.metrics.ap` -> `metrics`; `evals_repro.data` -> `data`."""
+    """`evals_repro.metrics.ap` -> `metrics`; `evals_repro.base.data` -> `data`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 
@@ -124,8 +134,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_lazy_imports():
     """The graph is real: known edges, including ones made inside functions, are there."""
     graph = unit_edges()
-    assert "metrics" in graph["evaluation"]  # `from . import metrics as M` inside score_run
-    assert "pipeline" in graph["evaluation"] and "registry" in graph["pipeline"]
+    assert "metrics" in graph["runner"]  # `from .. import metrics as M` inside runner.scoring
+    assert "methods" in graph["runner"] and "base" in graph["methods"]
     assert "benchmarks" in graph["rcp"]
 
 
@@ -164,15 +174,53 @@ def test_a_cycle_is_found_when_there_is_one():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_foundations_import_nothing_above_them():
-    graph = unit_edges()
-    for position, name in enumerate(FOUNDATIONS):
-        allowed = set(FOUNDATIONS[:position])
-        reached = graph.get(name, set())
-        assert reached <= allowed, f"{name} imports {sorted(reached - allowed)}"
+def layer_of(unit_name: str) -> int:
+    for rank, (_, members) in enumerate(LAYERS):
+        if unit_name in members:
+            return rank
+    raise AssertionError(f"package {unit_name!r} is in no layer: add it to LAYERS and name its layer in its docstring")
 
 
-def test_components_do_not_reach_the_runner_or_the_cli():
-    graph = unit_edges()
-    for name in ("metrics", "benchmarks", "providers", "embedders", "retrieval", "rerankers", "stores"):
-        assert not (graph.get(name, set()) & UPPER), f"{name} imports {sorted(graph[name] & UPPER)}"
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every edge from a unit to a unit of a higher layer, as `source -> target (layer -> layer)`."""
+    found = []
+    for source, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if layer_of(target) > layer_of(source):
+                found.append(f"{source} -> {target} ({LAYERS[layer_of(source)][0]} -> {LAYERS[layer_of(target)][0]})")
+    return found
+
+
+def test_every_unit_has_a_layer():
+    for name in module_edges():
+        layer_of(unit(name))
+
+
+def test_no_import_runs_up_a_layer():
+    assert upward_imports(unit_edges()) == []
+
+
+def test_an_upward_import_is_found_when_there_is_one():
+    graph = {"metrics": {"base", "runner"}, "runner": {"metrics"}, "cli": {"runner", "reporting"}}
+    assert upward_imports(graph) == ["metrics -> runner (sources -> runner)"]
+
+
+def test_each_package_names_its_layer_in_its_docstring():
+    for rank, (layer, members) in enumerate(LAYERS):
+        for member in members:
+            init = SRC / PACKAGE / member / "__init__.py"
+            if not init.exists():
+                continue
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+            assert f"Layer: {layer}." in doc, f"{init} does not say `Layer: {layer}.` in its docstring"
+
+
+def test_base_modules_import_only_those_before_them():
+    edges = module_edges()
+    prefix = f"{PACKAGE}.base."
+    inside = {name[len(prefix) :] for name in edges if name.startswith(prefix)}
+    assert inside == set(BASE_ORDER), f"base holds {sorted(inside ^ set(BASE_ORDER))}: place it in BASE_ORDER"
+    for position, name in enumerate(BASE_ORDER):
+        allowed = {f"{prefix}{before}" for before in BASE_ORDER[:position]}
+        reached = {target for target in edges[f"{prefix}{name}"] if target != f"{PACKAGE}.base"}
+        assert reached <= allowed, f"base.{name} imports {sorted(reached - allowed)}"

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from evals_repro.errors import DataError
-from evals_repro.io import JsonlAppender, atomic_write_json, read_jsonl
+from evals_repro.base.errors import DataError
+from evals_repro.base.io import JsonlAppender, atomic_write_json, read_jsonl
 
 
 def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):

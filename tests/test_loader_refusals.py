@@ -8,11 +8,11 @@ import pytest
 
 import hub_fixtures as fx
 import scripted_method
+from evals_repro.base.errors import DataError, UsageError
+from evals_repro.base.registry import METHODS
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks.declaration import parse_declaration
 from evals_repro.cli import main
-from evals_repro.errors import DataError, UsageError
-from evals_repro.registry import METHODS
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evals_repro.data import Page, Query, Subset
+from evals_repro.base.data import Page, Query, Subset
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.retrieval.dense import DenseRetriever
@@ -53,7 +53,7 @@ def test_minilm_matches_sentence_transformers(minilm):
 
 
 def test_minilm_rejects_images(minilm):
-    from evals_repro.errors import UsageError
+    from evals_repro.base.errors import UsageError
 
     with pytest.raises(UsageError, match="text only"):
         minilm.embed([EmbedItem(image=b"\x89PNG")], "document")

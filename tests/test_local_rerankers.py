@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evals_repro.pipeline import PipelineSpec
-from evals_repro.registry import RERANKERS
+from evals_repro.base.registry import RERANKERS
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext
 
 

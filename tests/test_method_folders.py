@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 import scripted_method
+from evals_repro.base.registry import METHODS
 from evals_repro.cli import main
-from evals_repro.registry import METHODS
-from evals_repro.results import method_folder, method_of_folder
+from evals_repro.records.results import method_folder, method_of_folder
 
 WINDOWS_FORBIDDEN = set('<>:"/\\|?*')
 

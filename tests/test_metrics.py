@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from evals_repro import metrics as M
-from evals_repro.errors import DataError, UsageError
+from evals_repro.base.errors import DataError, UsageError
 from evals_repro.metrics.protocol import FAMILIES, Family, Measure
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import shared_path
 from evals_repro import metrics as M
-from evals_repro.errors import UsageError
+from evals_repro.base.errors import UsageError
 from evals_repro.metrics.published.diversity import (
     alpha_ndcg_at_k,
     diversity_per_query,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evals_repro import metrics as M
-from evals_repro.errors import DataError
+from evals_repro.base.errors import DataError
 
 
 def write(tmp_path, name: str, text: str):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import shared_path
 from evals_repro import metrics as M
-from evals_repro.errors import UsageError
+from evals_repro.base.errors import UsageError
 from evals_repro.metrics.published.coverage import nugget_coverage_at_k
 from evals_repro.metrics.published.diversity import alpha_ndcg_at_k, read_subtopic_qrels
 from evals_repro.metrics.published.p_mrr import p_mrr, pair_scores, rank_change

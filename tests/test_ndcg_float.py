@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from evals_repro.errors import DataError, UsageError
+from evals_repro.base.errors import DataError, UsageError
 from evals_repro.metrics.published.ndcg_float import mean_ndcg_float, ndcg_float_at_k, ndcg_float_per_query
 
 L2 = math.log2

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evals_repro.base.context import MethodContext
+from evals_repro.base.errors import ConfigurationError, UsageError
+from evals_repro.base.registry import EMBEDDERS
 from evals_repro.cli import main
-from evals_repro.context import MethodContext
 from evals_repro.embedders.base import EmbedItem, normalise
 from evals_repro.embedders.registry import build_embedder
-from evals_repro.errors import ConfigurationError, UsageError
-from evals_repro.registry import EMBEDDERS
-from evals_repro.results import result_path
+from evals_repro.records.results import result_path
 from fakes.base import bag_of_words
 from fakes.openai_compat import FakeOpenAICompatible
 
@@ -158,7 +158,7 @@ def test_replica_killed_mid_run_loses_nothing_and_pays_nothing_twice(tmp_path):
 
 
 def test_every_replica_down_is_one_provider_error(tmp_path):
-    from evals_repro.errors import ProviderError
+    from evals_repro.base.errors import ProviderError
 
     first, first_url = spawn_replica()
     second, second_url = spawn_replica()
@@ -234,7 +234,7 @@ def test_server_errors_use_the_openai_error_body_and_are_retried(tmp_path):
         assert matrix.shape == (1, 32)
         assert built.usage.get("openai_retries") == 2 and built.usage.get("openai_rate_limited") == 1
         fake.fail(400, times=1, path="/v1/embeddings")
-        from evals_repro.errors import ProviderError
+        from evals_repro.base.errors import ProviderError
 
         with pytest.raises(ProviderError, match=r"rejected \(HTTP 400\): scripted 400"):
             built.embed([EmbedItem(text="heat pump")], "query")
@@ -281,7 +281,7 @@ def test_a_tei_server_is_identified_by_its_info_model_and_sha():
 
 
 def test_openai_names_inside_pipelines():
-    from evals_repro.pipeline import PipelineSpec
+    from evals_repro.methods.pipeline import PipelineSpec
 
     fused = PipelineSpec.parse(f"rrf:bm25+openai:{MODEL}@{'a' * 40}+cohere@10")
     assert fused.first_stage == ("bm25", f"openai:{MODEL}@{'a' * 40}") and fused.rerank.reranker == "cohere"

@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from evals_repro.data import Page, Query, Subset, check_subset
-from evals_repro.errors import DataError
-from evals_repro.pagestore import PageStore, build_store, open_store
+from evals_repro.base.data import Page, Query, Subset, check_subset
+from evals_repro.base.errors import DataError
+from evals_repro.base.pagestore import PageStore, build_store, open_store
 from evals_repro.retrieval import bm25_index
 from evals_repro.retrieval.bm25 import BM25Retriever
 from evals_repro.retrieval.bm25_index import ScoresBuilder, build_scores
@@ -76,7 +76,7 @@ def test_reopened_store_is_the_same_object_and_an_incomplete_one_is_not_opened(t
     build_store(damaged, iter(PAGES))
     with open(damaged / "texts.bin", "ab") as handle:
         handle.write(b"x")
-    from evals_repro import pagestore
+    from evals_repro.base import pagestore
 
     pagestore._OPEN.pop(damaged, None)
     assert open_store(damaged) is None

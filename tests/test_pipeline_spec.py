@@ -7,10 +7,10 @@ import json
 import pytest
 
 import scripted_method
+from evals_repro.base.errors import UsageError
+from evals_repro.base.registry import METHODS, RERANKERS
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
-from evals_repro.pipeline import PipelineSpec, RerankSpec
-from evals_repro.registry import METHODS, RERANKERS
+from evals_repro.methods.pipeline import PipelineSpec, RerankSpec
 
 
 @pytest.mark.parametrize(

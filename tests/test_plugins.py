@@ -293,7 +293,7 @@ def test_help_imports_no_plugin(venv, tmp_path):
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
     assert "run" in done.stdout
     assert not {m for m in loaded if m.startswith(("evals_repro_demo", "evals_repro_twin"))}
-    assert not {"evals_repro.plugins", "evals_repro.registry"} & loaded
+    assert not {"evals_repro.methods.plugins", "evals_repro.base.registry"} & loaded
 
 
 def test_upgrading_a_plugin_reruns_on_resume(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evals_repro import metrics as M
-from evals_repro.errors import UsageError
+from evals_repro.base.errors import UsageError
 from evals_repro.metrics.protocol import ScoringProtocol
 
 

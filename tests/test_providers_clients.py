@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro.errors import ProviderError
+from evals_repro.base.errors import ProviderError
+from evals_repro.base.usage import Usage
 from evals_repro.providers import clients
 from evals_repro.providers.retry import call_with_retries
 from evals_repro.providers.settings import provider_settings
-from evals_repro.usage import Usage
 from fakes.cohere import FakeCohere
 from fakes.gemini import FakeGemini
 from fakes.mixedbread import FakeMixedbread

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from evals_repro.errors import ConfigurationError, UsageError
+from evals_repro.base.errors import ConfigurationError, UsageError
 from evals_repro.providers import keys
 from evals_repro.providers.settings import provider_settings
 

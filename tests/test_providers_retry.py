@@ -10,12 +10,12 @@ import httpx
 import httpx2
 import pytest
 
-from evals_repro.errors import ProviderError
+from evals_repro.base.errors import ProviderError
+from evals_repro.base.usage import Usage
 from evals_repro.providers.errors_map import classify, parse_retry_after
 from evals_repro.providers.retry import backoff_delay, call_with_retries
 from evals_repro.providers.settings import provider_settings
 from evals_repro.providers.throttle import Throttle
-from evals_repro.usage import Usage
 from fakes.clock import FakeClock
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:1/x")

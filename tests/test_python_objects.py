@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import evals_repro
+from evals_repro.base.errors import ProviderError, UsageError
+from evals_repro.base.registry import EMBEDDERS, METHODS, RERANKERS
+from evals_repro.base.usage import Usage
 from evals_repro.embedders.guarded import GuardedEmbedder
-from evals_repro.errors import ProviderError, UsageError
-from evals_repro.registry import EMBEDDERS, METHODS, RERANKERS
-from evals_repro.usage import Usage
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "sample" / "heat-pumps"
 WIDTH = 256
@@ -437,8 +437,8 @@ def test_what_an_embedder_accepts_is_read_from_its_supports_images():
     """`methods` and the `--content images` refusal read the same attribute: an object or plugin class
     saying False is listed as markdown only, True as markdown and images; a factory function (whose
     embedder exists only once called) is undecided until built."""
-    from evals_repro.plugins import accepted_contents, object_entry
-    from evals_repro.registry import Entry, PluginFactory, PluginOrigin
+    from evals_repro.base.registry import Entry, PluginFactory, PluginOrigin
+    from evals_repro.methods.plugins import accepted_contents, object_entry
 
     assert accepted_contents(object_entry("embedder", "bag", BagEmbedder())) == ("markdown",)
     assert accepted_contents(object_entry("embedder", "pic", PictureBagEmbedder())) == ("markdown", "images")

@@ -8,11 +8,11 @@ import math
 import pytest
 
 import rcp_fixture
+from evals_repro.base.errors import DataError, UsageError
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks.rcp_gain import gain
 from evals_repro.benchmarks.rcp_release import PINNED_REVISION, REPO, Release, parse_releases, resolve_tag
 from evals_repro.cli import main
-from evals_repro.errors import DataError, UsageError
 from evals_repro.rcp.pool import check_subset_pools, inject_ground_truth
 from evals_repro.rcp.replay import replay
 

@@ -12,11 +12,11 @@ import pytest
 
 import rcp_fixture
 import scripted_method
+from evals_repro.base.registry import METHODS, RERANKERS
 from evals_repro.benchmarks import get_benchmark
 from evals_repro.benchmarks.rcp_release import REPO
 from evals_repro.cli import main
-from evals_repro.registry import METHODS, RERANKERS
-from evals_repro.report import declared_report
+from evals_repro.reporting.report import declared_report
 from records import write_rcp_grid
 
 SHA = "7e57" * 10  # a commit of the fixture release only this module uses (reached by sha, not a branch)

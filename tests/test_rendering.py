@@ -7,9 +7,9 @@ import base64
 import pytest
 
 import hub_fixtures as fx
+from evals_repro.base.data import Page, Query
+from evals_repro.base.rendering import ModelInput, PageStyle, page_text, query_text, render_page
 from evals_repro.cli import main
-from evals_repro.data import Page, Query
-from evals_repro.rendering import ModelInput, PageStyle, page_text, query_text, render_page
 from fakes.cohere import FakeCohere
 from fakes.rerankers import FakeCohereRerank
 from fakes.voyage import FakeVoyage

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from scipy.stats import ttest_rel
 
+from evals_repro.base.registry import METHODS as REGISTRY
 from evals_repro.cli import main
-from evals_repro.registry import METHODS as REGISTRY
 from reference_stats import exact_randomization_p, reference_holm
 
 SUBSETS = ("heat-pumps", "railway-maintenance", "clinical-trials")

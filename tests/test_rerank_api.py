@@ -10,11 +10,11 @@ import socket
 
 import pytest
 
+from evals_repro.base.context import MethodContext
+from evals_repro.base.errors import ProviderError, UsageError
+from evals_repro.base.registry import RERANKERS
+from evals_repro.base.usage import Usage
 from evals_repro.cli import main
-from evals_repro.context import MethodContext
-from evals_repro.errors import ProviderError, UsageError
-from evals_repro.registry import RERANKERS
-from evals_repro.usage import Usage
 from fakes.openai_compat import FakeOpenAICompatible
 from fakes.rerankers import FakeCohereRerank
 
@@ -41,7 +41,7 @@ def run_args(tmp_path, method: str, *extra: str) -> list[str]:
 
 
 def per_query(tmp_path, method: str) -> dict:
-    from evals_repro.results import result_path
+    from evals_repro.records.results import result_path
 
     record = json.loads(result_path(tmp_path / "results", "sample", method, "heat-pumps").read_text())
     return {q: entry["metrics"] for q, entry in record["per_query"].items()}, record
@@ -174,7 +174,7 @@ def test_a_server_without_a_maximum_length_needs_max_tokens():
 
 
 def test_rerank_study_quality_and_latency_take_rerank_api_models(tmp_path):
-    from evals_repro.io import read_jsonl
+    from evals_repro.base.io import read_jsonl
     from evals_repro.study.latency import LATENCY, LatencyRequest, run_latency
     from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
     from study_fixtures import copy_study, prepare_sample

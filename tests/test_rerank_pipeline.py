@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro.data import Page, Query, Subset
-from evals_repro.errors import UsageError
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import UsageError
+from evals_repro.base.rendering import PageStyle, page_text
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.metrics.ranking import trec_ranked as ranked
-from evals_repro.pipeline import PipelineSpec
-from evals_repro.rendering import PageStyle, page_text
 from evals_repro.rerankers.pipeline import RerankedRetriever, merge_reranked
 
 

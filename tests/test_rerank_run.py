@@ -7,11 +7,11 @@ import json
 import pytest
 
 from beir_folder import write_beir_folder
+from evals_repro.base.errors import UsageError
 from evals_repro.benchmarks.registry import get_benchmark
-from evals_repro.errors import UsageError
-from evals_repro.evaluation import run_benchmark
-from evals_repro.report import build_tables, to_markdown
-from evals_repro.run_request import RunRequest
+from evals_repro.reporting.report import build_tables, to_markdown
+from evals_repro.runner.evaluation import run_benchmark
+from evals_repro.runner.run_request import RunRequest
 from evals_repro.stores.upload import upload_benchmark
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank

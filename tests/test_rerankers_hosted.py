@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals_repro.errors import ConfigurationError, ProviderError, UsageError
-from evals_repro.registry import RERANKERS
+from evals_repro.base.errors import ConfigurationError, ProviderError, UsageError
+from evals_repro.base.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import count_tokens
 from fakes.mixedbread import FakeMixedbread

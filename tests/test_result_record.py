@@ -13,9 +13,9 @@ import pytest
 
 import evals_repro
 import scripted_method
+from evals_repro.base.registry import METHODS
 from evals_repro.cli import main
-from evals_repro.registry import METHODS
-from evals_repro.results import ResultRecord
+from evals_repro.records.results import ResultRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "result-record.schema.json"
@@ -159,7 +159,7 @@ def test_failing_subsets_do_not_stop_the_run_and_each_is_named(tmp_path, monkeyp
 
 
 def test_exported_schema_is_current_and_validates_a_real_result(tmp_path):
-    assert SCHEMA.exists(), "export it: uv run python -c 'from evals_repro.results import export_schema; ...'"
+    assert SCHEMA.exists(), "export it: uv run python -c 'from evals_repro.records.results import export_schema; ...'"
     schema = json.loads(SCHEMA.read_text())
     assert schema == json.loads(json.dumps(ResultRecord.model_json_schema(), sort_keys=True))
     summary = evals_repro.run(

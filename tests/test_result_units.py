@@ -102,7 +102,7 @@ def test_a_rerun_over_the_file_size_limit_leaves_the_finished_subset_whole(finis
 
 def fail_writing(monkeypatch, name: str, err: int = errno.ENOSPC) -> None:
     """Make the write of the temp file of `name` fail as a full disk does (at its fsync, after its bytes)."""
-    from evals_repro import io
+    from evals_repro.base import io
 
     real = io._staged
 

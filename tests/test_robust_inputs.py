@@ -121,7 +121,7 @@ def no_keys(monkeypatch, tmp_path):
 @pytest.fixture
 def no_loading(monkeypatch):
     """Any data load fails the test: a refusal must come before it."""
-    import evals_repro.evaluation as evaluation
+    import evals_repro.runner.evaluation as evaluation
 
     def refuse(*args, **kwargs):
         raise AssertionError("data was loaded before the refusal")
@@ -504,7 +504,7 @@ def test_every_option_help_is_shown_whole_and_no_flag_shows_a_type(monkeypatch, 
 
 
 def test_run_help_lists_every_registered_reranker(monkeypatch, capsys):
-    from evals_repro.registry import RERANKERS
+    from evals_repro.base.registry import RERANKERS
 
     row = next(line for line in help_text(monkeypatch, capsys, "run") if line.startswith("--rerank <str>"))
     names = RERANKERS.names()
@@ -512,7 +512,7 @@ def test_run_help_lists_every_registered_reranker(monkeypatch, capsys):
 
 
 def test_run_help_shows_the_defaults_of_options_left_unset(monkeypatch, capsys):
-    from evals_repro.pipeline import DEFAULT_RERANK_DEPTH
+    from evals_repro.methods.pipeline import DEFAULT_RERANK_DEPTH
     from evals_repro.providers.settings import DEFAULT_MAX_ATTEMPTS, DEFAULT_TIMEOUT, DEFAULTS
     from evals_repro.stores.search import DEFAULT_RERANK_TOP_K
 

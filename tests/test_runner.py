@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 import scripted_method
+from evals_repro.base.registry import METHODS
 from evals_repro.cli import main
-from evals_repro.evaluation import run_benchmark
-from evals_repro.registry import METHODS
-from evals_repro.report import build_tables, to_csv, to_markdown
-from evals_repro.run_request import RunRequest
+from evals_repro.reporting.report import build_tables, to_csv, to_markdown
+from evals_repro.runner.evaluation import run_benchmark
+from evals_repro.runner.run_request import RunRequest
 
 INV_LOG2_3 = 1 / math.log2(3)
 
@@ -176,7 +176,7 @@ def test_unknown_subset_names_choices(suite, tmp_path, capsys):
 def test_killed_run_leaves_no_partial_file(suite, tmp_path):
     """SIGKILL mid-run: finished subsets are complete files, the rest absent, no stray .json."""
     code = (
-        "import sys, scripted_method; from evals_repro.registry import METHODS; "
+        "import sys, scripted_method; from evals_repro.base.registry import METHODS; "
         "METHODS.register('scripted')(scripted_method.build); "
         "from evals_repro.cli import main; sys.exit(main(sys.argv[1:]))"
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from evals_repro.base.data import check_subset
+from evals_repro.base.errors import DataError, UsageError
 from evals_repro.benchmarks import get_benchmark, load_subset
-from evals_repro.data import check_subset
-from evals_repro.errors import DataError, UsageError
 
 LANGUAGES = {"english": "en", "french": "fr", "german": "de", "spanish": "es"}
 NATIVE = {"heat-pumps": "english", "railway-maintenance": "french", "clinical-trials": "english"}

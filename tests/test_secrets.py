@@ -53,10 +53,10 @@ def run_args(tmp_path) -> list[str]:
 def test_forced_verbose_traceback_of_a_rejected_call_shows_no_key(monkeypatch, tmp_path, capsys):
     """A provider error that reaches the top (here: `run` forced to embed directly) prints its whole
     exception chain with --verbose: the SDK's exception quotes the key, the output must not."""
-    from evals_repro import evaluation
-    from evals_repro.context import MethodContext
+    from evals_repro.base.context import MethodContext
     from evals_repro.embedders.base import EmbedItem
     from evals_repro.embedders.registry import build_embedder
+    from evals_repro.runner import evaluation
 
     def forced(request, echo=print):
         embedder = build_embedder("voyage-4-lite", MethodContext(benchmark="sample", options={"max_attempts": 1}))

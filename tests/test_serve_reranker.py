@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
+from evals_repro.base.errors import ConfigurationError, UsageError
 from evals_repro.cli import main
-from evals_repro.errors import ConfigurationError, UsageError
 from evals_repro.rerankers import serve as serving
 
 QWEN_0 = (

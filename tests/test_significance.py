@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from evals_repro.significance import PairedStats, Stratum, holm, stratified_ttest
+from evals_repro.reporting.significance import PairedStats, Stratum, holm, stratified_ttest
 
 
 def mc_tolerance(p: float, draws: int, other_draws: int | None = None) -> float:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from beir_folder import write_beir_folder
+from evals_repro.base.io import read_jsonl
 from evals_repro.cli import TERMINATED, main
-from evals_repro.io import read_jsonl
 from evals_repro.study.quality import QUALITY
 from study_fixtures import copy_study, prepare_sample
 from test_study import TimedCohere
@@ -24,7 +24,7 @@ from test_study import TimedCohere
 RUN_CHILD = """
 import sys
 import scripted_method
-from evals_repro.registry import METHODS
+from evals_repro.base.registry import METHODS
 METHODS.register("scripted")(scripted_method.build)
 scripted_method.SCRIPT.update({"q1": ["d1"]})
 from evals_repro.cli import main
@@ -67,7 +67,7 @@ def test_sigterm_during_run_keeps_the_finished_subset_and_exits_143(tmp_path, ca
     assert json.loads(first.read_text())["complete"] is True
     assert not (results / "bench" / "scripted" / "beta.json").exists()
     import scripted_method
-    from evals_repro.registry import METHODS
+    from evals_repro.base.registry import METHODS
 
     registered(METHODS, "scripted", scripted_method.build)
     assert main([*args, "--resume"]) == 0

@@ -8,15 +8,15 @@ from collections import Counter
 import pytest
 
 from beir_folder import write_beir_folder
-from evals_repro.data import Page, Query, Subset
-from evals_repro.errors import ConfigurationError
+from evals_repro.base.data import Page, Query, Subset
+from evals_repro.base.errors import ConfigurationError
+from evals_repro.base.usage import Usage
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.metrics.ranking import trec_ranked as ranked
-from evals_repro.pipeline import PipelineSpec
 from evals_repro.retrieval.base import MethodContext
 from evals_repro.stores.common import store_name, upload_command
 from evals_repro.stores.search import StoreRetriever, best_chunk_per_page
 from evals_repro.stores.upload import StoreUploader
-from evals_repro.usage import Usage
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import count_requests, relevance
 

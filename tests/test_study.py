@@ -12,8 +12,8 @@ import time
 import pytest
 
 from crash_children import kill_at_lines, spawn
-from evals_repro.errors import UsageError
-from evals_repro.io import read_jsonl
+from evals_repro.base.errors import UsageError
+from evals_repro.base.io import read_jsonl
 from evals_repro.study.latency import LATENCY, PLAN, WARMUP, LatencyRequest, run_latency
 from evals_repro.study.prepare import PrepareRequest, prepare
 from evals_repro.study.quality import QUALITY, QualityRequest, run_quality

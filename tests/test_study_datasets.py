@@ -12,11 +12,11 @@ import pytest
 
 import scripted_method
 import study_fixtures as sfx
+from evals_repro.base.errors import ConfigurationError, DataError, UsageError
+from evals_repro.base.registry import RERANKERS
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.benchmarks.declaration import parse_declaration
 from evals_repro.cli import main
-from evals_repro.errors import ConfigurationError, DataError, UsageError
-from evals_repro.registry import RERANKERS
 from evals_repro.study.prepare import PrepareRequest, prepare
 from evals_repro.study.quality import QualityRequest, run_quality
 from evals_repro.study.report import write_report

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from evals_repro.base.errors import UsageError
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
 from evals_repro.study.lock import LOCK_NAME, StudyLock
 
 HOLD = """

@@ -13,9 +13,9 @@ import pytest
 import scripted_method
 import study_fixtures as sfx
 import text_fixtures as tfx
+from evals_repro.base.registry import RERANKERS
 from evals_repro.benchmarks import list_benchmarks
 from evals_repro.cli import main
-from evals_repro.registry import RERANKERS
 from evals_repro.study.candidates import Candidate
 from evals_repro.study.latency import LatencyRequest, make_plan, schedule
 from evals_repro.study.models import DEFAULT_MODELS, parse_models

@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 import text_fixtures as tfx
+from evals_repro.base.data import Page, Subset
+from evals_repro.base.errors import DataError
+from evals_repro.base.pagestore import PageStore
 from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
 from evals_repro.cli import main
-from evals_repro.data import Page, Subset
-from evals_repro.errors import DataError
-from evals_repro.pagestore import PageStore
-from evals_repro.runs import read_saved_run
+from evals_repro.records.runs import read_saved_run
 
 LOG2_3 = math.log2(3)
 SCIFACT_NDCG10 = ((1 / LOG2_3) + 1 + 1 / (1 + 1 / LOG2_3)) / 3
@@ -140,7 +140,7 @@ def test_ir_datasets_version_trap_is_refused_before_any_deletion(tmp_path, monke
 
 
 def test_revision_override_is_refused_for_ir_datasets_subsets(text_data, tmp_path):
-    from evals_repro.errors import UsageError
+    from evals_repro.base.errors import UsageError
 
     with pytest.raises(UsageError, match="uv.lock"):
         load_subset(get_benchmark("text"), "dl19", LoadOptions(revision="main", cache_dir=tmp_path))

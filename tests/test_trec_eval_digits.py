@@ -46,7 +46,7 @@ def test_running_sum_is_not_compensated():
 
 @pytest.mark.parametrize(
     "module, function",
-    [("evals_repro.report", "_mean"), ("evals_repro.study.quality_table", "_mean")],
+    [("evals_repro.reporting.report", "_mean"), ("evals_repro.study.quality_table", "_mean")],
 )
 def test_report_tables_average_the_same_way(module, function):
     """A report's `avg` column is the running mean too: 0.87 x100 at two decimals, not 0.88."""
@@ -99,9 +99,9 @@ def test_a_result_record_adds_its_queries_in_trec_eval_order():
     (trec_eval 10.0, usnistgov/trec_eval f425365, built and run on these files: 0.0087 whichever order the
     lines come in). A benchmark that lists query d first used to add 0.005 first: 0.035 / 4, printed 0.0088.
     """
-    from evals_repro.data import Page, Query, Subset
+    from evals_repro.base.data import Page, Query, Subset
     from evals_repro.metrics.protocol import ScoringProtocol
-    from evals_repro.scoring import score_run
+    from evals_repro.runner.scoring import score_run
 
     qrels: dict[str, dict[str, int]] = {}
     for line in QRELS.splitlines():
@@ -120,8 +120,8 @@ def test_breakdown_adds_each_result_in_trec_eval_order():
     """`report --by` over one result is trec_eval's mean over that group's queries: 0.0087, not 0.0088."""
     from types import SimpleNamespace
 
-    from evals_repro.breakdown import breakdown
-    from evals_repro.results import QueryEntry
+    from evals_repro.records.results import QueryEntry
+    from evals_repro.reporting.breakdown import breakdown
 
     values = {"d": 0.005, "a": 0.01, "b": 0.01, "c": 0.01}  # stored in the benchmark's order, d first
     per_query = {

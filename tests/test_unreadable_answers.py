@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from evals_repro.base.errors import ProviderError
+from evals_repro.base.registry import RERANKERS
 from evals_repro.embedders.base import EmbedItem
 from evals_repro.embedders.registry import build_embedder
-from evals_repro.errors import ProviderError
 from evals_repro.providers import errors_map, retry
-from evals_repro.registry import RERANKERS
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, Request, bag_of_words
 from fakes.cohere import FakeCohere

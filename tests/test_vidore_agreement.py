@@ -18,8 +18,8 @@ import json
 import pytest
 
 import hub_fixtures as fx
+from evals_repro.base.errors import UsageError
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
 from evals_repro.vidore_paper.agreement import AgreementRequest, run_agreement
 
 HR_IOU = [2 / 3, 0.12, 4 / 9]

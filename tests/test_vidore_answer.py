@@ -17,9 +17,9 @@ import pytest
 
 import hub_fixtures as fx
 from crash_children import kill_at_lines, spawn
+from evals_repro.base.errors import UsageError
+from evals_repro.base.io import read_jsonl
 from evals_repro.cli import main
-from evals_repro.errors import UsageError
-from evals_repro.io import read_jsonl
 from evals_repro.vidore_paper import labels as L
 from evals_repro.vidore_paper.answer import AnswerRequest, run_answer
 from evals_repro.vidore_paper.contexts import Pipeline

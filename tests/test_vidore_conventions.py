@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from evals_repro.base.errors import UsageError
 from evals_repro.cli.options import BoxConventionChoice
-from evals_repro.errors import UsageError
 from evals_repro.vidore_paper.conventions import CHOICES, choose_convention, smart_resize
 from evals_repro.vidore_paper.zones import Box
 

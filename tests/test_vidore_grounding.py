@@ -30,8 +30,8 @@ import time
 import pytest
 
 import hub_fixtures as fx
+from evals_repro.base.io import read_jsonl
 from evals_repro.cli import main
-from evals_repro.io import read_jsonl
 from evals_repro.vidore_paper.grounding import GroundingRequest, run_grounding
 from fakes.generators import FakeCall, FakeGeminiGenerate, FakeOpenAIChat
 

@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from evals_repro.errors import ConfigurationError, DataError, ProviderError, UsageError
-from evals_repro.pipeline import PipelineSpec
-from evals_repro.registry import RERANKERS
+from evals_repro.base.errors import ConfigurationError, DataError, ProviderError, UsageError
+from evals_repro.base.registry import RERANKERS
+from evals_repro.methods.pipeline import PipelineSpec
 from evals_repro.rerankers import vllm as client
 from evals_repro.retrieval.base import MethodContext
 from fakes.base import Reply, route
@@ -255,8 +255,8 @@ def test_registered_as_rerankers_and_study_models():
 
 
 def test_run_reranks_a_first_stage_and_records_the_pin(qwen, tmp_path):
-    from evals_repro.evaluation import run_benchmark
-    from evals_repro.run_request import RunRequest
+    from evals_repro.runner.evaluation import run_benchmark
+    from evals_repro.runner.run_request import RunRequest
 
     run_benchmark(
         RunRequest(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from evals_repro.errors import ConfigurationError, UsageError
-from evals_repro.io import read_jsonl
+from evals_repro.base.errors import ConfigurationError, UsageError
+from evals_repro.base.io import read_jsonl
 from evals_repro.rerankers import vllm as client
 from evals_repro.rerankers.vllm_metrics import CacheCheckFailed
 from evals_repro.study.latency import LATENCY, WARMUP, LatencyRequest, run_latency

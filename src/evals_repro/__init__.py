@@ -19,12 +19,12 @@ _EXPORTS = {
     "Reranker": "rerankers.base",
     "EmbedItem": "embedders.base",
     "InputType": "embedders.base",
-    "MethodContext": "context",
-    "Subset": "data",
-    "Query": "data",
-    "Page": "data",
-    "Run": "data",
-    "PageStyle": "rendering",
+    "MethodContext": "base.context",
+    "Subset": "base.data",
+    "Query": "base.data",
+    "Page": "base.data",
+    "Run": "base.data",
+    "PageStyle": "base.rendering",
 }
 
 __all__ = sorted(_EXPORTS)

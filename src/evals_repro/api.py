@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .evaluation import run_benchmark
-from .run_request import RunRequest, RunSummary
+from .base.errors import UsageError
+from .runner.evaluation import run_benchmark
+from .runner.run_request import RunRequest, RunSummary
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def _objects(
     method: str | None, retriever: Any, embedder: Any, reranker: Any, name: str | None
 ) -> Iterator[tuple[str, str | None]]:
     """Hold the user's objects in the registries for one run: (the method name to run, the reranker's name)."""
-    from .plugins import REGISTRIES, object_entry
+    from .methods.plugins import REGISTRIES, object_entry
 
     first = [(kind, obj) for kind, obj in (("method", retriever), ("embedder", embedder)) if obj is not None]
     if len(first) > 1:

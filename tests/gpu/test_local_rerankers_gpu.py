@@ -79,7 +79,7 @@ REFERENCE = textwrap.dedent(
 def _requirements() -> None:
     import importlib.util
 
-    from evals_repro.rerankers.serve import missing_requirements
+    from evals_repro.serving.reranker import missing_requirements
 
     missing = missing_requirements()
     if missing:
@@ -148,8 +148,8 @@ class Served:
 @pytest.mark.parametrize("name", ["qwen3-8b", "zerank-2"])
 def test_served_scores_follow_the_card(name, tmp_path, monkeypatch):
     _requirements()
-    from evals_repro.context import MethodContext
-    from evals_repro.registry import RERANKERS
+    from evals_repro.base.context import MethodContext
+    from evals_repro.base.registry import RERANKERS
     from evals_repro.rerankers import vllm as client
     from evals_repro.rerankers.local_models import LOCAL_RERANKERS
 

@@ -110,8 +110,8 @@ def rss_gib() -> float:
 
 
 def _subset(scratch: Path, query_texts: list[str] | None = None):
-    from evals_repro.data import Query, Subset
-    from evals_repro.pagestore import open_store
+    from evals_repro.base.data import Query, Subset
+    from evals_repro.base.pagestore import open_store
 
     store = open_store(scratch / "store")
     assert store is not None, "run the store step first"
@@ -121,7 +121,7 @@ def _subset(scratch: Path, query_texts: list[str] | None = None):
 
 def _warm_harness(scratch: Path) -> None:
     """Compile (or load from numba's cache) the retrieval kernel on a tiny index."""
-    from evals_repro.data import Page, Query, Subset
+    from evals_repro.base.data import Page, Query, Subset
     from evals_repro.retrieval.bm25 import BM25Retriever
 
     pages = [Page(f"w{i}", f"warm word{i % 7} other{i % 3}") for i in range(200)]
@@ -130,7 +130,7 @@ def _warm_harness(scratch: Path) -> None:
 
 
 def step_store(scratch: Path) -> dict:
-    from evals_repro.pagestore import build_store
+    from evals_repro.base.pagestore import build_store
 
     words, cdf = vocabulary()
     started = time.perf_counter()

@@ -100,12 +100,12 @@ def main(folder: Path) -> None:
     sys.path.insert(0, str(site))
 
     import evals_repro
-    from evals_repro import registry
+    from evals_repro.base import registry
+    from evals_repro.base.context import MethodContext
+    from evals_repro.base.registry import METHODS
     from evals_repro.benchmarks import LoadOptions, get_benchmark, load_subset
-    from evals_repro.context import MethodContext
-    from evals_repro.pipeline import PipelineSpec
-    from evals_repro.registry import METHODS
-    from evals_repro.scoring import retrieve
+    from evals_repro.methods.pipeline import PipelineSpec
+    from evals_repro.runner.scoring import retrieve
 
     decl = get_benchmark("sample")  # imports importlib.metadata, as every run does
     entry = METHODS.get("perf-tfidf")

@@ -72,7 +72,7 @@ def ids_for(rows: int) -> list[str]:
 def baseline(matrix_path, queries_path, k, slice_rows, out) -> dict:
     """Cold sequential read of the file, then ExactIndex in memory over slices that fit the cap:
     the summed search time, and the slices' top k merged into the corpus's top k."""
-    from evals_repro.matrix_file import MatrixFile
+    from evals_repro.base.matrix_file import MatrixFile
     from evals_repro.retrieval.exact import ExactIndex, id_ranks
 
     matrix = MatrixFile.open(matrix_path)
@@ -123,7 +123,7 @@ def baseline(matrix_path, queries_path, k, slice_rows, out) -> dict:
 
 def stream(matrix_path, queries_path, k, out) -> dict:
     """StreamedExactIndex over the file, read cold; then the cold sequential read once more."""
-    from evals_repro.matrix_file import MatrixFile, write_matrix
+    from evals_repro.base.matrix_file import MatrixFile, write_matrix
     from evals_repro.retrieval.exact_stream import StreamedExactIndex
 
     matrix = MatrixFile.open(matrix_path)
@@ -188,8 +188,8 @@ def cache(root, count, dimension, reference, rounds) -> dict:
     this VM a fresh 4 GiB array costs ~3 s more when the memory has been free for a second or
     two (handed back to the host), so each timed read directly follows the previous one's free,
     both sides alike, after one untimed primer."""
+    from evals_repro.base.matrix_file import MatrixFile
     from evals_repro.embedders.cache import EmbeddingCache
-    from evals_repro.matrix_file import MatrixFile
 
     items = cache_items(count)
     chunk_files = sorted(str(p) for p in Path(root).rglob("*.emb"))

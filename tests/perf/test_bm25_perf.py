@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from evals_repro.data import Page, Query, Subset
+from evals_repro.base.data import Page, Query, Subset
 from evals_repro.retrieval.bm25 import BM25Retriever
 
 pytestmark = pytest.mark.perf

@@ -96,7 +96,7 @@ def _child(args: list[str], cap: int) -> dict:
 def _write_matrix(path: Path, rows: int, dim: int, queries: int) -> np.ndarray:
     """Random unit rows written in 1024-row segments (bounded memory); queries are noisy copies of
     random rows, so each has real near neighbours."""
-    from evals_repro.matrix_file import MatrixWriter
+    from evals_repro.base.matrix_file import MatrixWriter
 
     rng = np.random.default_rng(0)
     picks = np.sort(rng.choice(rows, size=min(queries, rows), replace=False))

@@ -18,7 +18,7 @@ from dataclasses import replace
 import pytest
 from throughput import Budgeted, log_figures, timed_embed
 
-from evals_repro.context import MethodContext
+from evals_repro.base.context import MethodContext
 from evals_repro.embedders.registry import build_embedder
 from evals_repro.providers import retry
 from fakes.base import Request

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from evals_repro.significance import PairedStats, Stratum, holm
+from evals_repro.reporting.significance import PairedStats, Stratum, holm
 
 METHODS, SUBSETS, QUERIES, PERMUTATIONS = 20, 8, 1_000, 10_000
 GOAL_SECONDS = 10.0

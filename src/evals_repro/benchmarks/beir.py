@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..data import Page, Qrels, Query, Subset
-from ..errors import DataError, UsageError
-from ..registry import LOADERS
+from ..base.data import Page, Qrels, Query, Subset
+from ..base.errors import DataError, UsageError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .registry import benchmarks_dir
 

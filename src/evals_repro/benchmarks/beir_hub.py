@@ -13,9 +13,9 @@ test split 648). Page text is `(title + " " + text).strip()`; the corpus goes to
 
 from __future__ import annotations
 
-from ..data import Query, Subset
-from ..errors import DataError
-from ..registry import LOADERS
+from ..base.data import Query, Subset
+from ..base.errors import DataError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import hub_provenance, load_config, pinned_source, require_columns
 from .textsets import check_counts, corpus_store, document_text, read_judgments

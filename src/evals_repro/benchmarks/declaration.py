@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, UsageError, choices
+from ..base.errors import DataError, UsageError, choices
 
 CONTENTS = ("markdown", "images")
 
@@ -82,7 +82,7 @@ class BenchmarkDeclaration:
         for item in self.subsets:
             if item.name == name:
                 return item
-        from ..errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError(
             f"unknown subset '{name}' for benchmark {self.name}",

@@ -20,9 +20,9 @@ the queries repo's; `--revision queries=SHA,corpus=SHA` sets both.
 
 from __future__ import annotations
 
-from ..data import Qrels, Query, Subset, SubtopicQrels
-from ..errors import DataError, UsageError
-from ..registry import LOADERS
+from ..base.data import Qrels, Query, Subset, SubtopicQrels
+from ..base.errors import DataError, UsageError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import FULL_SHA, config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .hub_retrieval import loaded_counts, read_pages

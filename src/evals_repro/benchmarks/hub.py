@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, DataError, UsageError
+from ..base.errors import ConfigurationError, DataError, UsageError
 from .declaration import BenchmarkDeclaration, LoadOptions
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import Page, Qrels, Query, Subset
-from ..errors import DataError, UsageError
-from ..registry import LOADERS
+from ..base.data import Page, Qrels, Query, Subset
+from ..base.errors import DataError, UsageError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .textsets import check_counts, document_text

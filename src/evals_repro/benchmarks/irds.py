@@ -22,9 +22,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..data import Query, Subset
-from ..errors import ConfigurationError, DataError, UsageError
-from ..registry import LOADERS
+from ..base.data import Query, Subset
+from ..base.errors import ConfigurationError, DataError, UsageError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .textsets import check_counts, corpus_store, read_judgments
 

@@ -15,9 +15,9 @@ the benchmark's `own_measures`).
 
 from __future__ import annotations
 
-from ..data import Query, Subset
-from ..errors import DataError
-from ..registry import LOADERS
+from ..base.data import Query, Subset
+from ..base.errors import DataError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import config_spec, hub_provenance, load_config, pinned_source, require_columns, require_text
 from .hub_retrieval import loaded_counts, read_pages

@@ -9,9 +9,9 @@ Each page keeps its article `title`; page images are joined by corpus `image_id`
 
 from __future__ import annotations
 
-from ..data import Page, Query, Subset
-from ..errors import DataError
-from ..registry import LOADERS
+from ..base.data import Page, Query, Subset
+from ..base.errors import DataError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import check_content, hub_provenance, image_bytes, load_config, pinned_source, require_columns
 from .vidore import read_qrels, relevant_pages

@@ -17,9 +17,9 @@ downloaded: from the declaration's `contents`, else from the card's declared cor
 
 from __future__ import annotations
 
-from ..data import Page, Qrels, Query, Subset
-from ..errors import UsageError
-from ..registry import LOADERS
+from ..base.data import Page, Qrels, Query, Subset
+from ..base.errors import UsageError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import (
     card_data,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..data import Page, Query, Subset
-from ..errors import DataError, UsageError, choices
-from ..registry import LOADERS
+from ..base.data import Page, Query, Subset
+from ..base.errors import DataError, UsageError, choices
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .rcp_release import REPO, Release, split_subset
 from .rcp_tables import read_pools, read_qrels

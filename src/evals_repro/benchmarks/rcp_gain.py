@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from ..base.errors import DataError
 
 
 def parse_item_params(path: Path) -> list[tuple[float, float]]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, DataError, UsageError, choices
+from ..base.errors import ConfigurationError, DataError, UsageError, choices
 
 REPO = "fabianschmidt-cohere/rcp-ndcg-vidore-v3"
 # The commit read when no revision is given: the one cohere-ai/rcp-ndcg's paper checks pin

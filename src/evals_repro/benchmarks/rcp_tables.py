@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..data import Gains, Qrels
-from ..errors import DataError
+from ..base.data import Gains, Qrels
+from ..base.errors import DataError
 from .rcp_release import Release
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..data import Subset, check_subset
-from ..errors import UsageError, choices
-from ..registry import LOADERS, Entry, PluginOrigin, entry_points_of, plugin_origin
+from ..base.data import Subset, check_subset
+from ..base.errors import UsageError, choices
+from ..base.registry import LOADERS, Entry, PluginOrigin, entry_points_of, plugin_origin
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
 log = logging.getLogger(__name__)

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..data import Qrels
-from ..errors import DataError
-from ..progress import progress_bar
+from ..base.data import Qrels
+from ..base.errors import DataError
+from ..base.progress import progress_bar
 
 if TYPE_CHECKING:
-    from ..pagestore import PageStore
+    from ..base.pagestore import PageStore
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def corpus_store(
     `description` names the source exactly (repo and commit, or dataset and file identity): two
     subsets with one corpus (DL19, DL20) share the store, hence its fingerprint and BM25 index.
     """
-    from ..pagestore import build_store, open_store, store_key  # NumPy: imported by a load, not by a lookup
+    from ..base.pagestore import build_store, open_store, store_key  # NumPy: imported by a load, not by a lookup
 
     directory = Path(cache_dir or DEFAULT_CACHE) / "pages" / store_key(description)
     store = open_store(directory)

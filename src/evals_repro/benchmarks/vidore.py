@@ -8,9 +8,9 @@ for the report breakdowns; pages keep doc_id and page_number_in_doc.
 
 from __future__ import annotations
 
-from ..data import Page, Qrels, Query, Subset
-from ..errors import DataError
-from ..registry import LOADERS
+from ..base.data import Page, Qrels, Query, Subset
+from ..base.errors import DataError
+from ..base.registry import LOADERS
 from .declaration import BenchmarkDeclaration, LoadOptions
 from .hub import check_content, hub_provenance, image_bytes, load_config, pinned_source, require_columns
 

@@ -4,13 +4,15 @@ Every subcommand module registers itself on `app`; nothing heavy is imported at 
 reports progress through `logging` (logger `evals_repro`); the CLI shows those records on the console
 (stderr), a message per line, warnings prefixed `warning:`, every API key redacted. `--verbose` adds the
 debug records (with their tracebacks) and the traceback of a failure.
+
+Layer: interface. May import every layer; nothing imports it.
 """
 
 from __future__ import annotations
 
 import sys
 
-from ..errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNEXPECTED, EXIT_USAGE, EvalsError
+from ..base.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_UNEXPECTED, EXIT_USAGE, EvalsError
 from . import commands  # noqa: F401  (registers the subcommands)
 from .application import VERBOSE, app, configure_logging, end_verbose_logging, given_options, package_version
 
@@ -132,7 +134,7 @@ def _main(args: list[str], verbose: bool) -> int:
     except OSError as exc:
         from pathlib import Path
 
-        from ..io import DISK_REFUSALS, write_error
+        from ..base.io import DISK_REFUSALS, write_error
 
         if exc.errno not in DISK_REFUSALS:
             return _unexpected(exc, verbose)

@@ -54,7 +54,7 @@ class ConsoleLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            from ..progress import console
+            from ..base.progress import console
             from ..providers.keys import redact
 
             text = self.PREFIX.get(record.levelno, "") + record.getMessage()

@@ -23,7 +23,7 @@ def benchmarks_command() -> None:
         typer.echo(f"  query languages: {', '.join(decl.query_languages)}")
         for subset in decl.subsets:
             typer.echo(f"  - {subset.name} (native: {subset.native_language})")
-    from ..registry import LOADERS
+    from ..base.registry import LOADERS
 
     for entry in LOADERS.entries():
         if entry.plugin is not None:
@@ -33,20 +33,20 @@ def benchmarks_command() -> None:
 @app.command("methods")
 def methods_command() -> None:
     """List the registered methods and rerankers (plugins with their distribution and version)."""
-    from ..pipeline import first_stage_entry, first_stage_names
-    from ..registry import RERANKERS, Entry
+    from ..base.registry import RERANKERS, Entry
+    from ..methods.pipeline import first_stage_entry, first_stage_names
 
     def description(entry: Entry) -> str:
         if entry.plugin is None:
             return entry.description
-        from ..plugins import describe_plugin
+        from ..methods.plugins import describe_plugin
 
         return f"plugin {entry.kind} " + describe_plugin(entry)[0]
 
     def contents(entry: Entry) -> str:
         if entry.plugin is None:
             return ", ".join(entry.contents)
-        from ..plugins import accepted_contents
+        from ..methods.plugins import accepted_contents
 
         accepted = accepted_contents(entry)
         return (

@@ -80,7 +80,7 @@ def evaluate_command(
     ),
 ) -> None:
     """Score a run like `trec_eval -c`: every judged query counts, one without results scores 0."""
-    from ..errors import UsageError
+    from ..base.errors import UsageError
     from ..metrics.trec_io.evaluate_files import evaluate_files
 
     tie_rule = value_of(tie_choice) if tie_choice is not None else None
@@ -92,7 +92,7 @@ def evaluate_command(
                 "--result re-scores a saved run: it takes no --qrels, --run, --gains or --subtopic-qrels",
                 "give one or the other",
             )
-        from ..runs import load_saved
+        from ..records.runs import load_saved
 
         saved = load_saved(result)  # checks every saved file against the record's sha256
         folder, scoring = Path(result).parent, saved.record.scoring

@@ -96,7 +96,7 @@ def split_list(values: Iterable[str] | None, option: str = "") -> list[str] | No
             if name and name not in names:
                 names.append(name)
     if not names:
-        from ..errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError(
             f"{option or 'a list option'} was given no names (an empty value)",

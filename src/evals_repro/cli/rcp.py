@@ -20,7 +20,7 @@ _SNAPSHOT = typer.Option(None, "--snapshot", help="Read a local copy of the rele
 
 
 def _names(raw: Optional[list[str]], allowed: tuple[str, ...], what: str) -> list[str]:
-    from ..errors import UsageError, choices
+    from ..base.errors import UsageError, choices
 
     names = split_list(raw, f"--{what}s")
     if not names:
@@ -60,8 +60,8 @@ def pool_command(
     ),
 ) -> None:
     """Rebuild the judged pools (RRF of embed_v4, bm25, octen; k=60; top 150; ground-truth injection)."""
+    from ..base.errors import DataError
     from ..benchmarks.rcp_release import SUBSETS, Release
-    from ..errors import DataError
     from ..rcp.pool import check_pools, format_report
 
     release = Release(revision=revision, snapshot=snapshot)

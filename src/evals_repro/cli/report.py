@@ -60,15 +60,15 @@ def report_command(
 
     Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
     language-mean views per domain."""
+    from ..base.io import check_output_file, write_output_text
     from ..benchmarks import get_benchmark
-    from ..io import check_output_file, write_output_text
     from ..metrics.published.ndcg_float import check_tie_rule
-    from ..report import declared_report, to_csv, to_markdown
-    from ..significance import check_seed
+    from ..reporting.report import declared_report, to_csv, to_markdown
+    from ..reporting.significance import check_seed
 
     check_seed(seed)
     if output is not None and output.suffix.lower() not in REPORT_SUFFIXES:
-        from ..errors import UsageError, choices
+        from ..base.errors import UsageError, choices
 
         raise UsageError(
             f"--output {output}: unknown file type '{output.suffix or '(none)'}'",
@@ -77,7 +77,7 @@ def report_command(
     if output is not None:
         check_output_file(output, "--output")
     if plots is not None:
-        from ..io import ensure_directory
+        from ..base.io import ensure_directory
 
         ensure_directory(plots, "--plots")
     output_html = output is not None and output.suffix.lower() == ".html"
@@ -86,17 +86,17 @@ def report_command(
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
     if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
-        from ..errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError(
             "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
             "run them separately",
         )
     if by is not None:
-        from ..breakdown import breakdown_report
+        from ..reporting.breakdown import breakdown_report
 
         if len(measures) > 1:
-            from ..errors import UsageError
+            from ..base.errors import UsageError
 
             raise UsageError(
                 f"--by breaks down one measure, not {len(measures)} ({', '.join(measures)})",
@@ -117,7 +117,7 @@ def report_command(
             )
         return
     if baseline is not None or compare or plots is not None or output_html:
-        from ..report_bundle import build_bundle
+        from ..reporting.bundle import build_bundle
 
         bundle = build_bundle(
             results_dir,
@@ -138,7 +138,7 @@ def report_command(
             text = bundle.markdown(decimals)
             typer.echo(text)
             if plots is not None:
-                from ..plots import save
+                from ..reporting.plots import save
 
                 written = save(bundle.figures, plots)
                 typer.echo(
@@ -146,7 +146,7 @@ def report_command(
                 )
             if output is not None:
                 if output_html:
-                    from ..html_report import report_html
+                    from ..reporting.html_report import report_html
 
                     write_output_text(output, report_html(bundle, decimals), "--output")
                 else:
@@ -154,7 +154,7 @@ def report_command(
                         output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
                     )
         finally:
-            from ..plots import close
+            from ..reporting.plots import close
 
             close(bundle.figures)
         return

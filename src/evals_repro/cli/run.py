@@ -39,7 +39,7 @@ class RunCommand(typer.core.TyperCommand):
     """`run`: its --help lists the rerankers registered now (the registry is read only when help is shown)."""
 
     def format_help(self, ctx, formatter) -> None:
-        from ..registry import RERANKERS
+        from ..base.registry import RERANKERS
 
         for param in self.params:
             if param.name == "rerank" and isinstance(param, typer.core.TyperOption):
@@ -160,10 +160,10 @@ def run_command(
     ),
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
-    from .. import progress  # its console (and rich) is built on the first line printed, not on a refusal
-    from ..evaluation import run_benchmark
+    from ..base import progress  # its console (and rich) is built on the first line printed, not on a refusal
     from ..metrics.protocol import check_tie_rule
-    from ..run_request import RunRequest
+    from ..runner.evaluation import run_benchmark
+    from ..runner.run_request import RunRequest
 
     options = {
         "workers": workers,
@@ -247,6 +247,6 @@ def run_command(
     if refusal is not None:
         raise refusal
     if summary.failures:
-        from ..errors import SubsetsFailed
+        from ..base.errors import SubsetsFailed
 
         raise SubsetsFailed(summary.failures)

@@ -22,7 +22,7 @@ STARTUP_TIMEOUT = typer.Option(3600.0, "--startup-timeout", help="Seconds to wai
 
 def _device_names(ctx: typer.Context, devices: Optional[list[str]]) -> list[str]:
     """GPU indices from --devices, the words after it and comma lists alike; stray words without --devices refused."""
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     extra = list(ctx.args)
     if extra and not devices:
@@ -32,7 +32,7 @@ def _device_names(ctx: typer.Context, devices: Optional[list[str]]) -> list[str]
 
 def _echo(dry_run: bool) -> Callable[[str], None]:
     """A dry run prints plain commands to stdout (to paste); a live one prints progress lines on the console."""
-    from ..progress import console
+    from ..base.progress import console
 
     def echo(line: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -56,7 +56,7 @@ def serve_reranker_command(
     startup_timeout: float = STARTUP_TIMEOUT,
 ) -> None:
     """Serve qwen3-8b (ports 8300...) or zerank-2 (8400...) on vLLM, one replica per GPU, until Ctrl-C."""
-    from ..rerankers.serve import serve
+    from ..serving.reranker import serve
 
     code = serve(
         model,
@@ -87,7 +87,7 @@ def serve_embedder_command(
     startup_timeout: float = STARTUP_TIMEOUT,
 ) -> None:
     """Serve a Hub embedding model on vLLM (ports 8500...), one pooling replica per GPU, for openai:<model>."""
-    from ..serve_embedder import serve
+    from ..serving.embedder import serve
 
     code = serve(
         model,

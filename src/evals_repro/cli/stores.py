@@ -34,12 +34,12 @@ def mixedbread_upload_command(
     prices: Optional[Path] = PRICES,
 ) -> None:
     """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
-    from ..errors import ProviderError
-    from ..io import ensure_directory
+    from ..base.errors import ProviderError
+    from ..base.io import ensure_directory
+    from ..base.usage import Usage
     from ..planning.upload import plan_upload
     from ..providers.prices import spend_text
     from ..stores.upload import upload_benchmark
-    from ..usage import Usage
     from .application import given_options
 
     options = given_options(timeout=timeout, max_attempts=max_attempts)

@@ -56,13 +56,13 @@ EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
 
 def _echo(line: str) -> None:
-    from ..progress import console
+    from ..base.progress import console
 
     console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
-    from ..errors import UsageError
+    from ..base.errors import UsageError
     from ..study.models import DEFAULT_MODELS
 
     if extra and not values:
@@ -96,7 +96,7 @@ def _gated_run(
 
 def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
     """Failed requests are kept out of the records; the command still exits 3 so scripts notice."""
-    from ..errors import ProviderError
+    from ..base.errors import ProviderError
 
     if counts["failed"]:
         raise ProviderError(
@@ -124,7 +124,7 @@ def prepare_command(
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
 ) -> None:
     """Retrieve the top 100 per native-language query once and freeze them as candidates."""
-    from ..io import ensure_directory
+    from ..base.io import ensure_directory
     from ..study.prepare import PrepareRequest, prepare
 
     ensure_directory(cache_dir, "--cache-dir")

@@ -77,7 +77,7 @@ LLM_OPTIONS = (
 
 def _fail_if_incomplete(result: dict, what: str) -> None:
     """Missing calls failed at the provider (they are retried by a rerun): exit 3, as every provider failure."""
-    from ..errors import ProviderError
+    from ..base.errors import ProviderError
 
     if not result["complete"]:
         missing = result.get("missing")
@@ -88,7 +88,7 @@ def _fail_if_incomplete(result: dict, what: str) -> None:
 
 
 def _echo(line: str) -> None:
-    from ..progress import console
+    from ..base.progress import console
 
     console.print(line, markup=False, highlight=False, soft_wrap=True)
 
@@ -168,7 +168,7 @@ def answer_command(
     prices: Optional[Path] = PRICES,
 ) -> None:
     """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
-    from ..errors import UsageError
+    from ..base.errors import UsageError
     from ..vidore_paper.answer import AnswerRequest, answer_table, run_answer
     from ..vidore_paper.contexts import Pipeline
     from ..vidore_paper.llm import GenerationSettings
@@ -213,7 +213,7 @@ def answer_report_command(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the table (markdown)."),
 ) -> None:
     """Every answer run under --out-dir in one table (accuracy x100): the paper's answer table."""
-    from ..io import check_output_file, write_output_text
+    from ..base.io import check_output_file, write_output_text
     from ..vidore_paper.answer import answer_table, collect_results
 
     if output is not None:

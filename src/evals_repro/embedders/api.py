@@ -15,16 +15,16 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..context import MethodContext
-from ..errors import ProviderError, UsageError
-from ..progress import progress_bar
+from ..base.context import MethodContext
+from ..base.errors import ProviderError, UsageError
+from ..base.progress import progress_bar
+from ..base.rendering import PageStyle
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
 from ..providers.plan import Plan, text_prior
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import batch_token_cap
-from ..rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 if TYPE_CHECKING:

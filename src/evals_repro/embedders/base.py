@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ..rendering import ModelInput, PageStyle
+from ..base.rendering import ModelInput, PageStyle
 
 if TYPE_CHECKING:
     import numpy as np

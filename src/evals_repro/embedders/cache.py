@@ -10,7 +10,7 @@ Layout, under `<cache_dir>/embeddings/<benchmark>/<method>/`:
   unchanged reads the manifest and its chunks and makes no embedding call at all.
 
 - `<list key>.npy`: for a large list (a matrix of PACK_MIN_BYTES or more, or past the
-  `ram_limit` of `embed_matrix`: `cache_rows.py`), its whole matrix as one matrix file (`evals_repro.matrix_file`:
+  `ram_limit` of `embed_matrix`: `cache_rows.py`), its whole matrix as one matrix file (`evals_repro.base.matrix_file`:
   the .npy layout, one checksummed segment per chunk). The next load is one sequential read
   instead of a file per chunk; past the RAM limit the file is not loaded at all but searched from
   disk block by block (`StreamedExactIndex`), and it is written from the chunks without ever
@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ProviderError
-from ..io import atomic_write_bytes, atomic_write_json
-from ..matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
+from ..base.errors import ProviderError
+from ..base.io import atomic_write_bytes, atomic_write_json
+from ..base.matrix_file import MatrixDamaged, MatrixFile, MatrixWriter
+from ..base.usage import Usage
 from ..providers.plan import Plan
-from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType
 from .cache_keys import Lookup, lookup, safe_name
 from .cache_rows import ListRows

@@ -2,7 +2,7 @@
 
 Kept apart from the store (`cache.py`) because it is the one place that decides, from the first
 chunk's dimension, whether a list fits in `ram_limit` bytes; past it the rows are written into the
-list's matrix file as they arrive (`evals_repro.matrix_file`), so a corpus larger than memory is
+list's matrix file as they arrive (`evals_repro.base.matrix_file`), so a corpus larger than memory is
 embedded and cached without ever being held whole.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ProviderError
-from ..matrix_file import MatrixFile, MatrixWriter
+from ..base.errors import ProviderError
+from ..base.matrix_file import MatrixFile, MatrixWriter
 
 
 class ListRows:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..matrix_file import digest as xxh3_digest
-from ..matrix_file import pread_into
+from ..base.matrix_file import digest as xxh3_digest
+from ..base.matrix_file import pread_into
 
 FORMAT = 1  # also part of every cache key (cache_keys.settings_digest): changing it re-keys every cache
 _MAGIC = b"evals-repro-embeddings\n"

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..context import MethodContext
-from ..errors import UsageError
+from ..base.context import MethodContext
+from ..base.errors import UsageError
+from ..base.registry import EMBEDDERS
 from ..providers.batching import estimate_tokens
 from ..providers.clients import cohere_client
-from ..registry import EMBEDDERS
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 from .images import content_parts, image_pixels

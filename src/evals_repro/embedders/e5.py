@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, UsageError
-from ..registry import EMBEDDERS
-from ..rendering import PageStyle
+from ..base.errors import ConfigurationError, UsageError
+from ..base.registry import EMBEDDERS
+from ..base.rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 if TYPE_CHECKING:

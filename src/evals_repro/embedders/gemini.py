@@ -9,11 +9,11 @@ reports (`usageMetadata.promptTokenCount`) replace the estimate in the throttle.
 
 from __future__ import annotations
 
-from ..context import MethodContext
+from ..base.context import MethodContext
+from ..base.registry import EMBEDDERS
+from ..base.rendering import PageStyle
 from ..providers.batching import estimate_tokens
 from ..providers.clients import gemini_client
-from ..registry import EMBEDDERS
-from ..rendering import PageStyle
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 

@@ -20,12 +20,12 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProviderError, UsageError
+from ..base.errors import ProviderError, UsageError
+from ..base.rendering import PageStyle
+from ..base.usage import Usage
 from ..providers.batching import estimate_tokens
 from ..providers.plan import Plan
 from ..providers.throttle import Throttle
-from ..rendering import PageStyle
-from ..usage import Usage
 from .base import Embedder, EmbedItem, InputType, normalise
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import base64
 import io
 from collections.abc import Callable
 
-from ..errors import DataError
+from ..base.errors import DataError
 
 MAGIC = [
     (b"\x89PNG\r\n\x1a\n", "image/png"),

@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, UsageError
-from ..registry import EMBEDDERS
-from ..rendering import PageStyle
+from ..base.errors import ConfigurationError, UsageError
+from ..base.registry import EMBEDDERS
+from ..base.rendering import PageStyle
 from .base import EmbedItem, InputType, normalise
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from ..context import MethodContext
-from ..errors import ConfigurationError, UsageError, choices
+from ..base.context import MethodContext
+from ..base.errors import ConfigurationError, UsageError, choices
+from ..base.registry import EMBEDDERS
 from ..providers.batching import estimate_tokens
 from ..providers.errors_map import MalformedAnswer
 from ..providers.replicas import (
@@ -37,7 +38,6 @@ from ..providers.replicas import (
     tei_card,
 )
 from ..providers.settings import OPENAI_EMBEDDING_BUDGET, ProviderSettings
-from ..registry import EMBEDDERS
 from .api import ApiEmbedder
 from .base import EmbedItem, InputType
 
@@ -160,7 +160,7 @@ class OpenAIEmbedder(ApiEmbedder):
     def _identify_for_plan(self) -> dict[str, Any]:
         """`--plan` sends nothing paid, but the cache key needs the identity: ask the servers when that needs no
         key; when it cannot be had, the model name alone (the plan then counts nothing as cached)."""
-        from ..errors import EvalsError
+        from ..base.errors import EvalsError
 
         try:
             self.client = self.make_client(self.settings)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_write_bytes
+from ..base.io import atomic_write_bytes
 from .base import Embedder
 from .chunk_file import FORMAT
 

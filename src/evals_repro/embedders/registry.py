@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..context import MethodContext
-from ..registry import EMBEDDERS
+from ..base.context import MethodContext
+from ..base.registry import EMBEDDERS
 from .base import Embedder
 
 

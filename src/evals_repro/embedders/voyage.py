@@ -8,10 +8,10 @@ data URIs of the stored bytes (the SDK would re-encode PIL images as lossless WE
 
 from __future__ import annotations
 
-from ..context import MethodContext
+from ..base.context import MethodContext
+from ..base.registry import EMBEDDERS
 from ..providers.batching import estimate_tokens
 from ..providers.clients import voyage_client
-from ..registry import EMBEDDERS
 from .api import ApiEmbedder, ReportedTokens
 from .base import EmbedItem, InputType
 from .images import content_parts, image_pixels

@@ -16,6 +16,8 @@ Public API:
 - `diversity.alpha_ndcg_at_k(subtopic_qrels, run, k)`, `diversity.err_ia_at_k(...)`: ndeval measures.
 
 Importing this package is cheap: pytrec_eval, pyndeval and NumPy load on first evaluation.
+
+Layer: sources. May import base only; read by every layer above.
 """
 
 from __future__ import annotations

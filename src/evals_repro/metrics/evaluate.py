@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import Any
 
-from ..errors import DataError, EvalsError
+from ..base.errors import DataError, EvalsError
 from .protocol import EvalData, Measure, PerQuery, ScoringProtocol, expand_measure, running_sum
 from .ranking import check_scores
 from .trec.complete import clean

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from ..errors import UsageError, choices
+from ..base.errors import UsageError, choices
 
 TIE_RULES: tuple[str, ...] = ("group-mean", "doc-id", "input-order")
 DEFAULT_TIE_RULE = "group-mean"

@@ -13,7 +13,7 @@ import math
 from array import array
 from collections.abc import Mapping
 
-from ..errors import DataError
+from ..base.errors import DataError
 
 
 def check_scores(qid: str, scores: Mapping[str, float]) -> None:

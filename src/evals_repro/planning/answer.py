@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..base.context import MethodContext
+from ..base.errors import EvalsError
+from ..base.usage import Usage
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
-from ..context import MethodContext
-from ..errors import EvalsError
 from ..providers.batching import estimate_tokens
 from ..providers.calibration import ratios
 from ..providers.plan import Plan, text_prior
-from ..usage import Usage
 from ..vidore_paper import labels as L
 from ..vidore_paper.annotations import PaperSubset, check_paper_benchmark, load_paper_subset
 from ..vidore_paper.answer import AnswerRequest, parse_request, run_dir_of

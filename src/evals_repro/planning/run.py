@@ -8,13 +8,13 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ConfigurationError, EvalsError
-from ..evaluation import prepare_run
+from ..base.errors import ConfigurationError, EvalsError
 from ..providers.plan import Plan
-from ..results import Action, DamagedResult, read_record, result_path
-from ..resume import resume_verdict, subset_coverage
-from ..run_request import RunRequest, SubsetOutcome, all_refused, say_failure
-from ..subset_result import saved_run
+from ..records.results import Action, DamagedResult, read_record, result_path
+from ..runner.evaluation import prepare_run
+from ..runner.resume import resume_verdict, subset_coverage
+from ..runner.run_request import RunRequest, SubsetOutcome, all_refused, say_failure
+from ..runner.subset_result import saved_run
 
 
 @contextlib.contextmanager
@@ -55,9 +55,9 @@ def hub_offline() -> Iterator[None]:
 def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None) -> Plan:
     """What `run` would send for this request, subset by subset; with `--resume`, kept results send nothing."""
     from ..benchmarks import load_subset
-    from ..pooling import pool_plan
     from ..providers.calibration import ratios
-    from ..scoring import ranked_queries
+    from ..runner.pooling import pool_plan
+    from ..runner.scoring import ranked_queries
 
     prepared = prepare_run(request, say, planning=True)
     plan = Plan(ratios=ratios(request.cache_dir))

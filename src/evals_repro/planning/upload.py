@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..base.errors import ConfigurationError
 from ..providers.plan import Plan
 from ..providers.prices import current_prices, usd_text
 from ..providers.settings import provider_settings

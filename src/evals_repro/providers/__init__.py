@@ -6,4 +6,6 @@
 - `throttle.get_throttle(settings)`: per-minute token/request/item budgets shared across threads;
 - `retry.call_with_retries(settings, fn, usage=..., tokens=...)`: throttle, call, classify, retry, count;
 - `batching.estimate_tokens`, `batching.plan_batches`: request sizing.
+
+Layer: sources. May import base only; read by every layer above.
 """

@@ -13,7 +13,7 @@ import json
 import threading
 from pathlib import Path
 
-from ..io import atomic_write_text
+from ..base.io import atomic_write_text
 
 FILE = "token-ratios.json"
 MIN_ESTIMATED = 200  # fewer estimated tokens than this teach nothing reliable

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from ..errors import EvalsError, UsageError
+from ..base.errors import EvalsError, UsageError
 from .prices import PriceTable, usd_text
 
 if TYPE_CHECKING:

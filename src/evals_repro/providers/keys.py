@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..errors import ConfigurationError
+from ..base.errors import ConfigurationError
 
 _loaded = False
 _lock = threading.Lock()

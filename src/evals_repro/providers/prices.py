@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, choices
+from ..base.errors import DataError, choices
 
 UNITS = (
     "input_tokens",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..errors import ProviderError, UsageError, choices
+from ..base.errors import ProviderError, UsageError, choices
 
 T = TypeVar("T")
 

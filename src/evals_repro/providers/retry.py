@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import EvalsError, ProviderError
-from ..usage import Usage
+from ..base.errors import EvalsError, ProviderError
+from ..base.usage import Usage
 from . import calibration, errors_map
 from .ceiling import current_guard
 from .errors_map import Failure, classify

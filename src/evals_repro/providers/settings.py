@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError, choices
+from ..base.errors import UsageError, choices
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def batch_token_cap(settings: ProviderSettings, costs: list[int], what: str, sha
     requests are capped at `share` of the budget (embedding batches take half, leaving room to
     overlap), in estimated tokens times the learned ratio of reported to estimated tokens. One item
     too large on its own is refused here, naming the option to raise."""
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     if not settings.tokens_per_minute or not costs:
         return None

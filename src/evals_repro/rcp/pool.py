@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..base.errors import DataError
+from ..base.progress import progress_bar
 from ..benchmarks.rcp_release import FIRST_STAGE_ORDER, Release, split_subset
 from ..benchmarks.rcp_tables import read_first_stage, read_injected, read_pools, read_qrels, read_query_ids
-from ..errors import DataError
-from ..progress import progress_bar
 from ..retrieval.fusion import DEFAULT_RRF_K, rrf_fuse
 
 POOL_DEPTH = 150

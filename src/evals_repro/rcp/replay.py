@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..base.progress import progress_bar
 from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
 from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
 from ..metrics.protocol import running_mean
 from ..metrics.published.ndcg_float import TIE_RULES, ndcg_float_at_k
-from ..progress import progress_bar
 
 # Hub model id -> the paper's short name, in the card's row order.
 RERANKERS = {

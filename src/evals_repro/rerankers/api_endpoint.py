@@ -25,8 +25,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..context import MethodContext
-from ..errors import ConfigurationError, DataError, UsageError, choices
+from ..base.context import MethodContext
+from ..base.errors import ConfigurationError, DataError, UsageError, choices
+from ..base.registry import RERANKERS
 from ..providers.errors_map import MalformedAnswer
 from ..providers.replicas import (
     TEI_OWNER,
@@ -39,7 +40,6 @@ from ..providers.replicas import (
 )
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
-from ..registry import RERANKERS
 from .base import ScoredAttempt, positive_option, rerank_with_retries
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
@@ -155,7 +155,7 @@ class ApiReranker:
     def _identify_for_plan(self) -> dict[str, Any]:
         """`--plan`: the identity if the servers answer (a server of your own costs nothing, and may not be up
         yet: then the model name alone)."""
-        from ..errors import EvalsError
+        from ..base.errors import EvalsError
 
         try:
             return self._identify()

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from ..base.usage import Usage
     from ..providers.settings import ProviderSettings
-    from ..usage import Usage
 
 ScoredAttempt = tuple[list[float], int | None, int]  # scores, tokens the server reported, documents cut to fit
 
@@ -51,7 +51,7 @@ def positive_option(options: dict[str, Any], key: str, default: Any, kind: type 
     value = options.get(key)
     if value is None:
         return default
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     flag = "--" + key.replace("_", "-")
     try:

@@ -18,10 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from ..context import MethodContext
-from ..errors import ProviderError, UsageError, choices
+from ..base.context import MethodContext
+from ..base.errors import ProviderError, UsageError, choices
+from ..base.registry import RERANKERS
 from ..providers.plan import Plan
-from ..registry import RERANKERS
 
 COHERE_MODELS = ("rerank-v4.0-pro", "rerank-v4.0-fast")
 VOYAGE_MODELS = ("rerank-2.5", "rerank-2.5-lite", "rerank-3")

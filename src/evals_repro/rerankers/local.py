@@ -15,10 +15,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..context import MethodContext
+from ..base.context import MethodContext
+from ..base.registry import RERANKERS
 from ..embedders.base import EmbedItem
 from ..embedders.registry import build_embedder
-from ..registry import RERANKERS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,7 +77,7 @@ class LocalEmbeddingReranker:
     study_models={"e5": None},
 )
 def build(name: str, model: str | None, ctx: MethodContext) -> LocalEmbeddingReranker:
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     if model is not None:
         raise UsageError(f"reranker '{name}' takes no model", f"write +{name}@<depth>")

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import UsageError, choices
+from ..base.errors import UsageError, choices
 
 CONTEXT_TOKENS = 32_768
 DTYPE = "bfloat16"

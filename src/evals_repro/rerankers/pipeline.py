@@ -13,13 +13,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..call_journal import CallJournal, journal_path
-from ..data import Query, Run, Subset
-from ..errors import UsageError
+from ..base.call_journal import CallJournal, journal_path
+from ..base.data import Query, Run, Subset
+from ..base.errors import UsageError
+from ..base.rendering import PageStyle, page_text, query_text
+from ..base.rendering import describe as describe_style
 from ..metrics.ranking import trec_ranked as ranked
 from ..providers.plan import Plan
-from ..rendering import PageStyle, page_text, query_text
-from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .base import Reranker
 

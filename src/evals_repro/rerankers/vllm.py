@@ -32,9 +32,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..context import MethodContext
-from ..errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
-from ..registry import RERANKERS
+from ..base.context import MethodContext
+from ..base.errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
+from ..base.registry import RERANKERS
 from .base import ScoredAttempt, positive_option, rerank_with_retries
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets

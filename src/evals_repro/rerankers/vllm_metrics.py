@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
+from ..base.errors import ConfigurationError
 
 CACHE_INFO = "vllm:cache_config_info"
 QUERIES = "vllm:prefix_cache_queries_total"

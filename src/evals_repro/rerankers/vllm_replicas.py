@@ -10,7 +10,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from ..providers.replicas import Replica as PoolReplica
 from ..providers.replicas import ReplicaPool
 from .local_models import LocalRerankerSpec

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..context import MethodContext
-from ..data import Query, Run, Subset
+from ..base.context import MethodContext
+from ..base.data import Query, Run, Subset
 
 __all__ = ["MethodContext", "Retriever"]
 

@@ -24,15 +24,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..context import MethodContext
-from ..data import Query, Run, Subset
-from ..errors import UsageError
-from ..io import staging_directory
+from ..base.context import MethodContext
+from ..base.data import Query, Run, Subset
+from ..base.errors import UsageError
+from ..base.io import staging_directory
+from ..base.progress import progress_bar
+from ..base.registry import METHODS
+from ..base.rendering import PageStyle, page_text
+from ..base.rendering import describe as describe_style
 from ..metrics.ranking import trec_ranked as ranked
-from ..progress import progress_bar
-from ..registry import METHODS
-from ..rendering import PageStyle, page_text
-from ..rendering import describe as describe_style
 from .tokenize import STEMMERS, TOKENIZER_VERSION, Analyzer, CorpusTokenizer, stemmer_name
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def tie_safe_fetch(top_k: int, n_docs: int) -> int:
 def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
     """The corpus as BM25 indexes it, a chunk of texts at a time: a page store streams from disk
     (its pages have no title, so their plain rendering is their text)."""
-    from ..pagestore import PageStore
+    from ..base.pagestore import PageStore
 
     if isinstance(subset.pages, PageStore):
         yield from subset.pages.iter_texts(chunk)
@@ -79,7 +79,7 @@ def page_text_chunks(subset: Subset, chunk: int = 65536) -> Iterator[list[str]]:
 def subset_page_ids(subset: Subset) -> PageIds:
     import numpy as np
 
-    from ..pagestore import PageStore
+    from ..base.pagestore import PageStore
     from .bm25_index import PageIds
 
     if isinstance(subset.pages, PageStore):

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import atomic_write_json, replace_directory, staging_directory
+from ..base.io import atomic_write_json, replace_directory, staging_directory
 from .tokenize import TokenizedCorpus
 
 INDEX_FORMAT = "2"

@@ -22,17 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from ..context import MethodContext
-from ..data import Query, Run, Subset
+from ..base.context import MethodContext
+from ..base.data import Query, Run, Subset
+from ..base.errors import UsageError
+from ..base.matrix_file import MatrixDamaged, MatrixFile
+from ..base.progress import progress_bar
+from ..base.registry import EMBEDDERS
+from ..base.rendering import ModelInput, PageStyle, query_text, render_page
+from ..base.rendering import describe as describe_style
 from ..embedders.base import Embedder
 from ..embedders.cache import EmbeddingCache
-from ..errors import UsageError
-from ..matrix_file import MatrixDamaged, MatrixFile
-from ..progress import progress_bar
 from ..providers.plan import Plan
-from ..registry import EMBEDDERS
-from ..rendering import ModelInput, PageStyle, query_text, render_page
-from ..rendering import describe as describe_style
 from .exact import ExactIndex
 from .sizes import parse_size  # noqa: F401  (here since --index-ram was read here)
 

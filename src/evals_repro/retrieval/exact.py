@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 
 _TILE_BYTES_PER_ELEMENT = 4  # float32 scores
 _HEAP_BYTES_PER_ENTRY = 24  # float64 score, int64 id rank, int64 row

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..matrix_file import MatrixFile
+from ..base.errors import UsageError
+from ..base.matrix_file import MatrixFile
 from .exact import (
     _HEAP_BYTES_PER_ENTRY,
     _THREADS,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..data import Query, Run, Subset
-from ..errors import UsageError
+from ..base.data import Query, Run, Subset
+from ..base.errors import UsageError
 from ..metrics.ranking import trec_ranked as ranked
 from ..providers.plan import Plan
 

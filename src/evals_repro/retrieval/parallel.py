@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from ..data import Query, Run
-from ..progress import progress_bar
+from ..base.data import Query, Run
+from ..base.progress import progress_bar
 
 
 def run_queries(

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import MethodContext
-from ..data import Query, Run, Subset
-from ..errors import DataError
-from ..registry import METHODS
+from ..base.context import MethodContext
+from ..base.data import Query, Run, Subset
+from ..base.errors import DataError
+from ..base.registry import METHODS
 
 
 def restrict_to_pools(run: Run, pools: dict[str, list[str]]) -> Run:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import DataError
+from ..base.errors import DataError
 
 if TYPE_CHECKING:
     import numpy as np

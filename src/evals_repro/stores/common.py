@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..data import Page
-from ..errors import UsageError, choices
-from ..rendering import PageStyle, page_text
-from ..usage import Usage
+from ..base.data import Page
+from ..base.errors import UsageError, choices
+from ..base.rendering import PageStyle, page_text
+from ..base.usage import Usage
 
 CONTENTS = ("markdown", "images")
 PARSING = ("fast", "high_quality")

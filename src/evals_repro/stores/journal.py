@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..io import JsonlAppender, read_jsonl
+from ..base.io import JsonlAppender, read_jsonl
 
 RECENT = 24 * 3600.0  # seconds before a `sending` record that a matching Files API upload may be dated
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..context import MethodContext
-from ..data import Query, Run, Subset
-from ..errors import ConfigurationError
+from ..base.context import MethodContext
+from ..base.data import Query, Run, Subset
+from ..base.errors import ConfigurationError
+from ..base.registry import METHODS
+from ..base.rendering import describe as describe_style
 from ..providers.plan import Plan
-from ..registry import METHODS
-from ..rendering import describe as describe_style
 from ..retrieval.parallel import run_queries
 from .common import (
     PAGE_STYLE,
@@ -113,7 +113,7 @@ class StoreRetriever:
         return options
 
     def run(self, subset: Subset, queries: list[Query], top_k: int) -> Run:
-        from ..call_journal import CallJournal, journal_path
+        from ..base.call_journal import CallJournal, journal_path
 
         store, file_pages = self.check_store(subset)
         options = self._search_options(subset)

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data import Page, Subset
-from ..errors import ConfigurationError, ProviderError, UsageError, choices
-from ..io import atomic_write_json
-from ..progress import progress_bar
-from ..usage import Usage
+from ..base.data import Page, Subset
+from ..base.errors import ConfigurationError, ProviderError, UsageError, choices
+from ..base.io import atomic_write_json
+from ..base.progress import progress_bar
+from ..base.usage import Usage
 from .common import (
     PARSING,
     TERMINAL,

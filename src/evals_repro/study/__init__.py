@@ -7,4 +7,6 @@ Layout of a study directory (default `results/rerank-study`):
 - `quality.jsonl`: one record per (model, query) rerank request, flushed per record;
 - `latency-plan.json`, `latency.jsonl`, `warmup.jsonl`: the sampled queries and every timed call;
 - `report.md`, `quality.csv`, `latency-summary.json`: written by `rerank-study report`.
+
+Layer: products. May import every layer up to the runner; never the CLI.
 """

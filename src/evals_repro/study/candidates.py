@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text, read_jsonl
+from ..base.io import atomic_write_text, read_jsonl
 
 
 def digest(obj: Any) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from ..significance import (
+from ..reporting.significance import (
     ALPHA,
     BETTER,
     DEFAULT_PERMUTATIONS,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..io import read_jsonl
+from ..base.io import read_jsonl
+from ..base.usage import Usage
 from ..providers.prices import Billed, cost_of, current_prices, usd_text
-from ..usage import Usage
 
 PHASES = {"quality": "quality.jsonl", "latency": "latency.jsonl", "warm-up": "warmup.jsonl"}
 

@@ -11,8 +11,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..io import read_jsonl
-from ..plots import Figure, Point, bars, ecdf, slug, tradeoff
+from ..base.io import read_jsonl
+from ..reporting.plots import Figure, Point, bars, ecdf, slug, tradeoff
 from .comparisons import StudyData
 from .latency import LATENCY
 from .manifest import load_manifest

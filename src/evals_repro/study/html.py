@@ -7,9 +7,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..html_report import grid_table, key_value_table, page
-from ..io import read_jsonl
-from ..plots import Figure
+from ..base.io import read_jsonl
+from ..reporting.html_report import grid_table, key_value_table, page
+from ..reporting.plots import Figure
 from .latency import LATENCY, WARMUP
 from .manifest import load_manifest
 from .models import SPENT_FIELDS

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalsError, UsageError
-from ..io import JsonlAppender, atomic_write_json, read_jsonl
-from ..progress import progress_bar
+from ..base.errors import EvalsError, UsageError
+from ..base.io import JsonlAppender, atomic_write_json, read_jsonl
+from ..base.progress import progress_bar
+from ..base.usage import Usage
 from ..providers.calibration import save as save_calibration
 from ..providers.ceiling import CostCeilingReached
 from ..providers.prices import spend_text
-from ..usage import Usage
 from .candidates import Candidate
 from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 
 LOCK_NAME = "study.lock"
 
@@ -42,7 +42,7 @@ class StudyLock:
     def acquire(self) -> StudyLock:
         import fcntl
 
-        from ..io import ensure_directory
+        from ..base.io import ensure_directory
 
         ensure_directory(self.path.parent, "--study-dir")
         # Opened without O_TRUNC: a refused writer must not erase the holder's label.

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..io import atomic_write_json
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json
 
 MANIFEST = "manifest.json"
 PROTOCOL_VERSION = 1

@@ -12,19 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..context import MethodContext
-from ..errors import UsageError, choices
-from ..usage import Usage
+from ..base.context import MethodContext
+from ..base.errors import UsageError, choices
+from ..base.usage import Usage
 from .candidates import Candidate
 
 if TYPE_CHECKING:
-    from ..registry import PluginOrigin
+    from ..base.registry import PluginOrigin
 
 
 def study_models() -> dict[str, tuple[str, str | None]]:
     """Study model name -> (reranker, provider model id), from the aliases each reranker registers
     beside its code (`study_models=...` in `@RERANKERS.register`)."""
-    from ..registry import RERANKERS
+    from ..base.registry import RERANKERS
 
     return {
         alias: (entry.name, model)
@@ -127,7 +127,7 @@ def superseded(models: list[StudyModel], recorded: Iterable[tuple], done: str) -
 
 
 def parse_models(names: list[str]) -> list[StudyModel]:
-    from ..registry import RERANKERS
+    from ..base.registry import RERANKERS
 
     aliases = study_models()
     models = []
@@ -149,22 +149,22 @@ def parse_models(names: list[str]) -> list[StudyModel]:
 
 def require_model_keys(models: list[StudyModel]) -> None:
     """Every API key the models need, checked at once before any work (one line naming all the missing ones)."""
+    from ..base.registry import RERANKERS
     from ..providers.keys import require_keys
-    from ..registry import RERANKERS
 
     require_keys([env for env in (RERANKERS.require(m.reranker).key_env for m in models) if env])
 
 
 def build_reranker(model: StudyModel, cache_dir: Path, options: dict[str, Any], planning: bool = False):
     """A fresh reranker with a private Usage (returned alongside) for one worker thread (a plan's: no client)."""
-    from ..registry import RERANKERS
+    from ..base.registry import RERANKERS
 
     ctx = MethodContext(
         benchmark="rerank-study", cache_dir=cache_dir, options=dict(options), usage=Usage(), planning=planning
     )
     entry = RERANKERS.require(model.reranker)
     if entry.plugin is not None:  # a plugin's reranker: held to the Reranker protocol, and it takes no :model
-        from ..plugins import build_checked
+        from ..methods.plugins import build_checked
 
         if model.model is not None:
             raise UsageError(

@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.context import MethodContext
+from ..base.errors import UsageError, choices
+from ..base.progress import progress_bar
+from ..base.rendering import page_text, query_text
 from ..benchmarks import LoadOptions, get_benchmark, list_benchmarks, load_subset
 from ..benchmarks.declaration import BenchmarkDeclaration, StudySettings
 from ..benchmarks.registry import resolve_subsets, subset_counts
-from ..context import MethodContext
-from ..errors import UsageError, choices
-from ..pipeline import PipelineSpec
-from ..progress import progress_bar
-from ..rendering import page_text, query_text
+from ..methods.pipeline import PipelineSpec
+from ..records.runs import ordered, write_trec_run
 from ..rerankers.pipeline import PAGE_STYLE
-from ..runs import ordered, write_trec_run
-from ..subset_result import package_versions
+from ..runner.subset_result import package_versions
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
 from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest

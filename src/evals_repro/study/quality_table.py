@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..io import read_jsonl
+from ..base.io import read_jsonl
 from ..metrics.protocol import running_mean
 from .models import current_rows, reported_versions
 from .quality import QUALITY, load_prepared
@@ -46,8 +46,8 @@ def identical_ids(entry: dict[str, Any]) -> bool:
     """The dataset's `ignore_identical_ids` as prepared (a manifest from before it was recorded: its declaration's)."""
     if "ignore_identical_ids" in entry:
         return bool(entry["ignore_identical_ids"])
+    from ..base.errors import EvalsError
     from ..benchmarks import get_benchmark
-    from ..errors import EvalsError
 
     try:
         return bool(get_benchmark(entry["benchmark"]).subset_source(entry["subset"]).get("ignore_identical_ids"))

@@ -16,8 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_json, atomic_write_text, read_jsonl
-from ..significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
+from ..base.io import atomic_write_json, atomic_write_text, read_jsonl
+from ..reporting.significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 from .comparisons import StudyComparisons, StudyData, compare_study, comparisons_csv, comparisons_markdown, legend
 from .costs import cost_markdown, study_costs
 from .latency import LATENCY, PLAN
@@ -163,7 +163,7 @@ MIN_RESAMPLES = 40
 
 def check_resamples(resamples: int) -> int:
     """`--resamples`: a whole number of bootstrap draws, at least MIN_RESAMPLES; anything else is one UsageError."""
-    from ..errors import UsageError
+    from ..base.errors import UsageError
 
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < MIN_RESAMPLES:
         raise UsageError(
@@ -197,7 +197,7 @@ def write_report(
     atomic_write_text(paths["quality"], quality_csv(quality, comparisons.against_first_stage()))
     atomic_write_text(paths["comparisons"], comparisons_csv(comparisons))
     atomic_write_json(paths["latency"], latency)
-    from ..plots import close, save
+    from ..reporting.plots import close, save
     from .figures import study_figures
     from .html import study_html
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from .candidates import Candidate
 
 _VARIANT = re.compile(r"(?P<base>[^\[\]]+)(\[(?P<variant>[A-Za-z0-9_-]+)\])?")

@@ -5,4 +5,6 @@
 - `llm`, `prompts`, `render`, `contexts`, `calls`, `rundir`, `answer`, `judge`, `labels`,
   `answer_results`: end-to-end answers from a retrieval pipeline (or the annotated pages, or none),
   judged by an LLM, split easy/hard, tabled.
+
+Layer: products. May import every layer up to the runner; never the CLI.
 """

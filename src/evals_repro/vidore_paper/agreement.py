@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.io import atomic_write_json, atomic_write_text
+from ..base.progress import progress_bar
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
-from ..io import atomic_write_json, atomic_write_text
 from ..metrics.protocol import running_mean
-from ..progress import progress_bar
 from .annotations import PaperSubset, clip_to_pages, load_paper_subset
 from .zones import pairwise_agreement, zone_area
 
@@ -113,7 +113,7 @@ def subset_agreement(paper: PaperSubset) -> tuple[dict[str, Any], _Scores, dict[
 
 def run_agreement(request: AgreementRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..subset_result import package_versions
+    from ..runner.subset_result import package_versions
 
     decl = get_benchmark(request.benchmark)
     names = resolve_subsets(decl, request.subsets)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 
+from ..base.data import Query, Subset
+from ..base.errors import DataError, UsageError
 from ..benchmarks import LoadOptions, load_subset
 from ..benchmarks.declaration import BenchmarkDeclaration
 from ..benchmarks.hub import image_bytes, load_config, require_columns
-from ..data import Query, Subset
-from ..errors import DataError, UsageError
 from .zones import Box
 
 UNSPECIFIED = "unspecified"

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json, atomic_write_text
+from ..base.usage import Usage
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
-from ..errors import UsageError
-from ..io import atomic_write_json, atomic_write_text
-from ..usage import Usage
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
 from .answer_results import PANEL_DIR, accuracy, answer_table, collect_results, panel_scores, pipeline_scores
@@ -118,7 +118,7 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
 def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Generate, judge and score; returns the result (also written to result.json and table.md)."""
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..subset_result import package_versions
+    from ..runner.subset_result import package_versions
 
     generators, judge = _validate(request)
     require_keys([*generators, judge], request.pipeline.key_variables())

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..io import atomic_write_json, read_jsonl
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json, read_jsonl
 from ..metrics.protocol import running_mean
 from . import labels as L
 from .annotations import PaperSubset

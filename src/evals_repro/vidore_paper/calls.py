@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalsError
-from ..io import JsonlAppender, read_jsonl
-from ..progress import progress_bar
+from ..base.errors import EvalsError
+from ..base.io import JsonlAppender, read_jsonl
+from ..base.progress import progress_bar
+from ..base.usage import Usage
 from ..providers.ceiling import CostCeilingReached
-from ..usage import Usage
 from .llm import ChatClient, GenerationSettings, ModelSpec
 from .render import Part
 

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..data import Page
-from ..errors import UsageError
-from ..io import atomic_write_json
-from ..usage import Usage
+from ..base.data import Page
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json
+from ..base.usage import Usage
 from .annotations import PaperSubset
 from .render import Part, page_parts
 
 if TYPE_CHECKING:
-    from ..pipeline import PipelineSpec
+    from ..methods.pipeline import PipelineSpec
 
 CONTEXTS = ("text", "images", "hybrid")
 KIND = {"text": "text", "images": "image"}
@@ -105,10 +105,10 @@ class Pipeline:
 
 def spec_of(method: str, kind: str) -> PipelineSpec:
     """A stream's pipeline: the image stream retrieves over page images when all its first stages can."""
-    from ..pipeline import PipelineSpec, first_stage_entry
+    from ..methods.pipeline import PipelineSpec, first_stage_entry
 
     spec = PipelineSpec.parse(method)
-    from ..plugins import accepted_contents
+    from ..methods.plugins import accepted_contents
 
     entries = [first_stage_entry(name) for name in spec.first_stage]
     accepted = [None if e is None else (accepted_contents(e) or e.contents) for e in entries]
@@ -121,7 +121,7 @@ def compute_contexts(
     paper: PaperSubset, pipeline: Pipeline, cache_dir: Path, options: dict[str, Any], usage: Usage
 ) -> dict[str, list[list[Any]]]:
     """query id -> [[page id, kind, stream, rank], ...] in the order the generator sees them."""
-    from ..context import MethodContext
+    from ..base.context import MethodContext
     from ..metrics.ranking import trec_ranked
 
     if pipeline.none:

@@ -25,7 +25,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..base.errors import UsageError
 from .bboxes import Coords
 from .zones import Box
 

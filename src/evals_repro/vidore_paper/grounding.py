@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json, atomic_write_text
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
-from ..errors import UsageError
-from ..io import atomic_write_json, atomic_write_text
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, clip_to_pages, image_size, load_paper_subset
 from .answer import safe_name
@@ -73,7 +73,7 @@ class GroundingRequest:
 
 def run_grounding(request: GroundingRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
-    from ..subset_result import package_versions
+    from ..runner.subset_result import package_versions
 
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..io import read_jsonl
+from ..base.errors import UsageError
+from ..base.io import read_jsonl
 
 LABELS = "labels.json"
 

@@ -13,12 +13,12 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ProviderError, UsageError, choices
+from ..base.errors import ProviderError, UsageError, choices
+from ..base.usage import Usage
 from ..providers.batching import estimate_tokens
 from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key, openai_key_required
 from ..providers.retry import call_with_retries
 from ..providers.settings import KEY_ENV, provider_settings
-from ..usage import Usage
 from .render import Part
 
 PROVIDERS = ("gemini", "openai")

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-from ..errors import DataError
+from ..base.errors import DataError
 from .render import Part
 
 NAMES = ("answer", "answer_no_context", "judge", "grounding", "grounding_yx", "grounding_pixels")

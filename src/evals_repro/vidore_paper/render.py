@@ -1,4 +1,4 @@
-"""How a page becomes generator input: the shared renderer's styles (`evals_repro.rendering`), as parts.
+"""How a page becomes generator input: the shared renderer's styles (`evals_repro.base.rendering`), as parts.
 
 A context is a list of parts, text or image, that the generator clients translate to their wire
 formats. Every page is introduced by a short label so the model (and a grounded answer's
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..data import Page
-from ..errors import DataError
+from ..base.data import Page
+from ..base.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def image_mime_type(data: bytes) -> str:
 
 def page_parts(page: Page, kind: str, label: str) -> list[Part]:
     """One page as generator input: `kind` "text" gives its text, "image" its page image."""
-    from ..rendering import PageStyle, render_page
+    from ..base.rendering import PageStyle, render_page
 
     if kind == "text":
         body = (render_page(page, PageStyle.PLAIN).text or "").strip() or "(this page has no text)"

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..io import atomic_write_json
+from ..base.errors import UsageError
+from ..base.io import atomic_write_json
 from ..study.lock import study_writer
 from ..study.manifest import MANIFEST, recorded_session
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ...errors import UsageError
+from ...base.errors import UsageError
 from ..protocol import EvalData, Family, Measure, PerQuery, register
 from ..ranking import check_scores, ranked_docs
 

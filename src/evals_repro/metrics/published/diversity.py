@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ...errors import DataError, UsageError
+from ...base.errors import DataError, UsageError
 from ..protocol import EvalData, Family, Measure, PerQuery, register
 from ..ranking import check_scores, ranked_docs
 

@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ...errors import DataError, UsageError
+from ...base.errors import DataError, UsageError
 from ..protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule, running_mean
 
 __all__ = ["DEFAULT_TIE_RULE", "TIE_RULES", "check_tie_rule", "dcg_at_k", "ndcg_float_at_k", "read_trec_gains"]

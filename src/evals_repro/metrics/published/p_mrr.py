@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...errors import UsageError
+from ...base.errors import UsageError
 from ..protocol import EvalData, Family, Measure, PerQuery, register
 from ..ranking import check_scores, ranked_docs
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ...errors import DataError
+from ...base.errors import DataError
 
 STDIN = "-"
 

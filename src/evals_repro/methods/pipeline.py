@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .context import MethodContext
-from .errors import ConfigurationError, UsageError, choices
-from .registry import EMBEDDERS, METHODS, RERANKERS, Entry
-from .retrieval.base import Retriever
+from ..base.context import MethodContext
+from ..base.errors import ConfigurationError, UsageError, choices
+from ..base.registry import EMBEDDERS, METHODS, RERANKERS, Entry
+from ..retrieval.base import Retriever
 
 CONTENTS = ("markdown", "images")
 DEFAULT_RERANK_DEPTH = 50
@@ -282,7 +282,7 @@ class PipelineSpec:
         retrievers = [_build_first(name, self.content, ctx) for name in self.first_stage]
         if not self.fused:
             return retrievers[0]
-        from .retrieval.fusion import RRFRetriever
+        from ..retrieval.fusion import RRFRetriever
 
         return RRFRetriever(retrievers, name=self.first_stage_label, k=self.rrf_k)
 
@@ -300,7 +300,7 @@ class PipelineSpec:
         first = self.build_first_stage(ctx)
         if self.rerank is None:
             return first
-        from .rerankers.pipeline import RerankedRetriever
+        from ..rerankers.pipeline import RerankedRetriever
 
         paid = bool(RERANKERS.require(self.rerank.reranker).key_env)  # a hosted API: its answers are journaled
         return RerankedRetriever(
@@ -329,13 +329,13 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
 
         built = build_checked(entry, name, ctx)
         if entry.kind == "embedder":  # batches, budgets, the cache and the exact index, as for a built-in
-            from .embedders.guarded import GuardedEmbedder
-            from .retrieval.dense import DenseRetriever
+            from ..embedders.guarded import GuardedEmbedder
+            from ..retrieval.dense import DenseRetriever
 
             return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage), ctx)
         return built
     if entry.kind == "embedder":
-        from .retrieval.dense import build as build_dense
+        from ..retrieval.dense import build as build_dense
 
         return build_dense(name, ctx)
     return entry.factory(name, ctx)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes
+from ..base.io import atomic_write_bytes
 
 Bar = tuple[float, float | None, float | None] | None  # estimate, interval low, high; None: no value
 STYLE: dict[str, Any] = {

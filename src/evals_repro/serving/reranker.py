@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigurationError, UsageError
-from .local_models import LocalRerankerSpec, get_spec, hf_overrides_json, pooler_config_json
+from ..base.errors import ConfigurationError, UsageError
+from ..rerankers.local_models import LocalRerankerSpec, get_spec, hf_overrides_json, pooler_config_json
 
 logger = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .benchmarks.declaration import BenchmarkDeclaration
-from .data import Query, Run, Subset
-from .io import write_unit
-from .metrics.protocol import ScoringProtocol
-from .pipeline import PipelineSpec
-from .results import Cost, DataDigest, Flags, MethodConfig, ResultRecord, SavedRun, Setting, run_paths
+from ..base.data import Query, Run, Subset
+from ..base.io import write_unit
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..methods.pipeline import PipelineSpec
+from ..metrics.protocol import ScoringProtocol
+from ..records.results import Cost, DataDigest, Flags, MethodConfig, ResultRecord, SavedRun, Setting, run_paths
 from .scoring import score_run
 
 
@@ -47,7 +47,7 @@ def package_versions() -> dict[str, str]:
 
 def saved_run(path: Path, record: ResultRecord) -> Run | None:
     """The record's saved run, if it is there and unchanged (its judgments are written anew with the record)."""
-    from .runs import file_sha256, read_saved_run
+    from ..records.runs import file_sha256, read_saved_run
 
     run_file = path.parent / record.run.path
     if not run_file.exists() or file_sha256(run_file) != record.run.sha256:
@@ -74,7 +74,7 @@ def write_result(
 ) -> ResultRecord:
     """Score the run, then write the record with its run, qrels and gains files as one unit (io.write_unit):
     all four whole under temporary names, then renamed, the record last (it points to them)."""
-    from .runs import encode_gains, encode_qrels, encode_run
+    from ..records.runs import encode_gains, encode_qrels, encode_run
 
     started = time.perf_counter()
     blocks = score_run(subset, run, queries, languages, protocol, depth=config.top_k)

@@ -15,10 +15,10 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .benchmarks.declaration import BenchmarkDeclaration
-from .errors import DataError, UsageError, choices
-from .metrics.protocol import running_mean
-from .results import ResultRecord, Setting, scan_records
+from ..base.errors import DataError, UsageError, choices
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..metrics.protocol import running_mean
+from ..records.results import ResultRecord, Setting, scan_records
 
 DEFAULT_TIE_RULE = "group-mean"
 # Measures tabled after the requested one when the result files have them.
@@ -163,7 +163,7 @@ def method_costs(results: list[ResultRecord]) -> dict[str, str]:
     """What each method's results cost, summed over its subsets (`report --cost`): USD at each record's
     price table, "price unknown: <model>" when a model had no price, "not recorded" for paid results
     written before costs were kept; results that billed nothing cost $0."""
-    from .providers.prices import usd_text
+    from ..providers.prices import usd_text
 
     totals: dict[str, float] = {}
     unknown: dict[str, list[str]] = {}

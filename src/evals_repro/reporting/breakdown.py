@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import QUERY_METADATA_FIELDS
-from .errors import UsageError, choices
-from .metrics.protocol import running_mean
-from .results import ResultRecord, Setting
+from ..base.data import QUERY_METADATA_FIELDS
+from ..base.errors import UsageError, choices
+from ..metrics.protocol import running_mean
+from ..records.results import ResultRecord, Setting
 
 # The query metadata keys every loader writes (data.QUERY_METADATA_FIELDS): ViDoRe's `query_types`
 # column is loaded as `query_type`, so one name means one thing everywhere.

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .data import Subset
-from .errors import DataError
-from .pipeline import POOL, PipelineSpec
+from ..base.data import Subset
+from ..base.errors import DataError
+from ..methods.pipeline import POOL, PipelineSpec
 
 GAIN_MEASURE = "ndcg_float_at_10"
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .io import atomic_write_bytes
-from .metrics.ranking import trec_ranked
+from ..base.io import atomic_write_bytes
+from ..metrics.ranking import trec_ranked
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | No
 
 def load_saved(result_path: Path) -> Saved:
     """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
-    from .errors import DataError
+    from ..base.errors import DataError
     from .results import DamagedResult, load_record
 
     try:

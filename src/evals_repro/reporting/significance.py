@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics.protocol import running_mean
+from ..metrics.protocol import running_mean
 
 DEFAULT_PERMUTATIONS = 10_000
 DEFAULT_RESAMPLES = 10_000
@@ -118,7 +118,7 @@ class Interval:
 def check_permutations(permutations: int) -> None:
     """`--permutations` below 1 is refused in one line (a test with no draws has no p-value)."""
     if permutations < 1:
-        from .errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError(
             f"--permutations {permutations} must be at least 1",
@@ -129,7 +129,7 @@ def check_permutations(permutations: int) -> None:
 def check_seed(seed: int) -> None:
     """`--seed` must be a whole number of at least 0 (NumPy's SeedSequence takes no negative entropy)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        from .errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError(
             f"--seed {seed} must be a whole number of at least 0",

@@ -11,13 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .benchmarks.declaration import BenchmarkDeclaration
-from .context import MethodContext
-from .data import Subset
-from .metrics.protocol import ScoringProtocol
-from .pipeline import PipelineSpec
+from ..base.context import MethodContext
+from ..base.data import Subset
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..methods.pipeline import PipelineSpec
+from ..metrics.protocol import ScoringProtocol
+from ..records.results import Action, Coverage, ResultRecord, Setting, Verdict
 from .pooling import measures_for
-from .results import Action, Coverage, ResultRecord, Setting, Verdict
 from .run_request import RESULT_OPTIONS, RunRequest
 from .scoring import languages_for
 
@@ -26,7 +26,7 @@ def resume_verdict(existing: ResultRecord, coverage: Coverage, path: Path) -> Ve
     """What `--resume` does with an existing result (what `run` does and `run --plan` counts): keep it, re-score
     its saved run, or recompute it; a result whose saved run, judgments or gains are missing or not the files it
     records is recomputed, saying why."""
-    from .runs import saved_files_differ
+    from ..records.runs import saved_files_differ
 
     verdict = existing.covers(coverage)
     differs = None if verdict.action is Action.RERUN else saved_files_differ(path, existing)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .benchmarks.declaration import BenchmarkDeclaration
-from .data import Query, Run, Subset
-from .metrics.protocol import ScoringProtocol, running_mean
-from .results import LanguageBlock, QueryEntry, Setting
-from .retrieval.base import Retriever
+from ..base.data import Query, Run, Subset
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..metrics.protocol import ScoringProtocol, running_mean
+from ..records.results import LanguageBlock, QueryEntry, Setting
+from ..retrieval.base import Retriever
 
 
 def languages_for(setting: str, decl: BenchmarkDeclaration, subset: Subset) -> list[str]:
@@ -27,7 +27,7 @@ def languages_for(setting: str, decl: BenchmarkDeclaration, subset: Subset) -> l
 
 def retrieve(subset: Subset, retriever: Retriever, queries: list[Query], top_k: int) -> Run:
     """The retriever's run over `queries`, cut to each query's pool where the subset has pools."""
-    from .retrieval.pool import restrict_to_pools
+    from ..retrieval.pool import restrict_to_pools
 
     run = retriever.run(subset, queries, top_k)
     return run if subset.pools is None else restrict_to_pools(run, subset.pools)
@@ -53,7 +53,7 @@ def score_run(
     Every query the qrels judge is scored (a query without results scores 0 and counts, trec_eval -c);
     queries the qrels do not mention are listed as skipped.
     """
-    from . import metrics as M
+    from .. import metrics as M
 
     judged = [q for q in queries if q.id in subset.qrels]
     qrels = {q.id: subset.qrels[q.id] for q in judged}
@@ -86,7 +86,7 @@ def score_run(
     )
     variants = None
     if subset.changed_docs is not None:  # instruction pairs (FollowIR): per-variant means and p-MRR
-        from .metrics.published.variants import variant_blocks
+        from ..metrics.published.variants import variant_blocks
 
         # p-MRR: a changed document missing from a ranking takes rank depth + 1 (101 for a top 100).
         extra = variant_blocks(queries, per_query_metrics, run, subset.changed_docs, depth, protocol.score_precision)

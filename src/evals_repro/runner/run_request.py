@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_USAGE, DataError, EvalsError
-from .results import Setting
-from .usage import Usage
+from ..base.errors import EXIT_USAGE, DataError, EvalsError
+from ..base.usage import Usage
+from ..records.results import Setting
 
 SETTINGS = tuple(s.value for s in Setting)
 # Run options that change what a method returns (so a result computed with others does not cover a request).

@@ -17,9 +17,9 @@ import io
 from dataclasses import dataclass, replace
 from itertools import combinations
 
-from .errors import DataError, UsageError, choices
+from ..base.errors import DataError, UsageError, choices
+from ..records.results import ResultRecord, Setting
 from .report import Table, to_markdown
-from .results import ResultRecord, Setting
 from .significance import (
     ALPHA,
     BETTER,
@@ -79,7 +79,7 @@ class TableComparisons:
 
 def check_measure(measure: str) -> None:
     """Only a mean over queries has a paired per-query difference to test."""
-    from . import metrics as M
+    from .. import metrics as M
 
     try:
         aggregate = M.get_measure(measure).aggregate

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
+from ..base.errors import DataError, UsageError
+from ..records.results import ResultRecord, Setting
 from .comparisons import TableData, check_measure, index_records
-from .errors import DataError, UsageError
 from .plots import Figure, bars, heatmap, slug
 from .report import Table
-from .results import ResultRecord, Setting
 from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .benchmarks.declaration import BenchmarkDeclaration
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..records.results import ResultRecord
 from .comparisons import TableComparisons, check_measure, compare_tables, comparisons_csv, render_markdown
 from .plots import Figure
 from .report import Table, declared_report, select_results, to_csv
-from .results import ResultRecord
 from .significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 
 

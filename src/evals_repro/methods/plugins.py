@@ -17,13 +17,9 @@ import math
 import sys
 from typing import Any
 
-from .embedders.base import Embedder
-from .embedders.guarded import PROVIDER as GUARDED_PROVIDER
-from .errors import EvalsError, UsageError
-from .io import jsonable
-from .providers.batching import ASCII_CHARS_PER_TOKEN
-from .providers.plan import Plan
-from .registry import (
+from ..base.errors import EvalsError, UsageError
+from ..base.io import jsonable
+from ..base.registry import (
     EMBEDDERS,
     METHODS,
     OBJECT_GROUP,
@@ -35,9 +31,13 @@ from .registry import (
     Registry,
     plugin_contents,
 )
-from .rerankers.base import Reranker
-from .retrieval.base import Retriever
-from .usage import Usage
+from ..base.usage import Usage
+from ..embedders.base import Embedder
+from ..embedders.guarded import PROVIDER as GUARDED_PROVIDER
+from ..providers.batching import ASCII_CHARS_PER_TOKEN
+from ..providers.plan import Plan
+from ..rerankers.base import Reranker
+from ..retrieval.base import Retriever
 
 log = logging.getLogger(__name__)
 

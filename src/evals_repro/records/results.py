@@ -24,9 +24,9 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import DataError
-from .io import atomic_write_text
-from .metrics.protocol import ScoringProtocol
+from ..base.errors import DataError
+from ..base.io import atomic_write_text
+from ..metrics.protocol import ScoringProtocol
 
 SCHEMA_VERSION: Final = 2
 RERUN_HINT: Final = "rerun that subset with `run ... --resume`, which recomputes it in place"
@@ -93,7 +93,7 @@ class Cost(_Model):
     @classmethod
     def of(cls, billed: dict[tuple[str, str, str], float]) -> Cost | None:
         """The cost of billed units at the current price table; None when nothing was billed."""
-        from .providers.prices import cost_of
+        from ..providers.prices import cost_of
 
         if not billed:
             return None
@@ -103,7 +103,7 @@ class Cost(_Model):
         return cls(**cost_of(billed).as_dict(), billed=units)
 
     def text(self) -> str:
-        from .providers.prices import usd_text
+        from ..providers.prices import usd_text
 
         if self.usd is not None:
             return usd_text(self.usd)

@@ -6,7 +6,7 @@ full-sha revision, for the checkpoint and its tokenizer both, and serves it unde
 commit. Without `--revision` the Hub's current commit of MODEL is looked up once and printed. Replica i
 listens on 8500 + i and sees only its GPU; the command waits for every `/health`, prints the URLs, the
 `export OPENAI_BASE_URLS=...` line and the method name to run, and stops every replica on Ctrl-C.
-`--dry-run` prints the commands. The launcher is serve-reranker's (rerankers/serve.py).
+`--dry-run` prints the commands. The launcher is serve-reranker's (serving/reranker.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import ConfigurationError, UsageError
-from .rerankers import serve as launcher
+from ..base.errors import ConfigurationError, UsageError
+from . import reranker as launcher
 
 logger = logging.getLogger(__name__)
 

@@ -20,18 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .benchmarks import LoadOptions, get_benchmark, load_subset
-from .benchmarks.declaration import BenchmarkDeclaration
-from .benchmarks.registry import resolve_subsets
-from .context import MethodContext
-from .errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
-from .io import DISK_REFUSALS, ensure_directories, jsonable, write_error
-from .metrics.protocol import ScoringProtocol
-from .pipeline import PipelineSpec
-from .pooling import pool_plan
-from .progress import progress_bar
-from .providers.ceiling import CostCeilingReached
-from .results import (
+from ..base.context import MethodContext
+from ..base.errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
+from ..base.io import DISK_REFUSALS, ensure_directories, jsonable, write_error
+from ..base.locks import unit_lock
+from ..base.progress import progress_bar
+from ..benchmarks import LoadOptions, get_benchmark, load_subset
+from ..benchmarks.declaration import BenchmarkDeclaration
+from ..benchmarks.registry import resolve_subsets
+from ..methods.pipeline import PipelineSpec
+from ..metrics.protocol import ScoringProtocol
+from ..providers.ceiling import CostCeilingReached
+from ..records.results import (
     Action,
     Cost,
     DamagedResult,
@@ -42,12 +42,12 @@ from .results import (
     read_record,
     result_path,
 )
+from ..retrieval.base import Retriever
+from .pooling import pool_plan
 from .resume import resume_verdict, subset_coverage
-from .retrieval.base import Retriever
 from .run_request import SETTINGS, RunRequest, RunSummary, SubsetOutcome, say_failure
 from .scoring import ranked_queries, retrieve
 from .subset_result import asked_metrics, report_line, saved_run, write_result
-from .unit_lock import unit_lock
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ def _validate(request: RunRequest) -> None:
         raise UsageError(f"--top-k {request.top_k} must be at least 1", "use e.g. --top-k 100")
     if request.language is not None and not request.language.strip():  # read as "not given" it would mean english
         raise UsageError("--language was given an empty value", "name the folder's language, e.g. --language french")
-    from .providers.settings import check_provider_options
-    from .retrieval.sizes import parse_size
+    from ..providers.settings import check_provider_options
+    from ..retrieval.sizes import parse_size
 
     check_provider_options(request.options)  # a bad number is refused even for a method that calls no provider
     parse_size(request.options.get("index_ram"))
@@ -81,7 +81,7 @@ class Prepared:
 
 def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool = False) -> Prepared:
     """Check the request and build the method (a plan builds it without keys or clients)."""
-    from . import metrics as M
+    from .. import metrics as M
 
     _validate(request)
     spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
@@ -104,7 +104,7 @@ def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool 
     natives = {name: decl.subset(name).native_language for name in subset_names}
     spec.check_languages(natives, "--language" if request.language is not None else None)
     if not planning:  # a plan needs no key
-        from .providers.keys import require_keys
+        from ..providers.keys import require_keys
 
         require_keys(spec.key_envs())  # every missing or malformed key named at once, before any SDK is imported
     measures = M.parse_measures(request.measures) if request.measures else list(M.DEFAULT_MEASURES)
@@ -130,7 +130,7 @@ def run_benchmark(request: RunRequest, echo: Callable[[str], None] | None = None
     try:
         _run_subsets(request, prepared, outcomes, say)
     finally:
-        from .providers.calibration import save
+        from ..providers.calibration import save
 
         save(request.cache_dir)  # what the providers counted: later plans are scaled by it
     return RunSummary(prepared.decl.name, prepared.spec.label, outcomes, prepared.ctx.usage)
