@@ -206,7 +206,7 @@ def test_an_upward_import_is_found_when_there_is_one():
 
 
 def test_each_package_names_its_layer_in_its_docstring():
-    for rank, (layer, members) in enumerate(LAYERS):
+    for layer, members in LAYERS:
         for member in members:
             init = SRC / PACKAGE / member / "__init__.py"
             if not init.exists():
