@@ -21,7 +21,7 @@ import pytest
 
 from evals_repro.base.errors import ConfigurationError
 from evals_repro.cli import main
-from evals_repro.rerankers import serve as reranker_serving
+from evals_repro.serving import reranker as reranker_serving
 from evals_repro.serving import embedder as serve_embedder
 from vllm_options import check_argv, option_table
 

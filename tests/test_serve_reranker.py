@@ -11,7 +11,7 @@ import pytest
 
 from evals_repro.base.errors import ConfigurationError, UsageError
 from evals_repro.cli import main
-from evals_repro.rerankers import serve as serving
+from evals_repro.serving import reranker as serving
 
 QWEN_0 = (
     "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0 vllm serve Qwen/Qwen3-Reranker-8B "
