@@ -21,8 +21,8 @@ import pytest
 
 from evals_repro.base.errors import ConfigurationError
 from evals_repro.cli import main
-from evals_repro.serving import reranker as reranker_serving
 from evals_repro.serving import embedder as serve_embedder
+from evals_repro.serving import reranker as reranker_serving
 from vllm_options import check_argv, option_table
 
 TABLE_PATH = Path(__file__).parent / "data" / "vllm-0.33.0-serve-options.json"
