@@ -37,6 +37,7 @@ BASE_ORDER = [
     "call_journal",
     "data",
     "context",
+    "identity",
     "registry",
     "rendering",
     "pagestore",

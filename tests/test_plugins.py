@@ -12,6 +12,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,8 +105,12 @@ class Venv:
         done = subprocess.run([self.uv, *args], capture_output=True, text=True, timeout=300, cwd=self.root)
         assert done.returncode == 0, done.stderr
 
-    def install(self, project: Path) -> None:
-        self._uv("pip", "install", "--offline", "--reinstall", "--python", str(self.python), str(project))
+    def install(self, project: Path, editable: bool = False) -> None:
+        where = ("-e", str(project)) if editable else (str(project),)
+        self._uv("pip", "install", "--offline", "--reinstall", "--python", str(self.python), *where)
+
+    def site_packages(self) -> Path:
+        return next(self.path.glob("lib/python*/site-packages"))
 
     def cli(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "EVALS_REPRO_NO_PROGRESS": "1", "COLUMNS": "200"}
@@ -192,13 +197,16 @@ def test_run_through_a_plugin_records_its_distribution_and_version(venv, tmp_pat
     for record in written.values():
         assert record["metrics"]["ndcg_at_10"] == pytest.approx(1.0)
         assert record["metrics"]["map"] == pytest.approx(1.0)
-        assert record["config"]["pipeline"]["plugins"] == {
-            "demo-oracle": {
-                "distribution": DEMO,
-                "version": "1.0.0",
-                "group": "evals_repro.retrievers",
-                "target": "evals_repro_demo.retrievers:OracleRetriever",
-            }
+        recorded = record["config"]["pipeline"]["plugins"]["demo-oracle"]
+        sources = recorded.pop("sources")
+        assert re.fullmatch("[0-9a-f]{32}", sources)  # installed from a local path: its package's files digested
+        assert recorded == {
+            "distribution": DEMO,
+            "version": "1.0.0",
+            "group": "evals_repro.retrievers",
+            "target": "evals_repro_demo.retrievers:OracleRetriever",
+            "describe": {"oracle": "qrels, best grade first"},
+            "install": "local",
         }
         assert record["config"]["retriever"] == {"oracle": "qrels, best grade first"}
     assert "'demo-broken'" not in done.stderr  # a broken method plugin that is not used is not even imported
@@ -296,25 +304,6 @@ def test_help_imports_no_plugin(venv, tmp_path):
     assert not {"evals_repro.methods.plugins", "evals_repro.base.registry"} & loaded
 
 
-def test_upgrading_a_plugin_reruns_on_resume(tmp_path):
-    environment = Venv(tmp_path)
-    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.0.0", DEMO_ENTRY_POINTS))
-    results = tmp_path / "results"
-    args = ("run", "demo-oracle", "--benchmark", "sample", "--subsets", "heat-pumps", "--results-dir", str(results))
-    assert environment.cli(*args, cwd=tmp_path).returncode == 0
-    again = environment.cli(*args, "--resume", cwd=tmp_path)
-    assert "heat-pumps: complete result kept" in again.stderr
-    environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.1.0", DEMO_ENTRY_POINTS))
-    upgraded = environment.cli(*args, "--resume", cwd=tmp_path)
-    assert upgraded.returncode == 0, upgraded.stderr
-    assert (
-        "heat-pumps: recomputing, the existing result does not match "
-        f"(plugin 'demo-oracle' changed ({DEMO} 1.0.0 -> {DEMO} 1.1.0))" in upgraded.stderr
-    )
-    record = records(results, "sample", "demo-oracle")["heat-pumps"]
-    assert record["config"]["pipeline"]["plugins"]["demo-oracle"]["version"] == "1.1.0"
-
-
 def test_a_plugin_reranker_in_the_reranking_study(venv, tmp_path):
     """Every sample query's frozen candidates are sent to the plugin once; scores are minus the page lengths."""
     folders = ("--study-dir", str(tmp_path / "study"), "--cache-dir", str(tmp_path / "cache"))
@@ -380,9 +369,10 @@ def test_run_help_lists_plugin_rerankers_beside_the_built_in_ones(venv, tmp_path
 
 
 def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_path):
-    """The study reuses a plugin reranker's rows only from the same distribution version: after an upgrade its
-    quality requests and timed calls are made again (one line names both versions), rows of the new version are
-    reused from then on, and the report reads one version's rows only (never a mix of the two)."""
+    """The study reuses a plugin reranker's rows only from the same identity (distribution version, describe(),
+    sources): after an upgrade its quality requests and timed calls are made again (one line names both), rows of
+    the new version are reused from then on, and the report reads one version's rows only (never a mix of the two);
+    a describe() change alone scores it again too."""
     environment = Venv(tmp_path)
     environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.0.0", DEMO_ENTRY_POINTS))
     study = tmp_path / "study"
@@ -401,7 +391,9 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
     cli("rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps", *folders)
     cli(*quality)
     cli(*latency)
-    old, new = f"{DEMO} 1.0.0", f"{DEMO} 1.1.0"
+    tag = re.compile(rf"{DEMO} (1\.[01]\.0) #[0-9a-f]{{12}}")  # what rows record: the label and a short key
+    old = rows("quality.jsonl")[0]["plugin"]
+    assert tag.fullmatch(old)[1] == "1.0.0"  # type: ignore[index]
     assert [r["plugin"] for r in rows("quality.jsonl")] == [old] * 26
     assert [r["plugin"] for r in rows("latency.jsonl")] == [old] * 6
     assert "quality: 0 request(s) to send, 26 reused from quality.jsonl" in cli(*quality)
@@ -409,6 +401,8 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
 
     environment.install(write_package(tmp_path, "demo", DEMO, "evals_repro_demo", "1.1.0", DEMO_ENTRY_POINTS))
     err = cli(*quality)
+    new = rows("quality.jsonl")[-1]["plugin"]
+    assert tag.fullmatch(new)[1] == "1.1.0"  # type: ignore[index]
     assert line_with(err, "not reused").endswith(
         f"quality: demo-length is {new} now: its 26 row(s) scored by {old} are not reused"
     )
@@ -456,3 +450,9 @@ def test_upgrading_a_plugin_reranker_scores_and_times_it_again_in_the_study(tmp_
     headline()
     summary = json.loads((study / "latency-summary.json").read_text())["models"]["demo-length"]
     assert summary["plugin"] == new and summary["benchmarks"]["sample"]["coverage"]["recorded"] == 3
+    # What it describes changes, its version does not: a new identity, said in one line; nothing reused.
+    installed = environment.site_packages() / "evals_repro_demo" / "rerankers.py"
+    installed.write_text(installed.read_text().replace('{"model": self.model}', '{"model": self.model, "v": 2}'))
+    err = cli(*quality)
+    assert line_with(err, "previous identity").startswith("demo-length: describe() changed: v 2 added; sources of")
+    assert "quality: 26 request(s) to send, 0 reused from quality.jsonl" in err

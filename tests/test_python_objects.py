@@ -190,10 +190,11 @@ def test_an_oracle_retriever_object_and_resume(tmp_path, caplog):
     with caplog.at_level("INFO", logger="evals_repro"):
         rerun = evals_repro.run(retriever=Changed(), name="oracle", results_dir=results, resume=True)
     assert {o.status for o in rerun.outcomes} == {"written"}
-    assert (
-        "'oracle' changed (test_python_objects:Oracle -> "
-        "test_python_objects:test_an_oracle_retriever_object_and_resume.<locals>.Changed"
-    ) in caplog.text
+    changed = (
+        "oracle: test_python_objects:Oracle -> test_python_objects:test_an_oracle_retriever_object_and_resume."
+        '<locals>.Changed; describe() changed: oracle true -> "v2"'
+    )
+    assert f"heat-pumps: recomputing, the existing result does not match ({changed})" in caplog.text
 
 
 class NoDescribe:

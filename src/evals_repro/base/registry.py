@@ -14,9 +14,9 @@ loads an SDK, and `evals-repro --help` never imports a component at all.
 Installed packages add components through entry points (group `evals_repro.retrievers`,
 `evals_repro.embedders`, `evals_repro.rerankers`): their names are read from the distributions'
 metadata on first lookup, and a plugin's code is imported only when it is built or listed. An entry
-carries its `PluginOrigin` (distribution, version, entry point), which results record. Registries
-that share a namespace (methods and embedders: both are first stages) refuse a plugin name that a
-built-in or another plugin already holds, naming both.
+carries its `PluginOrigin` (distribution, version, entry point; `identity.py` owns it and the identity
+results record). Registries that share a namespace (methods and embedders: both are first stages)
+refuse a plugin name that a built-in or another plugin already holds, naming both.
 """
 
 from __future__ import annotations
@@ -33,35 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError, UsageError, choices
+from .identity import ComponentIdentity, PluginOrigin
 
 log = logging.getLogger(__name__)
-
-
-OBJECT_GROUP = "python object"
-
-
-@dataclass(frozen=True)
-class PluginOrigin:
-    """Where a component from outside the package comes from: an entry point of an installed
-    distribution, or a Python object handed to `evals_repro.run` (group "python object")."""
-
-    distribution: str | None
-    version: str | None
-    group: str
-    target: str  # the entry point's `module:attr`, or the object's `module:qualname`
-
-    @property
-    def is_object(self) -> bool:
-        return self.group == OBJECT_GROUP
-
-    def label(self) -> str:
-        owner = f"{self.distribution} {self.version}" if self.distribution else "no distribution"
-        if self.is_object:
-            return f"Python object {self.target}" + (f", from {owner}" if self.distribution else "")
-        return f"{owner}, {self.target}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"distribution": self.distribution, "version": self.version, "group": self.group, "target": self.target}
 
 
 class PluginFactory:
@@ -75,6 +49,7 @@ class PluginFactory:
         self.name = name
         self._target: Any = None
         self._lock = threading.Lock()
+        self.identity: ComponentIdentity | None = None  # set once built (`methods.plugins.identity_of`)
 
     def target(self) -> Any:
         """The entry point's object; ConfigurationError (one line naming the plugin) when its import fails."""

@@ -4,8 +4,10 @@ Kept apart from the store (`cache.py`) because the keys are the cache's contract
 run: a change here re-keys every cache on disk, so it should be made (and reviewed) on its own.
 
 - An item is identified by the digest of everything its embedding is computed from (`item_digest`).
-- The model settings (`embedder.describe()`: model, dimension, prompts), the input type and the
-  chunk-file `FORMAT` make the settings digest, which prefixes every other key.
+- The model settings (`embedder.describe()`: model, dimension, prompts; for a plugin or Python object, its
+  whole identity, `base.identity.reuse_key`: distribution, version, describe(), its files' digest when
+  installed from a folder), the input type and the chunk-file `FORMAT` make the settings digest, which
+  prefixes every other key.
 - Chunk boundaries are content-defined (a chunk closes after an item whose digest hits a fixed
   pattern, or at `max_chunk` items), so editing, inserting or deleting a page changes only the
   chunk around it: the rest of the corpus is still found by key.
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from ..base.identity import reuse_key
 from .base import Embedder, EmbedItem, InputType
 from .chunk_file import FORMAT
 
@@ -43,7 +46,7 @@ def item_digest(item: EmbedItem) -> bytes:
 
 
 def settings_digest(embedder: Embedder, input_type: InputType) -> bytes:
-    described = json.dumps(embedder.describe(), sort_keys=True, ensure_ascii=False, default=str)
+    described = json.dumps(reuse_key(embedder), sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.blake2b(f"{FORMAT}\0{described}\0{input_type}".encode(), digest_size=16).digest()
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import ProviderError, UsageError
+from ..base.identity import ComponentIdentity
 from ..base.rendering import PageStyle
 from ..base.usage import Usage
 from ..providers.batching import estimate_tokens
@@ -54,8 +55,11 @@ def _whole(inner: Any, attribute: str, default: int, minimum: int, name: str) ->
 class GuardedEmbedder:
     """The Embedder protocol around a user's embedder: batches, budgets, checked unit rows, usage."""
 
-    def __init__(self, inner: Embedder, name: str, usage: Usage, window: float = 60.0):
+    def __init__(
+        self, inner: Embedder, name: str, usage: Usage, window: float = 60.0, identity: ComponentIdentity | None = None
+    ):
         self.inner = inner
+        self.component_identity = identity  # what the embedding cache keys on (cache_keys.settings_digest)
         self.name = name
         self.provider = PROVIDER
         self.model = inner.model

@@ -271,7 +271,7 @@ class PipelineSpec:
             "content": self.content,
         }
         plugin_entries = self.plugin_entries()
-        if plugin_entries:  # their distribution and version decide, with the rest, whether a result covers a run
+        if plugin_entries:  # their identities decide, with the rest, whether a result covers a run
             from .plugins import recorded
 
             described["plugins"] = {entry.name: recorded(entry) for entry in plugin_entries}
@@ -302,13 +302,16 @@ class PipelineSpec:
             return first
         from ..rerankers.pipeline import RerankedRetriever
 
-        paid = bool(RERANKERS.require(self.rerank.reranker).key_env)  # a hosted API: its answers are journaled
+        entry = RERANKERS.require(self.rerank.reranker)
+        # A hosted API's answers are journaled, and a plugin's or Python object's (what it costs is unknown, so
+        # never taken as free), keyed by its identity; a local built-in model is simply run again.
+        journaled = bool(entry.key_env) or entry.plugin is not None
         return RerankedRetriever(
             first,
             self.build_reranker(ctx),
             depth=self.rerank.depth,
             name=self.method_name,
-            journal_dir=Path(ctx.cache_dir) / "rerank-calls" if paid else None,
+            journal_dir=Path(ctx.cache_dir) / "rerank-calls" if journaled else None,
         )
 
 
@@ -325,14 +328,15 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
     if ctx.content != content:
         raise ConfigurationError(f"method '{name}' built for --content {ctx.content}, spec says {content}", "")
     if entry.plugin is not None:
-        from .plugins import build_checked
+        from .plugins import build_checked, identity_of
 
         built = build_checked(entry, name, ctx)
-        if entry.kind == "embedder":  # batches, budgets, the cache and the exact index, as for a built-in
+        if entry.kind == "embedder":  # batches, budgets, the cache (keyed by its identity) and the exact index
             from ..embedders.guarded import GuardedEmbedder
             from ..retrieval.dense import DenseRetriever
 
-            return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage), ctx)
+            guarded = GuardedEmbedder(built, name, ctx.usage, identity=identity_of(entry, built))
+            return DenseRetriever(name, guarded, ctx)
         return built
     if entry.kind == "embedder":
         from ..retrieval.dense import build as build_dense

@@ -1,28 +1,27 @@
 """Components from outside the package: entry-point plugins and Python objects given to `evals_repro.run`.
 
-Both arrive as registry entries carrying a `PluginOrigin` (registry.py). Here they are held to the
+Both arrive as registry entries carrying a `PluginOrigin` (base/identity.py). Here they are held to the
 protocols the built-ins implement (`Retriever`, `Embedder`, `Reranker`): an object missing a member is
-refused in one line naming the object and the member, before any work. What a result records of them
-(`pipeline_plugins`) is part of what decides whether a result covers a request: the distribution and
-version of a plugin (upgrading it re-runs on `--resume`), and for a Python object, which has no
-version, its class and its own `describe()`.
+refused in one line naming the object and the member, before any work. Once built, each gets its
+`ComponentIdentity` (`identity_of`: distribution, version, target, `describe()`, and a digest of its package's
+files when installed from a folder or file), once per process; results record it, `--resume`, the embedding
+cache and the rerank-call journal key on it, and a change from the identity last built under the same cache
+folder is said in one line.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import math
-import sys
+import threading
 from typing import Any
 
 from ..base.errors import EvalsError, UsageError
-from ..base.io import jsonable
+from ..base.identity import OBJECT_GROUP, ComponentIdentity, distribution_of_module, identify, note_identity
 from ..base.registry import (
     EMBEDDERS,
     METHODS,
-    OBJECT_GROUP,
     RERANKERS,
     UNUSABLE_IN_NAMES,
     Entry,
@@ -89,23 +88,35 @@ def check_protocol(obj: Any, entry: Entry) -> Any:
 
 
 def build_checked(entry: Entry, *args: Any) -> Any:
-    """Build a registry entry; a plugin's or Python object's component is checked against its protocol,
-    and a reranker's calls are billed (its last argument is the run's MethodContext)."""
+    """Build a registry entry; a plugin's or Python object's component is checked against its protocol, gets
+    its identity (a change from the last one built under the run's cache folder said in one line), and a
+    reranker's or retriever's calls are billed (its last argument is the run's MethodContext)."""
     built = entry.factory(*args)
     if entry.plugin is None:
         return built
     checked = check_protocol(built, entry)
+    ctx = args[-1]
+    identity = identity_of(entry, checked)
+    changed = note_identity(ctx.cache_dir, identity, keep=not ctx.planning)
+    if changed:
+        log.info(changed)
+    wrapped: BilledReranker | BilledRetriever
     if entry.kind == "reranker":
-        return BilledReranker(checked, entry.name, args[-1].usage)
-    if entry.kind == "method":
-        return BilledRetriever(checked, entry.name, args[-1].usage)
-    return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills its calls
+        wrapped = BilledReranker(checked, entry.name, ctx.usage)
+    elif entry.kind == "method":
+        wrapped = BilledRetriever(checked, entry.name, ctx.usage)
+    else:
+        return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills its calls
+    wrapped.component_identity = identity
+    return wrapped
 
 
 class BilledRetriever:
     """A plugin's or Python object's whole first stage as the run calls it: each subset's queries bill
     their estimated tokens as provider `plugin` and the retriever's name (what it spends indexing and
     searching is its own business), so its cost is "price unknown" until a `--prices` file prices it."""
+
+    component_identity: ComponentIdentity | None = None
 
     def __init__(self, inner: Any, name: str, usage: Usage):
         self.inner = inner
@@ -137,6 +148,8 @@ class BilledReranker:
     """A plugin's or Python object's reranker as the run calls it: each call bills its estimated input
     tokens (the query once per document, plus the documents) as provider `plugin` and its `model`, so its
     cost is "price unknown" until a `--prices` file prices it, never $0; `plan` counts the same."""
+
+    component_identity: ComponentIdentity | None = None  # what its rerank-call journal keys on
 
     def __init__(self, inner: Any, name: str, usage: Usage):
         self.inner = inner
@@ -183,23 +196,6 @@ def _pair_tokens(query_tokens: int, doc_tokens: list[int]) -> int:
 # -- Python objects ------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _distribution_of(module: str) -> tuple[str | None, str | None]:
-    """The installed distribution providing a module (and its version), when there is one."""
-    from importlib import metadata
-
-    top = module.partition(".")[0]
-    if top == "__main__" or top not in sys.modules or not getattr(sys.modules[top], "__file__", None):
-        return None, None  # a script or notebook: no distribution to look for
-    names = metadata.packages_distributions().get(top) or []
-    for name in names:
-        try:
-            return name, metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None, None
-
-
 class ObjectFactory(PluginFactory):
     """A Python object given to `run`: built already, so the factory hands it back."""
 
@@ -219,7 +215,7 @@ def object_entry(kind: str, name: str, obj: Any) -> Entry:
             f"{kind} object {_object_name(obj)} is a class, not an instance", f"pass {obj.__name__}(...) instead"
         )
     module = type(obj).__module__
-    distribution, version = _distribution_of(module)
+    distribution, version = distribution_of_module(module)
     origin = PluginOrigin(distribution, version, OBJECT_GROUP, f"{module}:{type(obj).__qualname__}")
     entry = Entry(
         kind,
@@ -242,21 +238,38 @@ def object_entry(kind: str, name: str, obj: Any) -> Entry:
 # -- what results record -------------------------------------------------------------------------------
 
 
-def recorded(entry: Entry) -> dict[str, Any]:
-    """What a result records of a plugin component (and compares on `--resume`)."""
-    assert entry.plugin is not None
-    record = entry.plugin.as_dict()
+_IDENTITIES = threading.Lock()
+
+
+def identity_of(entry: Entry, built: Any = None) -> ComponentIdentity:
+    """The identity of a plugin's or Python object's component, made once per process (so its files are hashed
+    once a run) from `built`, or from a component built here when none is given (the study asks before it
+    builds one per worker). A describe() that raises is one line naming the component."""
     factory = entry.factory
-    if isinstance(factory, ObjectFactory):
-        try:
-            record["describe"] = jsonable(factory.obj.describe())
-        except Exception as exc:  # noqa: BLE001 - the object's own failure, named
-            raise UsageError(
-                f"{entry.kind} object '{entry.name}' ({entry.plugin.target}): describe() raised "
-                f"{type(exc).__name__}: {exc}",
-                "describe() must return a dict of the settings that change its results",
-            ) from exc
-    return record
+    assert entry.plugin is not None and isinstance(factory, PluginFactory)
+    with _IDENTITIES:
+        if factory.identity is not None:
+            return factory.identity
+    if built is None:
+        built = check_protocol(factory(), entry)
+    try:
+        described = built.describe()
+    except Exception as exc:  # noqa: BLE001 - the component's own failure, named
+        what = "object" if entry.plugin.is_object else "plugin"
+        raise UsageError(
+            f"{entry.kind} {what} '{entry.name}' ({entry.plugin.target}): describe() raised {type(exc).__name__}: {exc}",
+            "describe() must return a dict of the settings that change its results",
+        ) from exc
+    identity = identify(entry.kind, entry.name, entry.plugin, described)
+    with _IDENTITIES:
+        if factory.identity is None:
+            factory.identity = identity
+        return factory.identity
+
+
+def recorded(entry: Entry) -> dict[str, Any]:
+    """What a result records of a plugin component (and compares on `--resume`): its identity."""
+    return identity_of(entry).as_dict()
 
 
 # -- listing ---------------------------------------------------------------------------------------------

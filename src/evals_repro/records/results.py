@@ -3,9 +3,9 @@
 `ResultRecord` owns the file: what was run (the pipeline spec and its configuration), on what (the
 dataset source, the commit loaded and a digest of the corpus, queries and qrels), how it was scored
 (the scoring protocol), the scores (aggregate, per language, per query with its metadata), timings,
-spend, package versions, and the saved run beside it (`<subset>.run.gz`, TREC format in trec_eval
-order, with the judged qrels in `<subset>.qrels.gz`), so a result can be re-scored, compared for
-significance or checked with trec_eval. Every reader goes through `load_record` / `scan_records`.
+spend, package versions (and each plugin's or Python object's identity), and the saved run beside it
+(`<subset>.run.gz`, TREC format in trec_eval order, with the judged qrels in `<subset>.qrels.gz`), so a
+result can be re-scored, compared for significance or checked with trec_eval. Every reader goes through `load_record` / `scan_records`.
 
 A file is complete when it validates and says `complete: true`; it is written with its saved run,
 qrels and gains as one unit (each whole under a temporary name, then renamed, the record last), so a
@@ -179,6 +179,11 @@ class ResultRecord(_Model):
             return None
         return self.metrics.get(measure)
 
+    def components(self) -> dict[str, dict[str, Any]]:
+        """The identity of each plugin or Python object the method was built from, by the name it ran under
+        (`base.identity.ComponentIdentity.as_dict`; empty for built-ins only)."""
+        return dict(self.config.pipeline.get("plugins") or {})
+
     def covers(self, request: Coverage) -> Verdict:
         """Whether this result answers `request` as is (keep), from its saved run (rescore), or not (rerun)."""
         if self.setting is not request.setting and not (
@@ -216,20 +221,19 @@ class ResultRecord(_Model):
 
 
 def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -> str:
-    """Why two pipeline configurations differ; a plugin's new version (or a Python object's new
-    description) is named, since that is the usual cause when nothing else changed."""
+    """Why two pipeline configurations differ; a plugin's or Python object's new identity (a version, its
+    describe(), its sources) is named, since that is the usual cause when nothing else changed."""
+    from ..base.identity import what_changed
+
     if {k: v for k, v in recorded.items() if k != "plugins"} == {k: v for k, v in requested.items() if k != "plugins"}:
         before, after = recorded.get("plugins") or {}, requested.get("plugins") or {}
-        for name in sorted(set(before) | set(after)):
-            old, new = before.get(name) or {}, after.get(name) or {}
-            if old == new:
-                continue
-            if (old.get("distribution"), old.get("version")) != (new.get("distribution"), new.get("version")):
-                return (
-                    f"plugin '{name}' changed ({old.get('distribution')} {old.get('version')} -> "
-                    f"{new.get('distribution')} {new.get('version')})"
-                )
-            return f"'{name}' changed ({old.get('target')} -> {new.get('target')}, or what its describe() says)"
+        changed = [
+            f"{name}: {what_changed(before.get(name) or {}, after.get(name) or {})}"
+            for name in sorted(set(before) | set(after))
+            if before.get(name) != after.get(name)
+        ]
+        if changed:
+            return "; ".join(changed)
     return "its method configuration differs"
 
 

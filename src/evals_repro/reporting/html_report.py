@@ -195,7 +195,10 @@ def _spend(usd: str, usage: dict[str, float]) -> str:
 
 
 def report_html(bundle, decimals: int = 1) -> str:
-    """`report -o report.html`: tables and comparisons, plots, protocol, provenance."""
+    """`report -o report.html`: tables and comparisons, plots, protocol, provenance (with every plugin and Python
+    object a method was built from: distribution, version, how installed, sources, describe())."""
+    from .provenance import HEADER as COMPONENT_HEADER
+    from .provenance import component_rows
     from .report import method_costs
     from .significance import DEFAULT_RESAMPLES
 
@@ -243,9 +246,15 @@ def report_html(bundle, decimals: int = 1) -> str:
             usage[key] = usage.get(key, 0.0) + value
     costs = method_costs(results)
     created = sorted(r.created for r in results)
+    components = component_rows(results)
     sections = [
         ("Protocol", key_value_table(protocol_rows)),
         ("Provenance", provenance),
+        *(
+            [("Plugins and Python objects", grid_table(COMPONENT_HEADER, [row.cells() for row in components]))]
+            if components
+            else []
+        ),
         (
             "Package versions recorded in the result files",
             grid_table(["package", "versions"], [(k, ", ".join(sorted(v))) for k, v in sorted(versions.items())]),

@@ -55,7 +55,8 @@ def method_order(results: list[ResultRecord]) -> list[str]:
 def select_results(
     results_dir: Path, benchmark: str, first_stage_only: bool = False, tie_rule: str | None = DEFAULT_TIE_RULE
 ) -> tuple[list[ResultRecord], list[str]]:
-    """The results to report, and notes on what was left out (other tie rules).
+    """The results to report, and notes on what was left out (other tie rules) and on a method whose subsets
+    were made by different identities of a plugin or Python object (`provenance.py`).
 
     A damaged result file stops the report with its name (DamagedResult): a table silently
     missing a subset would be read as complete.
@@ -68,8 +69,10 @@ def select_results(
         )
     if first_stage_only:
         results = [r for r in results if not r.reranked]
+    from .provenance import mixed_identity_notes
+
     if tie_rule is None:
-        return results, []
+        return results, mixed_identity_notes(results)
     other = [r for r in results if r.tie_rule not in (None, tie_rule)]
     kept = [r for r in results if r.tie_rule in (None, tie_rule)]
     rules = sorted({str(r.tie_rule) for r in other})
@@ -85,7 +88,7 @@ def select_results(
             by_method.setdefault(f"{r.method} ({r.tie_rule})", []).append(r.subset)
         listed = "; ".join(f"{m}: {', '.join(s)}" for m, s in by_method.items())
         notes.append(f"not shown, computed with another tie rule than {tie_rule}: {listed}")
-    return kept, notes
+    return kept, notes + mixed_identity_notes(kept)
 
 
 def report_measures(results: list[ResultRecord], measure: str) -> list[str]:

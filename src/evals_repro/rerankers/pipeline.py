@@ -3,8 +3,8 @@
 Candidates past the depth keep their first-stage order and are placed under every reranked
 score, so ranks 1..depth are the reranker's and the metrics there are meaningful; metrics at
 cut-offs deeper than `depth` mix two rankings and are flagged through `meaningful_depth`.
-A paid reranker's answers are journaled as they arrive (`call_journal.CallJournal`), so a killed run pays on resume
-only for the calls that had not answered.
+A paid reranker's answers (and a plugin's or Python object's, keyed by its identity) are journaled as they arrive
+(`call_journal.CallJournal`), so a killed run pays on resume only for the calls that had not answered.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from ..base.call_journal import CallJournal, journal_path
 from ..base.data import Query, Run, Subset
 from ..base.errors import UsageError
+from ..base.identity import reuse_key
 from ..base.rendering import PageStyle, page_text, query_text
 from ..base.rendering import describe as describe_style
 from ..metrics.ranking import trec_ranked as ranked
@@ -100,7 +101,7 @@ class RerankedRetriever:
 
         journal = None
         if self.journal_dir is not None:
-            journal = CallJournal(journal_path(self.journal_dir, self.name, subset.name), self.reranker.describe())
+            journal = CallJournal(journal_path(self.journal_dir, self.name, subset.name), reuse_key(self.reranker))
 
         def rerank_one(query: Query) -> dict[str, float]:
             candidates = ranked(first_run.get(query.id, {}), top_k)

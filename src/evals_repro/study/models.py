@@ -18,7 +18,7 @@ from ..base.usage import Usage
 from .candidates import Candidate
 
 if TYPE_CHECKING:
-    from ..base.registry import PluginOrigin
+    from ..base.identity import ComponentIdentity, PluginOrigin
 
 
 def study_models() -> dict[str, tuple[str, str | None]]:
@@ -43,6 +43,7 @@ class StudyModel:
     reranker: str  # RERANKERS key, which is also the provider whose throttle and pool it uses
     model: str | None
     plugin: PluginOrigin | None = None  # a plugin's reranker: where it comes from (None: a built-in)
+    component: ComponentIdentity | None = None  # a plugin's reranker: its identity (base/identity.py)
 
     @property
     def provider(self) -> str:
@@ -50,17 +51,17 @@ class StudyModel:
 
     @property
     def version(self) -> str:
-        """A plugin reranker's "distribution version" (what its rows record as `plugin`); "" for a built-in."""
+        """A plugin reranker's identity as its rows record it (`plugin`: "acme-search 1.4.0 #3f2a9c1e5b7d", the
+        label and a short key of its distribution, version, describe() and sources); "" for a built-in."""
         if self.plugin is None:
             return ""
-        if self.plugin.distribution is None:
-            return "no distribution"
-        return f"{self.plugin.distribution} {self.plugin.version}"
+        assert self.component is not None
+        return self.component.tag()
 
     @property
     def identity(self) -> tuple[str, str, str]:
-        """What a recorded row must match to be reused for this model: name, model id and plugin version
-        (upgrading a plugin scores and times it again; the old rows stay on disk, unused)."""
+        """What a recorded row must match to be reused for this model: name, model id and plugin identity
+        (a plugin's new version, describe() or sources scores and times it again; the old rows stay on disk, unused)."""
         return (self.name, self.model or "", self.version)
 
 
@@ -143,7 +144,13 @@ def parse_models(names: list[str]) -> list[StudyModel]:
                 f"choose from {choices(sorted(aliases))} or <reranker>:<model> with a reranker from "
                 f"{choices(RERANKERS.names())}",
             )
-        models.append(StudyModel(name, reranker, model, RERANKERS.require(reranker).plugin))
+        entry = RERANKERS.require(reranker)
+        if entry.plugin is None:
+            models.append(StudyModel(name, reranker, model))
+            continue
+        from ..methods.plugins import identity_of
+
+        models.append(StudyModel(name, reranker, model, entry.plugin, identity_of(entry)))
     return models
 
 
@@ -222,7 +229,7 @@ def add_spent(spent: Usage, record: dict[str, Any]) -> None:
 
 def call_record(model: StudyModel, candidate: Candidate) -> dict[str, Any]:
     """The fields that name one reranker call in quality.jsonl and latency.jsonl: the model as given, its
-    provider id (and for a plugin its distribution and version), and the query. Both phases start every
+    provider id (and for a plugin its identity tag), and the query. Both phases start every
     record with them."""
     record = {"model": model.name, "model_id": model.model or ""}
     if model.plugin is not None:
