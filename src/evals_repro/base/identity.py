@@ -332,9 +332,10 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
         parts.append(f"{old.get('target')} -> {new.get('target')}")
     if "describe" not in old:
         parts.append("recorded before evals-repro kept a plugin's describe() and sources")
-    elif _canonical(old.get("describe")) != _canonical(new.get("describe")):
+        return "; ".join(parts)
+    if _canonical(old.get("describe")) != _canonical(new.get("describe")):
         parts.append(_describe_change(old.get("describe"), new.get("describe")))
-    if old.get("install") != new.get("install") and "describe" in old:
+    if old.get("install") != new.get("install"):
         parts.append(f"installed {installed_text(old.get('install'))} -> {installed_text(new.get('install'))}")
     elif old.get("sources") != new.get("sources") and not version_changed:
         what = "commit" if new.get("install") == "vcs" else "sources"
