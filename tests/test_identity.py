@@ -64,7 +64,11 @@ def dist_info(site: Path, name: str, direct_url: dict | str | None, files: dict[
         ({"url": "file:///home/me/acme", "dir_info": {}}, "local", None),
         ({"url": "file:///tmp/acme-1.0-py3-none-any.whl", "archive_info": {}}, "local", None),
         ({"url": "https://example.org/acme-1.0.tar.gz", "archive_info": {"hash": "sha256=00"}}, "url", None),
-        ({"url": "https://github.com/acme/acme", "vcs_info": {"vcs": "git", "commit_id": "1f2e3d"}}, "vcs", "git 1f2e3d"),
+        (
+            {"url": "https://github.com/acme/acme", "vcs_info": {"vcs": "git", "commit_id": "1f2e3d"}},
+            "vcs",
+            "git 1f2e3d",
+        ),
         ("{not json", "local", None),  # unreadable: hashed, which can only recompute more
     ],
 )

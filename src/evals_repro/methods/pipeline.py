@@ -303,9 +303,10 @@ class PipelineSpec:
         from ..rerankers.pipeline import RerankedRetriever
 
         entry = RERANKERS.require(self.rerank.reranker)
-        # A hosted API's answers are journaled, and a plugin's or Python object's (what it costs is unknown, so
-        # never taken as free), keyed by its identity; a local built-in model is simply run again.
-        journaled = bool(entry.key_env) or entry.plugin is not None
+        # A hosted API's answers are journaled, and so are those of a plugin or Python object from an installed
+        # distribution (what it costs is unknown, so never taken as free), keyed by its identity, which pins its
+        # code; an object of no distribution (a script's, a notebook's) and a local built-in model run again.
+        journaled = bool(entry.key_env) or bool(entry.plugin and entry.plugin.distribution)
         return RerankedRetriever(
             first,
             self.build_reranker(ctx),
