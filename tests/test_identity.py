@@ -34,10 +34,10 @@ def site(tmp_path, monkeypatch):
     folder = tmp_path / "site"
     folder.mkdir()
     monkeypatch.syspath_prepend(str(folder))
-    for memo in (I.installed, I.distribution_of_module, I.sources_digest):
+    for memo in (I.installed, I.distribution_of_module):
         memo.cache_clear()
     yield folder
-    for memo in (I.installed, I.distribution_of_module, I.sources_digest):
+    for memo in (I.installed, I.distribution_of_module):
         memo.cache_clear()
 
 
@@ -86,7 +86,7 @@ def test_a_package_digest_covers_its_files_and_nothing_else(tmp_path, monkeypatc
     (package / "vocab.txt").write_text("a b c\n")
 
     def digest() -> str:
-        I.sources_digest.cache_clear()
+        I._DIGESTS.clear()  # a new process (an edit within the clock's granularity keeps size and mtime)
         return I.sources_digest(package)
 
     first = digest()
@@ -103,20 +103,22 @@ def test_a_package_digest_covers_its_files_and_nothing_else(tmp_path, monkeypatc
     assert digest() not in (first, edited)
     (package / "data.json").unlink()
     assert digest() == edited
-    # A file past LARGE_FILE (model weights) is its size and modification time, never read.
-    monkeypatch.setattr(I, "LARGE_FILE", 4)
-    weights = package / "weights.bin"
-    weights.write_bytes(b"0123456789")
-    opened = []
+    # Read once per process: a later call does not read the files again, until one's size or mtime changes.
+    opened: list[Path] = []
     real_open = open
     monkeypatch.setattr("builtins.open", lambda p, *a, **k: opened.append(Path(p)) or real_open(p, *a, **k))
+    current = I.sources_digest(package)
+    assert I.sources_digest(package) == current and opened == []
+    (package / "vocab.txt").write_text("a b c d\n")
+    assert I.sources_digest(package) != current and package / "vocab.txt" in opened
+    # A file past LARGE_FILE (model weights) is its size and modification time, never read.
+    monkeypatch.setattr(I, "LARGE_FILE", 16)
+    weights = package / "weights.bin"
+    weights.write_bytes(b"0123456789" * 2)
     before = digest()
     assert weights not in opened
     os.utime(weights, ns=(1, 1))
     assert digest() != before
-    # Hashed once per process: a later call does not read the files again.
-    opened.clear()
-    assert I.sources_digest(package) == I.sources_digest(package) and opened == []
 
 
 def test_an_object_from_an_editable_distribution_is_identified_by_its_files(site, tmp_path, monkeypatch):
@@ -145,8 +147,7 @@ def test_an_object_from_an_editable_distribution_is_identified_by_its_files(site
         "install": "editable",
         "sources": first.sources,
     }
-    (project / "labmodels" / "helpers.py").write_text("WEIGHT = 0.5\n")
-    I.sources_digest.cache_clear()  # a new run
+    (project / "labmodels" / "helpers.py").write_text("WEIGHT = 0.5\n")  # between two runs of one process
     second = identity_of(object_entry("method", "lab", labmodels.Oracle()))
     assert second.sources != first.sources
     assert I.what_changed(first.as_dict(), second.as_dict()) == "sources of lab-models (editable) changed"

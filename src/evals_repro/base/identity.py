@@ -188,25 +188,42 @@ def _files(root: Path) -> list[Path]:
     return found
 
 
-@functools.cache
+_DIGESTS: dict[tuple[Path, tuple[tuple[str, int, int], ...]], str] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
 def sources_digest(root: Path) -> str:
     """blake2b-128 of a package's files (relative path, size, content; a file past LARGE_FILE: its size and
-    modification time), hashed once per process."""
-    digest = hashlib.blake2b(digest_size=16)
+    modification time). Their contents are read once per process while their sizes and modification times
+    stay the same (a Python object's package edited between two `evals_repro.run` calls is hashed again)."""
+    files = _files(root)
     base = root.parent if root.is_file() else root
-    for path in _files(root):
+    listed = []
+    for path in files:
         try:
             stat = path.stat()
-            digest.update(f"{path.relative_to(base).as_posix()}\0{stat.st_size}\0".encode())
-            if stat.st_size > LARGE_FILE:
-                digest.update(f"mtime {stat.st_mtime_ns}\0".encode())
-                continue
-            with open(path, "rb") as handle:
+        except OSError:
+            continue  # vanished since it was listed
+        listed.append((path.relative_to(base).as_posix(), stat.st_size, stat.st_mtime_ns))
+    seen = (root, tuple(listed))
+    with _DIGESTS_LOCK:
+        if seen in _DIGESTS:
+            return _DIGESTS[seen]
+    digest = hashlib.blake2b(digest_size=16)
+    for relative, size, mtime in listed:
+        digest.update(f"{relative}\0{size}\0".encode())
+        if size > LARGE_FILE:
+            digest.update(f"mtime {mtime}\0".encode())
+            continue
+        try:
+            with open(base / relative, "rb") as handle:
                 while block := handle.read(1 << 20):
                     digest.update(block)
-        except OSError as exc:  # a file that vanished or cannot be read: said in the digest, never skipped silently
+        except OSError as exc:  # a file that cannot be read: said in the digest, never skipped silently
             digest.update(f"unreadable {exc.errno}\0".encode())
-    return digest.hexdigest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[seen] = digest.hexdigest()
+    return _DIGESTS[seen]
 
 
 # -- the identity ---------------------------------------------------------------------------------------------
