@@ -227,6 +227,13 @@ def test_what_changed_is_said_in_a_few_words(new, line):
     assert I.what_changed(recorded(), new) == line
 
 
+def test_a_change_line_names_three_keys_and_counts_the_rest():
+    new = recorded(describe={"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
+    assert (
+        I.what_changed(recorded(describe={}), new) == "describe() changed: a 1 added, b 2 added, c 3 added (and 2 more)"
+    )
+
+
 def test_a_record_from_before_identities_says_so():
     old = {k: v for k, v in recorded(install=None, sources=None).items() if k != "describe"}
     assert I.what_changed(old, recorded()) == "recorded before evals-repro kept a plugin's describe() and sources"

@@ -307,6 +307,7 @@ def reuse_key(component: Any) -> Any:
 # -- saying what changed -------------------------------------------------------------------------------------
 
 _SHOWN = 60  # characters of one describe() value in a change line
+_KEYS_SHOWN = 3  # describe() keys named in a change line
 
 
 def _shown(value: Any) -> str:
@@ -325,7 +326,10 @@ def _describe_change(old: Any, new: Any) -> str:
             parts.append(f"{key} {_shown(new[key])} added")
         elif _canonical(old[key]) != _canonical(new[key]):
             parts.append(f"{key} {_shown(old[key])} -> {_shown(new[key])}")
-    return "describe() changed: " + ", ".join(parts)
+    shown = ", ".join(parts[:_KEYS_SHOWN]) + (
+        f" (and {len(parts) - _KEYS_SHOWN} more)" if len(parts) > _KEYS_SHOWN else ""
+    )
+    return "describe() changed: " + shown
 
 
 def installed_text(kind: Any) -> str:
