@@ -76,7 +76,6 @@ class Installed:
 
     kind: str | None
     commit: str | None = None
-    folder: Path | None = None  # an editable or local folder install's project folder
 
     @property
     def hashed(self) -> bool:
@@ -93,20 +92,12 @@ def _read_direct_url(text: str | None) -> Installed:
         info = None
     if not isinstance(info, dict):
         return Installed("local")  # unreadable: its files are hashed, which can only recompute more
-    url = str(info.get("url") or "")
-    folder = None
-    if url.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
-        folder = Path(unquote(urlparse(url).path))
     dir_info, vcs = info.get("dir_info"), info.get("vcs_info")
     if isinstance(dir_info, dict) and dir_info.get("editable"):
-        return Installed("editable", folder=folder)
+        return Installed("editable")
     if isinstance(vcs, dict) and vcs.get("commit_id"):
         return Installed("vcs", f"{vcs.get('vcs') or 'vcs'} {vcs['commit_id']}")
-    if folder is not None:
-        return Installed("local", folder=folder if isinstance(dir_info, dict) else None)
-    return Installed("url")
+    return Installed("local" if str(info.get("url") or "").startswith("file:") else "url")
 
 
 @functools.cache
@@ -285,7 +276,7 @@ class ComponentIdentity:
 
 def identify(kind: str, name: str, origin: PluginOrigin, described: Any) -> ComponentIdentity:
     """The identity of a built component: `described` is what its describe() returned. Its package's files are
-    hashed (once per process) when its distribution is installed from a folder or a file."""
+    digested (`sources_digest`) when its distribution is installed from a folder or a file."""
     distribution = origin.distribution
     how = installed(distribution) if distribution else Installed(None)
     sources = how.commit
