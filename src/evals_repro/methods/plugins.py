@@ -242,9 +242,10 @@ _IDENTITIES = threading.Lock()
 
 
 def identity_of(entry: Entry, built: Any = None) -> ComponentIdentity:
-    """The identity of a plugin's or Python object's component, made once per process (so its files are hashed
-    once a run) from `built`, or from a component built here when none is given (the study asks before it
-    builds one per worker). A describe() that raises is one line naming the component."""
+    """The identity of a plugin's or Python object's component, made once per entry (a plugin's once per process,
+    so its files are read once a run; a Python object's once per `run` call) from `built`, or from a component
+    built here when none is given (the study asks before it builds one per worker). A describe() that raises is
+    one line naming the component."""
     factory = entry.factory
     assert entry.plugin is not None and isinstance(factory, PluginFactory)
     with _IDENTITIES:
