@@ -1,4 +1,5 @@
-"""The money options every paid command shares: `--plan`, `--max-cost USD`, `--prices FILE`."""
+"""The money options every paid command shares (`--plan`, `--max-cost USD`, `--prices FILE`) and
+`evals-repro prices`, the price table they use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 import typer
+
+from .application import app
 
 T = TypeVar("T")
 
@@ -46,3 +49,13 @@ def with_ceiling(work: Callable[[], T], table: Any, max_cost: Optional[float]) -
         return work()
     finally:
         install_guard(None)
+
+
+@app.command("prices")
+def prices_command(prices: Optional[Path] = PRICES) -> None:
+    """List every price with its page and dates, and what is billed without a price."""
+    from ..planning.prices import billables, render_prices
+    from ..providers.prices import load_prices
+
+    table = load_prices(prices)  # a bad file is refused here, before the components are imported
+    typer.echo(render_prices(table, billables()))

@@ -13,7 +13,6 @@ from ..providers.settings import provider_settings
 from ..stores.common import STORE_MODEL, default_prefix, indexing_units, page_payload, store_name
 from ..stores.journal import UploadJournal
 from ..stores.upload import stored_path
-from .run import hub_offline
 
 JOURNALS = "mixedbread-uploads"
 
@@ -47,12 +46,13 @@ def plan_upload(
     journals = Path(cache_dir) / JOURNALS
     plan = Plan()
     storage_tokens = 0.0
-    for name in resolve_subsets(decl, subsets):
-        try:
-            with hub_offline():
-                subset = load_subset(decl, name, LoadOptions(content=content))
-        except ConfigurationError as exc:  # not in the local cache: the upload downloads it
-            plan.note(f"{name}: its data is not here ({exc.one_line()}); download it first: this subset is not counted")
+    names = resolve_subsets(decl, subsets)
+    plan.scope(len(names))
+    for name in names:
+        try:  # downloaded if not cached yet, as the upload would (public data: free)
+            subset = load_subset(decl, name, LoadOptions(content=content))
+        except ConfigurationError as exc:  # the Hub unreachable, offline with nothing cached, no token
+            plan.cannot_see(name, f"its data could not be loaded ({exc.one_line()})")
             continue  # data that is here but broken is refused as the upload refuses it (one line, exit 2)
         store = store_name(prefix, subset.name, content)
         stored = _stored(stored_path(journals, store))
