@@ -292,6 +292,10 @@ def test_upload_plan_counts_uploads_and_attachments_then_nothing_once_stored(mon
     # indexing is billed on what the store indexes: the pages' text tokens at the fast rate
     # (Mixedbread reports no count: 0.75 words a token, rounded up: 4, 4 and 2 words -> 6 + 6 + 3)
     assert planned.billed() == {("mixedbread", "store", "store_tokens"): 15}
+    # a first guess no run can calibrate: a token a word (4 + 4 + 2) up to 3 characters a token, rounded up
+    # (21, 20 and 15 characters: 7 + 7 + 5); --max-cost holds the top
+    assert planned.billed("low") == {("mixedbread", "store", "store_tokens"): 10}
+    assert planned.billed("high") == {("mixedbread", "store", "store_tokens"): 19}
     out = capsys.readouterr().out
     assert "spent: " in out and "cost $" in out
     again = plan_upload(folder, "markdown", cache_dir=cache)

@@ -13,7 +13,10 @@ from .application import app
 
 T = TypeVar("T")
 
-PLAN_HELP = "Print what it would send and cost (per provider and model), without a key or a request; exit."
+PLAN_HELP = (
+    "Print what it would send and cost (per provider and model), without a key or a paid request (public data "
+    "not cached yet is downloaded first); exit."
+)
 MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before a request that would pass it."
 PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 

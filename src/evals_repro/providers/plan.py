@@ -278,7 +278,8 @@ class Plan:
                     f"{line.requests:,}",
                     f"{line.items:,}",
                     f"{line.held:,}",
-                    f"{line.tokens:,}" + (f" ({line.tokens_low:,}-{line.tokens_high:,})" if line.guessed else ""),
+                    f"{line.tokens:,}"
+                    + (f" ({line.tokens_low:,}-{line.tokens_high:,})" if line.tokens_low != line.tokens_high else ""),
                     f"{int(line.units.get('pixels', 0)):,}" if line.units.get("pixels") else "",
                     "",
                     _line_cost(line, table),
