@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +20,7 @@ from fakes.voyage import FakeVoyage
 EMBED = "intfloat/e5-small-v2"
 RERANK = "BAAI/bge-reranker-v2-m3"
 SELF_HOSTED = "self-hosted: no price"
-SHIPPED = json.loads(
-    (__import__("pathlib").Path(__file__).resolve().parents[1] / "src/evals_repro/providers/prices.json").read_text()
-)
+SHIPPED = json.loads((Path(__file__).resolve().parents[1] / "src/evals_repro/providers/prices.json").read_text())
 
 
 @pytest.fixture(autouse=True)
@@ -34,16 +33,8 @@ def _clean(monkeypatch):
 
 
 def where(tmp_path) -> list[str]:
-    return [
-        "-b",
-        "sample",
-        "-s",
-        "heat-pumps",
-        "--results-dir",
-        str(tmp_path / "r"),
-        "--cache-dir",
-        str(tmp_path / "c"),
-    ]
+    dirs = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    return ["-b", "sample", "-s", "heat-pumps", *dirs]
 
 
 def record_of(tmp_path, method: str) -> dict:

@@ -148,10 +148,6 @@ class Plan:
             return Guess.exact(estimated)
         return Guess(*(max(1, round(estimated * getattr(prior, bound))) for bound in BOUNDS))
 
-    def tokens(self, provider: str, model: str, estimated: int, prior: Prior | None = None) -> int:
-        """The point of `guess`."""
-        return self.guess(provider, model, estimated, prior).point
-
     def scope(self, parts: int, kind: str = "subsets") -> None:
         """The plan sets out to see `parts` subsets (or domains)."""
         self.parts, self.part_kind = parts, kind
