@@ -300,7 +300,8 @@ def test_plan_and_cost_ceiling_price_your_own_server_at_nothing(tmp_path, capsys
         args = run_args(tmp_path, f"openai:{MODEL}", "--base-url", f"{fake.url}/v1")
         assert main([*args, "--plan"]) == 0
         out = capsys.readouterr().out
-        assert "total: 2 requests, cost $0" in out  # one request for the 38 pages, one for the 26 queries
+        # one request for the 38 pages, one for the 26 queries
+        assert "total: 2 requests, cost self-hosted: no price" in out
         assert not [r for r in fake.requests if r.path == "/v1/embeddings"]  # a plan sends nothing
         assert main([*args, "--max-cost", "0.01"]) == 0  # never "price unknown": it costs nothing
         record = json.loads(result_path(tmp_path / "results", "sample", f"openai:{MODEL}", "heat-pumps").read_text())

@@ -271,4 +271,5 @@ def test_a_plan_asks_no_rerank_server(tmp_path, capsys):
         down = f"http://127.0.0.1:{probe.getsockname()[1]}"  # not started yet: a plan must not need it
     args = run_args(tmp_path, f"bm25+rerank-api:{MODEL}@10", "--rerank-base-url", down, "--plan")
     assert main(args) == 0
-    assert "cost $0" in capsys.readouterr().out
+    # one request per query of heat-pumps' 26, on a server of your own: counted, never priced
+    assert "total: 26 requests, cost self-hosted: no price" in capsys.readouterr().out

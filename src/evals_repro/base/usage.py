@@ -1,7 +1,9 @@
 """What a run spent: requests, attempts, tokens, cache hits. Written to result files and printed.
 
 Beside the counters, `billed` holds what each provider model bills for (input and output tokens,
-pixels, searches, store tokens), as the provider counted it where it says: `cost` prices it.
+pixels, searches, store tokens), as the provider counted it where it says: `cost` prices it; `self_hosted`
+counts the calls to models on servers of your own, which bill nothing and have no price (so a cost says so
+rather than $0 or "not recorded").
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ class Usage:
     def __init__(self) -> None:
         self._counts: dict[str, int | float] = {}  # some counts are seconds (waits), so not a Counter of ints
         self._billed: dict[tuple[str, str, str], float] = {}  # (provider, model, unit) -> amount
+        self._served: dict[tuple[str, str], int] = {}  # (provider, model) on your own servers -> calls
         self._lock = threading.Lock()
 
     def add(self, key: str, amount: int | float = 1) -> None:
@@ -41,11 +44,27 @@ class Usage:
         with self._lock:
             return dict(sorted(self._billed.items()))
 
+    def self_hosted(self, provider: str, model: str, calls: int = 1) -> None:
+        """Count a call to a model on a server of your own: no bill, no price."""
+        with self._lock:
+            self._served[(provider, model)] = self._served.get((provider, model), 0) + calls
+
+    def served(self) -> dict[tuple[str, str], int]:
+        """(provider, model) -> calls made to servers of your own."""
+        with self._lock:
+            return dict(sorted(self._served.items()))
+
+    def served_labels(self) -> list[str]:
+        """The "provider model" of every self-hosted model called, as costs name them."""
+        return [f"{provider} {model}" for provider, model in self.served()]
+
     def merge(self, other: Usage) -> None:
         for key, value in other.as_dict().items():
             self.add(key, value)
         for (provider, model, unit), amount in other.billed().items():
             self.bill(provider, model, {unit: amount})
+        for (provider, model), calls in other.served().items():
+            self.self_hosted(provider, model, calls)
 
     def summary(self) -> str:
         counts = self.as_dict()

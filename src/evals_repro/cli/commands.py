@@ -2,6 +2,7 @@
 
 from . import (
     benchmarks,  # noqa: F401
+    costs,  # noqa: F401
     evaluate,  # noqa: F401
     rcp,  # noqa: F401
     report,  # noqa: F401

@@ -1,4 +1,5 @@
-"""The money options every paid command shares: `--plan`, `--max-cost USD`, `--prices FILE`."""
+"""The money options every paid command shares (`--plan`, `--max-cost USD`, `--prices FILE`) and
+`evals-repro prices`, the price table they use."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ from typing import Any, Optional, TypeVar
 
 import typer
 
+from .application import app
+
 T = TypeVar("T")
 
-PLAN_HELP = "Print what it would send and cost (per provider and model), without a key or a request; exit."
+PLAN_HELP = (
+    "Print what it would send and cost (per provider and model), without a key or a paid request (public data "
+    "not cached yet is downloaded first); exit."
+)
 MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before a request that would pass it."
 PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 
@@ -46,3 +52,13 @@ def with_ceiling(work: Callable[[], T], table: Any, max_cost: Optional[float]) -
         return work()
     finally:
         install_guard(None)
+
+
+@app.command("prices")
+def prices_command(prices: Optional[Path] = PRICES) -> None:
+    """List every price with its page and dates, and what is billed without a price."""
+    from ..planning.prices import billables, render_prices
+    from ..providers.prices import load_prices
+
+    table = load_prices(prices)  # a bad file is refused here, before the components are imported
+    typer.echo(render_prices(table, billables()))

@@ -237,7 +237,7 @@ def run_command(
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     from ..providers.prices import spend_text
 
-    spent = spend_text(summary.usage.summary(), summary.usage.billed())
+    spent = spend_text(summary.usage.summary(), summary.usage.billed(), summary.usage.served_labels())
     progress.console.print(
         f"{summary.method} on {summary.benchmark}: subsets {shown}; spent: {spent}",
         markup=False,

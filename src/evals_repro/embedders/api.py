@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..base.context import MethodContext
@@ -21,7 +22,7 @@ from ..base.progress import progress_bar
 from ..base.rendering import PageStyle
 from ..providers.batching import estimate_tokens, plan_batches
 from ..providers.errors_map import MalformedAnswer
-from ..providers.plan import Plan, text_prior
+from ..providers.plan import Guess, Plan, text_prior
 from ..providers.retry import call_with_retries
 from ..providers.settings import ProviderSettings, provider_settings, workers_option
 from ..providers.throttle import batch_token_cap
@@ -143,9 +144,13 @@ class ApiEmbedder(ABC):
         plan_costs = [self.plan_cost(item, input_type) for item in items]
         for batch in plan_batches(plan_costs, *self._budget_limits(items, costs, plan_costs)):
             chosen = [items[i] for i in batch]
-            text_only = all(item.image is None for item in chosen)
-            prior = text_prior(item.text for item in chosen) if text_only else None
-            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in batch), prior)
+            estimated = sum(costs[i] for i in batch)
+            if self.paid():
+                text_only = all(item.image is None for item in chosen)
+                prior = text_prior(item.text for item in chosen) if text_only else None
+                tokens: int | Guess = plan.guess(self.provider, self.model, estimated, prior)
+            else:  # a server of your own: counted, no price, so no guess at what it would bill
+                tokens = estimated
             plan.add(
                 self.provider,
                 self.model,
@@ -153,8 +158,9 @@ class ApiEmbedder(ABC):
                 requests=1,
                 items=len(batch),
                 tokens=tokens,
-                units=self.billed_units(chosen, tokens) if self.paid() else None,
+                units=partial(self.billed_units, chosen),
                 settings=self.batch_settings(chosen),
+                self_hosted=not self.paid(),
             )
 
     def _one_batch(
@@ -181,6 +187,8 @@ class ApiEmbedder(ABC):
             bill=lambda result: self.billed_units(items, result[1] if result[1] is not None else tokens),
             estimate=self.billed_units(items, tokens),
         )
+        if not self.paid():
+            self.usage.self_hosted(self.provider, self.model)
         if on_rows is not None and positions is not None:
             on_rows(positions, normalise(matrix))  # persisted before this request counts as done
         return matrix

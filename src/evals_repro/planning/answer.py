@@ -14,7 +14,7 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from ..providers.batching import estimate_tokens
 from ..providers.calibration import ratios
-from ..providers.plan import Plan, text_prior
+from ..providers.plan import Plan, Prior, text_prior
 from ..vidore_paper import labels as L
 from ..vidore_paper.annotations import PaperSubset, check_paper_benchmark, load_paper_subset
 from ..vidore_paper.answer import AnswerRequest, parse_request, run_dir_of
@@ -23,7 +23,6 @@ from ..vidore_paper.contexts import compute_contexts, context_parts, spec_of
 from ..vidore_paper.judge import judge_request
 from ..vidore_paper.llm import IMAGE_TOKEN_ESTIMATE, ChatClient, ModelSpec
 from ..vidore_paper.prompts import load_prompt
-from .run import hub_offline
 
 
 def _count(
@@ -34,18 +33,20 @@ def _count(
     units: dict[str, float],
     prompt: str = "",
     extra: int = 0,
-    extra_prior: float | None = None,
+    extra_prior: Prior | None = None,
 ) -> None:
     """One call; its input is the prompt's text (first guess: `text_prior`), `extra` context tokens not built
     yet (guessed from the pages) and what stays at the throttle's estimate (images, an answer not written)."""
     tokens = int(units["input_tokens"] + units["output_tokens"])
     if (spec.provider, spec.model) in plan.ratios or not prompt:
-        input_tokens = plan.tokens(spec.provider, spec.model, int(units["input_tokens"]))
+        input_tokens = plan.guess(spec.provider, spec.model, int(units["input_tokens"]))
     else:
         text = estimate_tokens(prompt)
         rest = int(units["input_tokens"]) - text - extra
-        input_tokens = plan.tokens(spec.provider, spec.model, text, text_prior([prompt])) + rest
-        input_tokens += plan.tokens(spec.provider, spec.model, extra, extra_prior) if extra else 0
+        input_tokens = plan.guess(spec.provider, spec.model, text, text_prior([prompt])) + rest
+        if extra:
+            input_tokens += plan.guess(spec.provider, spec.model, extra, extra_prior)
+    output = units["output_tokens"]
     plan.add(
         spec.provider,
         spec.model,
@@ -53,7 +54,11 @@ def _count(
         requests=1,
         items=1,
         tokens=tokens,
-        units={"input_tokens": input_tokens, "output_tokens": units["output_tokens"]},
+        units={"input_tokens": input_tokens.point, "output_tokens": output},
+        units_range=(
+            {"input_tokens": input_tokens.low, "output_tokens": output},
+            {"input_tokens": input_tokens.high, "output_tokens": output},
+        ),
         settings=client.settings,
     )
 
@@ -99,12 +104,13 @@ def plan_answer(request: AnswerRequest) -> Plan:
     judge_client = ChatClient(judge, request.options, request.judge_generation)
     content = "images" if request.pipeline.needs_images else "markdown"
     options = LoadOptions(content=content, revision=request.revision, cache_dir=Path(request.cache_dir))
-    for name in resolve_subsets(decl, request.subsets):
-        try:
-            with hub_offline():
-                paper = load_paper_subset(decl, name, options, request.language)
+    names = resolve_subsets(decl, request.subsets)
+    plan.scope(len(names), "domains")
+    for name in names:
+        try:  # downloaded if not cached yet, as the answer run would (public data: free)
+            paper = load_paper_subset(decl, name, options, request.language)
         except EvalsError as exc:
-            plan.note(f"{name}: its data is not here ({exc.one_line()}); download it first: this domain is not counted")
+            plan.cannot_see(name, f"its data could not be loaded ({exc.one_line()})")
             continue
         identity = {
             "revision": paper.subset.source.get("revision"),

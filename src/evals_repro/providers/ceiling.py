@@ -92,15 +92,26 @@ def current_guard() -> CostGuard | None:
 
 
 def check_ceiling(plan: Plan, table: PriceTable, max_cost: float) -> None:
-    """Refuse to start when the plan's cost passes --max-cost (or cannot be known)."""
-    costing = plan.costing(table)
+    """Refuse to start when the plan could not see all the work, when its cost cannot be known, or when it
+    passes --max-cost: at the top of a first guess's range, where no run has calibrated a model yet."""
+    if plan.incomplete:
+        raise UsageError(
+            f"--max-cost {usd_text(max_cost)}: the plan is incomplete ({plan.incomplete}: their data could not be "
+            "loaded), so the cost of that work is unknown",
+            "see --plan for why each was not planned; fix that and plan again, or choose the planned ones with -s",
+        )
+    costing = plan.costing(table, "high")
     if costing.unknown:
         raise UsageError(
             f"--max-cost {usd_text(max_cost)}: the plan's cost is unknown (price unknown: {', '.join(costing.unknown)})",
             "give the missing prices with --prices FILE, or see --plan for the details",
         )
     if costing.usd > max_cost:
+        point = plan.costing(table).usd
+        shown = usd_text(costing.usd)
+        if plan.guessed and point != costing.usd:
+            shown = f"up to {shown} (a first guess: {usd_text(point)} at 0.75 words a token)"
         raise UsageError(
-            f"the plan costs {usd_text(costing.usd)}, over --max-cost {usd_text(max_cost)}",
+            f"the plan costs {shown}, over --max-cost {usd_text(max_cost)}",
             "see --plan for the details, or raise --max-cost",
         )

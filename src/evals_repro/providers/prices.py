@@ -1,9 +1,11 @@
 """The price table: list prices per provider model and billing unit, each with the page it was read from.
 
-The package ships `prices.json` (dated; every price names its public page and the date that page gives);
-`--prices FILE` replaces it for a command: a file of the same layout, whose entries override the shipped
-ones by (provider, model, unit) and may add others. A model with billed units but no price is "price
-unknown" by name: it is never counted as free.
+The package ships `prices.json` (dated; every price names its public page, the date that page gives and the
+day it was read); `--prices FILE` replaces it for a command: a file of the same layout, whose entries
+override the shipped ones by (provider, model, unit) and may add others. A model with billed units but no
+price is "price unknown" by name: it is never counted as free. Work on a server of your own (`rerank-api:`,
+the vLLM rerankers, `openai:` at another base URL) has no list price: it is "self-hosted: no price"
+(`SELF_HOSTED`), worded here once for records, plans, reports and the HTML page.
 
 Units: `input_tokens`, `output_tokens`, `image_tokens` (images billed as tokens), `pixels`, `searches`
 (Cohere rerank: one query with up to 100 documents), and Mixedbread stores' `store_tokens` and
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -48,11 +51,15 @@ class Price:
     usd: float  # per `per` units
     per: float
     source: str  # the public page the price was read from
-    read: str  # the date that page gives
+    read: str  # the date that page gives ("not dated on the page" when it gives none)
     note: str = ""
+    read_on: str = ""  # the day the page was read (YYYY-MM-DD); "" in a file that does not say
 
     def cost(self, amount: float) -> float:
         return amount * self.usd / self.per
+
+
+SELF_HOSTED = "self-hosted: no price"  # what work on a server of your own costs, wherever a cost is shown
 
 
 def usd_text(usd: float) -> str:
@@ -64,6 +71,17 @@ def usd_text(usd: float) -> str:
     return f"${usd:.3g}" if usd >= 1e-4 else f"${usd:.2e}"
 
 
+def cost_text(usd: float, unknown: list[str], self_hosted: bool) -> str:
+    """A cost as every record, plan, report and page shows it: `$1.23`, `price unknown: <model (unit)>`,
+    `self-hosted: no price`, or those joined by ` + ` (a priced part of $0 beside the others is left out)."""
+    parts = [usd_text(usd)] if usd or not (unknown or self_hosted) else []
+    if unknown:
+        parts.append(f"price unknown: {', '.join(unknown)}")
+    if self_hosted:
+        parts.append(SELF_HOSTED)
+    return " + ".join(parts)
+
+
 @dataclass
 class Costing:
     """Billed units priced: the sum of what has a price, and every model (and unit) that has none."""
@@ -73,19 +91,14 @@ class Costing:
     by_model: dict[str, float | None]  # "provider model" -> USD, None when any of its units has no price
     date: str  # the price table's date
     source: str  # "shipped" or the --prices file
+    self_hosted: list[str] = field(default_factory=list)  # "provider model" served by your own servers: no price
 
     @property
     def known(self) -> bool:
         return not self.unknown
 
     def text(self) -> str:
-        if not self.by_model:
-            return "$0"
-        shown = usd_text(self.usd)
-        if self.unknown:
-            priced = f"{shown} + " if self.usd else ""
-            return f"{priced}price unknown: {', '.join(self.unknown)}"
-        return shown
+        return cost_text(self.usd, self.unknown, bool(self.self_hosted))
 
     def as_dict(self) -> dict[str, Any]:
         """What result records and manifests keep: USD (None when a model has no price), per model, the table's date."""
@@ -96,6 +109,7 @@ class Costing:
             "by_model": {k: (round(v, 8) if v is not None else None) for k, v in self.by_model.items()},
             "prices_date": self.date,
             "prices": self.source,
+            "self_hosted": list(self.self_hosted),
         }
 
 
@@ -108,7 +122,8 @@ class PriceTable:
     def price(self, provider: str, model: str, unit: str) -> Price | None:
         return self.prices.get((provider, model, unit))
 
-    def cost(self, billed: Billed) -> Costing:
+    def cost(self, billed: Billed, self_hosted: Iterable[str] = ()) -> Costing:
+        """Billed units priced; `self_hosted` names the "provider model"s whose work has no price."""
         usd = 0.0
         unknown: list[str] = []
         by_model: dict[str, float | None] = {}
@@ -125,7 +140,7 @@ class PriceTable:
             usd += part
             if label not in by_model or by_model[label] is not None:
                 by_model[label] = (by_model.get(label) or 0.0) + part
-        return Costing(usd, unknown, by_model, self.date, self.source)
+        return Costing(usd, unknown, by_model, self.date, self.source, sorted(set(self_hosted)))
 
     def merged(self, other: PriceTable) -> PriceTable:
         return PriceTable(other.date, other.source, {**self.prices, **other.prices})
@@ -155,6 +170,7 @@ def _entry(raw: Any, where: str) -> Price:
         str(raw.get("source", "")),
         str(raw.get("read", "")),
         str(raw.get("note", "")),
+        str(raw.get("read_on", "")),
     )
 
 
@@ -189,6 +205,11 @@ def load_prices(path: Path | str | None = None) -> PriceTable:
         raise DataError(
             f"--prices {path}: cannot read it ({exc.strerror or exc})", "give a readable JSON file"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"--prices {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            "save the price file as UTF-8 JSON, like the shipped prices.json",
+        ) from None
     return table.merged(parse_table(text, str(path)))
 
 
@@ -220,13 +241,15 @@ def reset_prices() -> None:
         _current = None
 
 
-def cost_of(billed: Billed) -> Costing:
-    return current_prices().cost(billed)
+def cost_of(billed: Billed, self_hosted: Iterable[str] = ()) -> Costing:
+    return current_prices().cost(billed, self_hosted)
 
 
-def spend_text(usage_summary: str, billed: Billed) -> str:
-    """A spend summary line with its cost: `<counters>, cost $1.23 (prices of 2026-12-02)`."""
-    if not billed:
+def spend_text(usage_summary: str, billed: Billed, self_hosted: Iterable[str] = ()) -> str:
+    """A spend summary line with its cost: `<counters>, cost $1.23 (prices of 2026-12-06)`."""
+    served = list(self_hosted)
+    if not billed and not served:
         return usage_summary
-    costing = cost_of(billed)
-    return f"{usage_summary}, cost {costing.text()} (prices of {costing.date})"
+    costing = cost_of(billed, served)
+    dated = f" (prices of {costing.date})" if costing.by_model else ""  # nothing priced: no table to date
+    return f"{usage_summary}, cost {costing.text()}{dated}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -89,25 +90,26 @@ class Cost(_Model):
     billed: dict[str, dict[str, float]] = Field(default_factory=dict)  # "provider model" -> unit -> amount
     prices_date: str
     prices: str  # "shipped" or the --prices file
+    self_hosted: list[str] = Field(default_factory=list)  # "provider model" served by your own servers: no price
 
     @classmethod
-    def of(cls, billed: dict[tuple[str, str, str], float]) -> Cost | None:
-        """The cost of billed units at the current price table; None when nothing was billed."""
+    def of(cls, billed: dict[tuple[str, str, str], float], self_hosted: Iterable[str] = ()) -> Cost | None:
+        """The cost of billed units (and of work on your own servers, which has no price) at the current price
+        table; None when nothing was billed and nothing self-hosted was called."""
         from ..providers.prices import cost_of
 
-        if not billed:
+        served = list(self_hosted)
+        if not billed and not served:
             return None
         units: dict[str, dict[str, float]] = {}
         for (provider, model, unit), amount in billed.items():
             units.setdefault(f"{provider} {model}", {})[unit] = amount
-        return cls(**cost_of(billed).as_dict(), billed=units)
+        return cls(**cost_of(billed, served).as_dict(), billed=units)
 
     def text(self) -> str:
-        from ..providers.prices import usd_text
+        from ..providers.prices import cost_text
 
-        if self.usd is not None:
-            return usd_text(self.usd)
-        return f"price unknown: {', '.join(self.price_unknown)}"
+        return cost_text(self.usd_priced, self.price_unknown, bool(self.self_hosted))
 
 
 class MethodConfig(_Model):

@@ -163,13 +163,15 @@ def subset_tables(
 
 
 def method_costs(results: list[ResultRecord]) -> dict[str, str]:
-    """What each method's results cost, summed over its subsets (`report --cost`): USD at each record's
-    price table, "price unknown: <model>" when a model had no price, "not recorded" for paid results
+    """What each method's results cost, summed over its subsets (`report --cost`), worded as every cost is
+    (`prices.cost_text`): USD at each record's price table, "price unknown: <model>" when a model had no
+    price, "self-hosted: no price" for work on servers of your own, and "not recorded" for paid results
     written before costs were kept; results that billed nothing cost $0."""
-    from ..providers.prices import usd_text
+    from ..providers.prices import cost_text
 
     totals: dict[str, float] = {}
     unknown: dict[str, list[str]] = {}
+    self_hosted: set[str] = set()
     unrecorded: set[str] = set()
     for record in results:
         totals.setdefault(record.method, 0.0)
@@ -178,20 +180,16 @@ def method_costs(results: list[ResultRecord]) -> dict[str, str]:
                 unrecorded.add(record.method)
             continue
         totals[record.method] += record.cost.usd_priced
+        if record.cost.self_hosted:
+            self_hosted.add(record.method)
         for name in record.cost.price_unknown:
             if name not in unknown.setdefault(record.method, []):
                 unknown[record.method].append(name)
     shown = {}
     for method, usd in totals.items():
-        text = usd_text(usd)
-        if unknown.get(method):
-            text = (
-                f"{text} + price unknown: {', '.join(unknown[method])}"
-                if usd
-                else f"price unknown: {', '.join(unknown[method])}"
-            )
+        text = cost_text(usd, unknown.get(method, []), method in self_hosted)
         if method in unrecorded:
-            text = f"{text} + not recorded" if usd or unknown.get(method) else "not recorded"
+            text = "not recorded" if text == "$0" else f"{text} + not recorded"
         shown[method] = text
     return shown
 

@@ -29,6 +29,7 @@ from ..base.context import MethodContext
 from ..base.errors import ConfigurationError, DataError, UsageError, choices
 from ..base.registry import RERANKERS
 from ..providers.errors_map import MalformedAnswer
+from ..providers.plan import Plan
 from ..providers.replicas import (
     TEI_OWNER,
     Replica,
@@ -40,7 +41,7 @@ from ..providers.replicas import (
 )
 from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
-from .base import ScoredAttempt, positive_option, rerank_with_retries
+from .base import ScoredAttempt, plan_self_hosted, positive_option, rerank_with_retries
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
@@ -329,7 +330,16 @@ class ApiReranker:
                     counted.append(tokens)
             return scores, sum(counted) if counted else None, cut
 
-        return rerank_with_retries(self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.model}")
+        return rerank_with_retries(
+            self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.model}", self.model
+        )
+
+    def plan(
+        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: Any = None
+    ) -> None:
+        """The requests `rerank` sends (`max_client_batch_size` documents each where the server has one):
+        self-hosted, no price."""
+        plan_self_hosted(self, query_tokens, doc_tokens, plan, what, self.max_documents)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..base.usage import Usage
+    from ..providers.plan import Plan
     from ..providers.settings import ProviderSettings
 
 ScoredAttempt = tuple[list[float], int | None, int]  # scores, tokens the server reported, documents cut to fit
@@ -30,10 +31,16 @@ class Reranker(Protocol):
 
 
 def rerank_with_retries(
-    settings: ProviderSettings, usage: Usage, documents: int, attempt: Callable[[], ScoredAttempt], what: str
+    settings: ProviderSettings,
+    usage: Usage,
+    documents: int,
+    attempt: Callable[[], ScoredAttempt],
+    what: str,
+    model: str,
 ) -> list[float]:
-    """One served rerank call under the retry policy: `documents` counted as rerank_documents, the tokens the
-    server reported billed, and the documents cut to fit counted as rerank_documents_truncated (once, not per try)."""
+    """One call to a reranker on servers of your own, under the retry policy: `documents` counted as
+    rerank_documents, the tokens the server reported counted, the documents cut to fit counted as
+    rerank_documents_truncated (once, not per try), and the call counted as self-hosted (no price)."""
     from ..providers.retry import call_with_retries
 
     usage.add("rerank_documents", documents)
@@ -42,7 +49,27 @@ def rerank_with_retries(
     )
     if cut:
         usage.add("rerank_documents_truncated", cut)
+    usage.self_hosted(settings.provider, model)
     return scores
+
+
+def plan_self_hosted(
+    reranker: Any, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str, per_request: int | None
+) -> None:
+    """A reranker on servers of your own in a plan: its requests (`per_request` documents each; None: all of a
+    query's in one), counted and shown as self-hosted, never priced."""
+    if not doc_tokens:
+        return
+    step = per_request or len(doc_tokens)
+    plan.add(
+        reranker.settings.provider,
+        reranker.model,
+        what,
+        requests=-(-len(doc_tokens) // step),
+        items=len(doc_tokens),
+        tokens=sum(query_tokens + tokens for tokens in doc_tokens),
+        self_hosted=True,
+    )
 
 
 def positive_option(options: dict[str, Any], key: str, default: Any, kind: type = float) -> Any:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..base.context import MethodContext
 from ..base.errors import ProviderError, UsageError, choices
 from ..base.registry import RERANKERS
-from ..providers.plan import Plan
+from ..providers.plan import Plan, Prior
 
 COHERE_MODELS = ("rerank-v4.0-pro", "rerank-v4.0-fast")
 VOYAGE_MODELS = ("rerank-2.5", "rerank-2.5-lite", "rerank-3")
@@ -91,7 +92,7 @@ class HostedReranker(ABC):
         return costs, plan_batches(costs, self.max_items, max_tokens)
 
     def plan(
-        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: float | None = None
+        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: Prior | None = None
     ) -> None:
         """Count the requests `rerank` would send for a query and documents of these estimated tokens
         (`prior`: `plan.text_prior` of the texts, for a model no run has calibrated)."""
@@ -99,15 +100,15 @@ class HostedReranker(ABC):
             return
         costs, batches = self._batches(query_tokens, doc_tokens)
         for positions in batches:
-            tokens = plan.tokens(self.provider, self.model, sum(costs[i] for i in positions), prior)
+            documents = len(positions)
             plan.add(
                 self.provider,
                 self.model,
                 what,
                 requests=1,
-                items=len(positions),
-                tokens=tokens,
-                units=self.billed_units(len(positions), tokens),
+                items=documents,
+                tokens=plan.guess(self.provider, self.model, sum(costs[i] for i in positions), prior),
+                units=partial(self.billed_units, documents),
                 settings=self.settings,
                 throttle_items=1,
             )

@@ -35,7 +35,8 @@ from typing import Any
 from ..base.context import MethodContext
 from ..base.errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
 from ..base.registry import RERANKERS
-from .base import ScoredAttempt, positive_option, rerank_with_retries
+from ..providers.plan import Plan
+from .base import ScoredAttempt, plan_self_hosted, positive_option, rerank_with_retries
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets
 
@@ -256,8 +257,14 @@ class VllmReranker:
                 self.replicas.release(replica)
 
         return rerank_with_retries(
-            self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.spec.checkpoint}"
+            self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.spec.checkpoint}", self.model
         )
+
+    def plan(
+        self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: Any = None
+    ) -> None:
+        """One /classify request per query, on your own replicas: self-hosted, no price."""
+        plan_self_hosted(self, query_tokens, doc_tokens, plan, what, None)
 
     # -- latency preflight -------------------------------------------------------------------------
     def verify_prefix_cache_off(self) -> list[dict[str, Any]]:

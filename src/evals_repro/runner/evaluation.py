@@ -238,11 +238,13 @@ def _run_subset(
     plan = pool_plan(subset, spec, request.top_k, request.method)
     before = ctx.usage.as_dict()
     billed_before = ctx.usage.billed()
+    served_before = ctx.usage.served()
     started = time.perf_counter()
     run = retrieve(subset, retriever, queries, plan.top_k)
     retrieval_seconds = time.perf_counter() - started
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
     billed = {k: v - billed_before.get(k, 0) for k, v in ctx.usage.billed().items() if v != billed_before.get(k, 0)}
+    served = [f"{p} {m}" for (p, m), calls in ctx.usage.served().items() if calls != served_before.get((p, m), 0)]
     config = MethodConfig(
         method=spec.method_name,
         pipeline=spec.as_dict(),
@@ -275,7 +277,7 @@ def _run_subset(
         spent,
         flags,
         path,
-        Cost.of(billed),
+        Cost.of(billed, served),
     )
     report_line(name, record, path, say, asked, kept)
     return SubsetOutcome(name, path, "written", asked_metrics(record, asked))
