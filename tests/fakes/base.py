@@ -108,6 +108,7 @@ class FakeServer:
         # Held from writing an answer until `after` returned, when set: a fake that exits mid-run takes it
         # first, so no answer leaves without being recorded.
         self.answer_lock: threading.Lock | None = None
+        self.api_key: str | None = None  # set: requests to `guarded` paths need `Authorization: Bearer <key>`
 
     # -- scripting ---------------------------------------------------------------------------------
     def script(self, *replies: Reply) -> None:
@@ -137,6 +138,18 @@ class FakeServer:
         """Hook run before routing (e.g. a rate limiter); return a Reply to answer instead."""
         return None
 
+    # -- the key, as the server checks it (subclasses follow their server: which paths, what refusal) -----
+    def guarded(self, path: str) -> bool:
+        """Whether a request to `path` needs the key (when `api_key` is set)."""
+        return True
+
+    def authorized(self, request: Request) -> bool:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and token == self.api_key
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, {"error": "Unauthorized"})
+
     def after(self, request: Request, reply: Reply) -> None:
         """Hook run once the reply was written in full (e.g. to record when a request completed)."""
 
@@ -144,6 +157,9 @@ class FakeServer:
     def dispatch(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
+        path = request.path.split("?", 1)[0]
+        if self.api_key is not None and self.guarded(path) and not self.authorized(request):
+            return self.unauthorized()
         reply = self._scripted(request.path)
         if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None or reply.drop):
             return reply
