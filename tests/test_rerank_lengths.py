@@ -216,3 +216,24 @@ def test_a_tokenizer_cached_for_another_revision_is_not_used(tmp_path, monkeypat
     pinned = f"{model}@{'f' * 40}"  # served at a revision the cache does not hold
     with FakeOpenAICompatible(pinned, max_model_len=50, tokenizer_routes=False) as fake:
         assert reranker(fake.url, model=pinned).describe()["lengths"] == "UTF-8 bound only (no tokenizer)"
+
+
+def test_the_study_records_the_page_that_may_not_fit(tmp_path):
+    from evals_repro.base.io import read_jsonl
+    from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
+    from study_fixtures import prepare_sample
+
+    study = prepare_sample(tmp_path, subsets=("heat-pumps",)) / "study"
+    with FakeOpenAICompatible(MODEL, max_model_len=400, tokenizer_routes=False) as fake:
+        request = QualityRequest(
+            study_dir=study,
+            models=[f"rerank-api:{MODEL}"],
+            cache_dir=tmp_path / "cache",
+            options={"rerank_base_url": fake.url},
+        )
+        counts = run_quality(request, echo=lambda line: None)
+    failed = [r for r in read_jsonl(study / QUALITY) if r["status"] == "failed"]
+    assert failed and counts["failed"] == len(failed)
+    for record in failed:
+        assert record["error"].startswith(f"rerank-api {MODEL}: page hp-p")
+        assert "may take up to" in record["error"] and "400-token context" in record["error"]
