@@ -343,6 +343,12 @@ class ApiReranker:
 
         return rerank_with_retries(self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.model}")
 
+    def _lengths(self) -> str:
+        """How documents that may not fit are measured (recorded with the scores)."""
+        if self.measurer is not None:
+            return self.measurer.source
+        return "not asked (a plan sends nothing)" if self.ctx.planning else "UTF-8 bound only (no tokenizer)"
+
     def describe(self) -> dict[str, Any]:
         return {
             "reranker": PROVIDER,
@@ -353,7 +359,7 @@ class ApiReranker:
             "context_tokens": self.context_tokens,
             "truncation": "document end only, to --rerank-max-tokens and what fits the context beside the query; "
             "a document whose UTF-8 bound fits is not measured; counted in usage as rerank_documents_truncated",
-            "lengths": self.measurer.source if self.measurer is not None else "UTF-8 bound only (no tokenizer)",
+            "lengths": self._lengths(),
         }
 
 
