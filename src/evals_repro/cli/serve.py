@@ -23,8 +23,8 @@ HOST = typer.Option(
 API_KEY = typer.Option(
     None,
     "--api-key",
-    hidden=True,
-    help="Refused: a key on the command line shows in `ps` and shell history; export VLLM_API_KEY instead.",
+    help="Refused: a key on the command line shows in `ps` and shell history. Export VLLM_API_KEY (or put it "
+    "in .env): each replica reads it from its environment.",
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the exact commands and start nothing.")
 STARTUP_TIMEOUT = typer.Option(3600.0, "--startup-timeout", help="Seconds to wait for /health.")
