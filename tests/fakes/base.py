@@ -8,7 +8,9 @@ Extend a provider fake by subclassing it and adding handlers:
 
 A handler takes a `Request` and returns a `Reply`. `script(...)` queues replies that are served before the
 routes (optionally only for paths matching a regex): scripted errors, slow answers (`sleep`) for client
-timeouts, raw malformed bodies. `error_reply(status, message)` builds the provider's own error body.
+timeouts, raw malformed bodies. `error_reply(status, message)` builds the provider's own error body. With
+`api_key` set, a request to a path the server `guarded`s without `Authorization: Bearer <key>` gets its
+`unauthorized()` reply (each fake follows its server: which paths, which refusal).
 """
 
 from __future__ import annotations
