@@ -237,3 +237,14 @@ def test_the_study_records_the_page_that_may_not_fit(tmp_path):
     for record in failed:
         assert record["error"].startswith(f"rerank-api {MODEL}: page hp-p")
         assert "may take up to" in record["error"] and "400-token context" in record["error"]
+
+
+def test_a_tokenize_route_of_another_kind_is_not_used():
+    from fakes.base import Reply
+
+    with FakeOpenAICompatible(MODEL, max_model_len=60) as fake:
+        fake.script(Reply(200, {"detail": "tokenizer info"}, path="/tokenize"))  # answers, but no token ids
+        built = reranker(fake.url)
+        assert built.describe()["lengths"] == "UTF-8 bound only (no tokenizer)"
+        with pytest.raises(DocumentTooLong, match="may take up to 43 tokens"):
+            built.rerank("brine circuit", ["b" * 42])

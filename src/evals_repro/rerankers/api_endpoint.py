@@ -259,8 +259,8 @@ class ApiReranker:
         return text
 
     def _measurer(self) -> Measurer | None:
-        """The server's /tokenize when it has one (asked once, with a one-word text), else the model's tokenizer
-        on this machine, else None (documents are then only bounded: `fitting.token_bound`)."""
+        """The server's /tokenize when it has one that answers token ids (asked once, with a one-word text), else
+        the model's tokenizer on this machine, else None (documents are then only bounded: `fitting.token_bound`)."""
         import httpx
 
         try:
@@ -276,6 +276,8 @@ class ApiReranker:
                 raise ProviderError(
                     f"rerank-api {self.model}: /tokenize answered HTTP {status}", "check the server's log, then rerun"
                 ) from None
+        except (MalformedAnswer, ValueError):  # a /tokenize of another kind (no token ids, or not JSON): not used
+            pass
         return find_local_tokenizer(self.model, self.identity)
 
     def _fit(self, query: str, documents: list[str]) -> tuple[list[str], int]:
