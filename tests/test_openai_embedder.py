@@ -134,16 +134,23 @@ def stop(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def test_replica_killed_mid_run_loses_nothing_and_pays_nothing_twice(tmp_path):
+def test_replica_killed_mid_run_loses_nothing_and_pays_nothing_twice(tmp_path, caplog):
+    import logging
+
     log = tmp_path / "dying.jsonl"
     dying, dying_url = spawn_replica("--latency", "0.05", "--die-after", "6", "--answer-log", str(log))
     try:
         with FakeOpenAICompatible(MODEL, latency=0.05) as healthy:
             built = embedder([f"{dying_url}/v1", f"{healthy.url}/v1"], batch_size=4, workers=4)
             texts = [f"page {i} about heat pumps and brine circuit {i * 7}" for i in range(80)]
-            matrix = built.embed([EmbedItem(text=t) for t in texts], "document")
+            with caplog.at_level(logging.WARNING, logger="evals_repro.providers.replicas"):
+                matrix = built.embed([EmbedItem(text=t) for t in texts], "document")
             assert dying.wait(timeout=30) == 9  # it really died mid-run
             assert built.pool.failovers >= 1
+            # named once, however many of its requests were in flight when it died
+            (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            assert warning.startswith(f"openai {MODEL} embed: replica {dying_url}/v1 stopped answering (")
+            assert warning.endswith("; its requests go to the 1 other live replica(s)")
             expected = normalise(np.stack([bag_of_words(t, 32) for t in texts]))
             np.testing.assert_allclose(matrix, expected, atol=1e-6)  # nothing lost, every row in place
             answered_by_dead = [t for line in log.read_text().splitlines() for t in json.loads(line)]

@@ -162,3 +162,144 @@ def test_redact_catches_every_form(monkeypatch, form):
     assert redacted.startswith("before ") and redacted.endswith(" after") and "***" in redacted
     assert leaks(redacted) == [] and leaks(redacted, form) == []
     assert keys.redact("before after") == "before after"
+
+
+# -- the key of servers of your own (VLLM_API_KEY) ----------------------------------------------------------
+SERVER_KEY = "vk-Pq4wEr8tYu2iOp6aSd0fGh3jKl"
+
+
+def test_redact_catches_the_server_key(monkeypatch):
+    monkeypatch.setenv("VLLM_API_KEY", SERVER_KEY)
+    for form in (SERVER_KEY, SERVER_KEY[4:16], base64.b64encode(SERVER_KEY.encode()).decode()):
+        assert leaks(keys.redact(f"key {form}"), SERVER_KEY) == []
+
+
+class EchoingReplica:
+    """Mixed into a fake replica started with the key: the work itself (embedding, scoring) is refused with the
+    credentials the request carried, quoted and URL-encoded."""
+
+    def before(self, request: Request) -> Reply | None:
+        if request.path not in ("/v1/embeddings", "/rerank", "/classify"):
+            return None
+        secret = request.headers.get("authorization", "").removeprefix("Bearer ")
+        return Reply(400, {"error": {"message": f"bad key {secret!r} ({quote(secret)})", "type": "BadRequestError"}})
+
+
+@pytest.mark.parametrize("client", ["openai", "rerank-api", "qwen3-8b"])
+def test_a_server_key_echoed_back_shows_nowhere(client, monkeypatch, tmp_path, capsys):
+    from evals_repro.rerankers.vllm import reset_replica_sets
+    from fakes.openai_compat import FakeOpenAICompatible
+    from fakes.vllm import FakeVllm
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URLS", "RERANK_API_KEY", "RERANK_API_BASE_URLS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VLLM_API_KEY", SERVER_KEY)
+    reset_replica_sets()
+    kind = FakeVllm if client == "qwen3-8b" else FakeOpenAICompatible
+    fake_class = type("Echoing", (EchoingReplica, kind), {})
+    model = {"openai": "intfloat/e5-small-v2", "rerank-api": "BAAI/bge-reranker-v2-m3"}.get(
+        client, "Qwen/Qwen3-Reranker-8B@77d193c791ed757ca307ee72715aa132723da912"
+    )
+    with fake_class(model, *(["yes-no"] if client == "qwen3-8b" else []), api_key=SERVER_KEY) as fake:
+        method, extra = {
+            "openai": (f"openai:{model}", ["--base-url", f"{fake.url}/v1"]),
+            "rerank-api": (f"bm25+rerank-api:{model}@10", ["--rerank-base-url", fake.url]),
+            "qwen3-8b": ("bm25+qwen3-8b@10", []),
+        }[client]
+        monkeypatch.setenv("QWEN_RERANK_URLS", fake.url)
+        args = ["run", method, "-b", "sample", "-s", "heat-pumps", "--max-attempts", "1", *extra]
+        args += ["--results-dir", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache")]
+        for verbose in ([], ["--verbose"]):
+            assert main([*verbose, *args]) != 0
+            out, err = capsys.readouterr()
+            assert "bad key" in err and leaks(out + err, SERVER_KEY) == []
+        assert fake.requests and all(r.headers["authorization"] == f"Bearer {SERVER_KEY}" for r in fake.requests)
+    written = "".join(p.read_text(errors="ignore") for p in tmp_path.rglob("*") if p.is_file())
+    assert leaks(written, SERVER_KEY) == []
+    reset_replica_sets()
+
+
+STAND_IN_REPLICA = """
+import hashlib, http.server, json, os, signal, sys
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+print("vllm stand-in started with", args, flush=True)  # what a replica's log holds
+key = os.environ.get("VLLM_API_KEY", "")
+with open(os.environ["STAND_IN_RECORD"] + f".{port}", "w") as out:
+    json.dump({"pid": os.getpid(), "key_sha256": hashlib.sha256(key.encode()).hexdigest()}, out)
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", port), Health)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+server.serve_forever()
+"""
+
+
+@pytest.mark.parametrize("command", ["serve-embedder", "serve-reranker"])
+def test_serve_hands_the_key_to_each_replica_in_its_environment_only(command, monkeypatch, tmp_path):
+    """The replica gets VLLM_API_KEY in its environment; its command line (what `ps` shows), our printed lines
+    and the replica logs never hold it."""
+    import hashlib
+    import socket
+    import sys
+    import time
+    from pathlib import Path
+
+    from evals_repro.serving import embedder as serve_embedder
+    from evals_repro.serving import reranker as serving
+
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN_REPLICA)
+    monkeypatch.setenv("STAND_IN_RECORD", str(tmp_path / "record"))
+    monkeypatch.setenv("VLLM_API_KEY", SERVER_KEY)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    module = serve_embedder if command == "serve-embedder" else serving
+    real = module.replica_commands
+
+    def on_free_port(*args, **kwargs):
+        return [
+            serving.ReplicaCommand(c.device, c.visible, c.host, port, (*c.argv[:-1], str(port)))
+            for c in real(*args, **kwargs)
+        ]
+
+    monkeypatch.setattr(module, "replica_commands", on_free_port)
+    lines: list[str] = []
+    seen: dict[str, bytes] = {}
+
+    def sleep(seconds):  # once the replica is up: read what `ps` shows of it, then Ctrl-C
+        record = tmp_path / f"record.{port}"
+        if any(line.startswith("export ") for line in lines) and record.exists():
+            pid = json.loads(record.read_text())["pid"]
+            seen["cmdline"] = Path(f"/proc/{pid}/cmdline").read_bytes()
+            raise KeyboardInterrupt
+        time.sleep(0.05)
+
+    common = dict(
+        host="0.0.0.0",
+        log_dir=tmp_path / "logs",
+        echo=lines.append,
+        check=lambda commands: None,
+        executable=[sys.executable, str(script)],
+        startup_timeout=60,
+        poll=0.05,
+        sleep=sleep,
+    )
+    if command == "serve-embedder":
+        code = serve_embedder.serve("intfloat/e5-large-v2", ["0"], revision="a" * 40, **common)
+    else:
+        code = serving.serve("qwen3-8b", ["0"], **common)
+    assert code == 0
+    record = json.loads((tmp_path / f"record.{port}").read_text())
+    assert record["key_sha256"] == hashlib.sha256(SERVER_KEY.encode()).hexdigest()  # the replica has the key
+    assert b"--port" in seen["cmdline"] and leaks(seen["cmdline"].decode(errors="replace"), SERVER_KEY) == []
+    assert any("require the key in VLLM_API_KEY" in line for line in lines)
+    logs = "".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    assert "vllm stand-in started with" in logs
+    assert leaks("\n".join(lines) + logs, SERVER_KEY) == []

@@ -226,3 +226,39 @@ def test_a_replica_that_dies_while_loading_is_reported(tmp_path):
             is_healthy=lambda url: False,
             poll=0.05,
         )
+
+
+def test_a_wildcard_host_serves_other_machines_under_this_ones_name(monkeypatch, capsys):
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    args = ["serve-embedder", "intfloat/e5-large-v2", "--devices", "0", "--revision", SHA, "--host", "0.0.0.0"]
+    assert main([*args, "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == E5_0.replace("--host 127.0.0.1", "--host 0.0.0.0")  # vLLM listens on every interface
+    assert lines[2] == f"export OPENAI_BASE_URLS=http://{socket.gethostname()}:8500/v1"  # what other machines use
+    assert err == (
+        "warning: serve-embedder: the replicas listen on 0.0.0.0 with no key: anyone who reaches these ports can "
+        "use them (export VLLM_API_KEY before starting to require one)\n"
+    )
+    monkeypatch.setenv("VLLM_API_KEY", "vk-a-key-for-the-replicas")
+    assert main([*args, "--dry-run"]) == 0
+    assert capsys.readouterr().err == ""  # keyed: no warning (and the key is never printed: test_secrets.py)
+
+
+@pytest.mark.parametrize("command", ["serve-embedder", "serve-reranker"])
+def test_a_key_on_the_command_line_is_refused_without_showing_it(command, capsys):
+    model = "intfloat/e5-large-v2" if command == "serve-embedder" else "qwen3-8b"
+    args = [command, model, "--devices", "0", "--revision", SHA][: 6 if command == "serve-embedder" else 4]
+    assert main([*args, "--api-key", "vk-typed-on-the-command-line", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "typed-on-the" not in err
+    assert "--api-key is not taken on the command line: it would show in `ps` and in your shell history" in err
+    assert "export VLLM_API_KEY=... (or put it in .env): each replica reads it from its environment" in err
+
+
+@pytest.mark.parametrize("host", ["http://gpu-host", "gpu-host:8500", ""])
+def test_a_host_that_is_not_an_address_is_one_line(host, capsys):
+    args = ["serve-embedder", "intfloat/e5-large-v2", "--devices", "0", "--revision", SHA, "--host", host]
+    assert main([*args, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"--host '{host}' is not an address to listen on" in err and err.count("\n") == 1

@@ -8,7 +8,9 @@ Extend a provider fake by subclassing it and adding handlers:
 
 A handler takes a `Request` and returns a `Reply`. `script(...)` queues replies that are served before the
 routes (optionally only for paths matching a regex): scripted errors, slow answers (`sleep`) for client
-timeouts, raw malformed bodies. `error_reply(status, message)` builds the provider's own error body.
+timeouts, raw malformed bodies. `error_reply(status, message)` builds the provider's own error body. With
+`api_key` set, a request to a path the server `guarded`s without `Authorization: Bearer <key>` gets its
+`unauthorized()` reply (each fake follows its server: which paths, which refusal).
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class FakeServer:
         # Held from writing an answer until `after` returned, when set: a fake that exits mid-run takes it
         # first, so no answer leaves without being recorded.
         self.answer_lock: threading.Lock | None = None
+        self.api_key: str | None = None  # set: requests to `guarded` paths need `Authorization: Bearer <key>`
 
     # -- scripting ---------------------------------------------------------------------------------
     def script(self, *replies: Reply) -> None:
@@ -137,6 +140,18 @@ class FakeServer:
         """Hook run before routing (e.g. a rate limiter); return a Reply to answer instead."""
         return None
 
+    # -- the key, as the server checks it (subclasses follow their server: which paths, what refusal) -----
+    def guarded(self, path: str) -> bool:
+        """Whether a request to `path` needs the key (when `api_key` is set)."""
+        return True
+
+    def authorized(self, request: Request) -> bool:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and token == self.api_key
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, {"error": "Unauthorized"})
+
     def after(self, request: Request, reply: Reply) -> None:
         """Hook run once the reply was written in full (e.g. to record when a request completed)."""
 
@@ -144,6 +159,9 @@ class FakeServer:
     def dispatch(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
+        path = request.path.split("?", 1)[0]
+        if self.api_key is not None and self.guarded(path) and not self.authorized(request):
+            return self.unauthorized()
         reply = self._scripted(request.path)
         if reply is not None and (reply.status != 200 or reply.raw is not None or reply.json is not None or reply.drop):
             return reply

@@ -19,7 +19,12 @@ vLLM 0.33.0's protocol models, read from the wheel (`pip download vllm==0.33.0 -
 - entrypoints/serve/tokenize/protocol.py: `TokenizeResponse` (count, max_model_len, tokens,
   token_strs), `DetokenizeRequest` (model, tokens) -> `DetokenizeResponse` (prompt).
 A request with a field the schema does not have is refused 400 (OpenAI's behaviour; vLLM would only
-warn), so the client is held to the documented fields. A prompt longer than max_model_len is refused
+warn), so the client is held to the documented fields. Started with a key (`api_key=`, vLLM's --api-key or
+VLLM_API_KEY), only the paths vLLM 0.33.0 guards need it (entrypoints/serve/middleware/authenticate.py:
+GUARDED_PREFIX = /v1, /v2, /inference, /cohere; a Bearer token, the scheme in any case): /v1/models,
+/v1/embeddings, /v1/rerank and /v1/score are refused 401 {"error": "Unauthorized"} without it, while /rerank,
+/score, /tokenize, /detokenize and /classify at the root are served to anyone. `tokenizer_routes=False`: a
+Cohere/Jina-style server with no /tokenize or /detokenize (404). A prompt longer than max_model_len is refused
 400 as vLLM refuses it. Tokens: words and single punctuation marks (each a token, ids given on first
 sight), so truncation is exact and checkable.
 """
@@ -52,6 +57,13 @@ def openai_error(status: int, message: str, kind: str = "BadRequestError", param
     return Reply(status, {"error": {"message": message, "type": kind, "param": param, "code": status}})
 
 
+VLLM_GUARDED = ("/v1", "/v2", "/inference", "/cohere")  # vLLM 0.33.0's GUARDED_PREFIX
+
+
+def vllm_guarded(path: str) -> bool:
+    return path.startswith(VLLM_GUARDED)
+
+
 _VOCAB: dict[str, int] = {}  # one tokenizer for every fake in the process: replicas agree on ids, as real ones do
 _PIECES: dict[int, str] = {}
 _VOCAB_LOCK = threading.Lock()
@@ -72,8 +84,11 @@ class FakeOpenAICompatible(FakeServer):
         serial: bool = False,
         matryoshka: bool = True,
         scorer: bool = True,
+        api_key: str | None = None,
+        tokenizer_routes: bool = True,
     ) -> None:
         super().__init__()
+        self.api_key, self.tokenizer_routes = api_key, tokenizer_routes
         self.model, self.width, self.max_model_len = model, width, max_model_len
         self.root = root or model
         self.latency, self.serial, self.matryoshka, self.scorer = latency, serial, matryoshka, scorer
@@ -86,6 +101,9 @@ class FakeOpenAICompatible(FakeServer):
         self.received = 0  # embedding requests received
         self.die_after: int | None = None  # the process exits (a killed replica) on receiving request die_after + 1
         self.answer_log: str | None = None  # a file that gets one JSON line per embedding answer written in full
+
+    def guarded(self, path: str) -> bool:
+        return vllm_guarded(path)
 
     def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
         kinds = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError", 500: "InternalServerError"}
@@ -231,6 +249,8 @@ class FakeOpenAICompatible(FakeServer):
     # -- tokenizer routes -----------------------------------------------------------------------------
     @route("POST", r"/tokenize")
     def tokenize(self, request: Request) -> Reply:
+        if not self.tokenizer_routes:
+            return self.error_reply(404, "Not Found")
         body = request.json
         refused = self._check(body, {"model", "prompt", "add_special_tokens", "return_token_strs"})
         if refused is not None:
@@ -241,6 +261,8 @@ class FakeOpenAICompatible(FakeServer):
 
     @route("POST", r"/detokenize")
     def detokenize(self, request: Request) -> Reply:
+        if not self.tokenizer_routes:
+            return self.error_reply(404, "Not Found")
         body = request.json
         refused = self._check(body, {"model", "tokens"})
         if refused is not None:

@@ -8,7 +8,10 @@ model_dtype, model_type, max_input_length, max_client_batch_size, auto_truncate,
 `POST /v1/embeddings` ({"input", "model", "encoding_format", "dimensions", "user"} -> {"object": "list", "data":
 [{"object": "embedding", "embedding", "index"}], "model", "usage": {"prompt_tokens", "total_tokens"}}). There is no
 `/v1/models` (404). Errors: {"error", "error_type"}; the OpenAI route's {"message", "code", "error_type"}. An input
-over max_input_length without truncation is refused 413 as TEI refuses it. Tokens, vectors and scores as in
+over max_input_length without truncation is refused 413 as TEI refuses it. Started with a key (`api_key=`, TEI's
+--api-key / API_KEY), every route it serves but /health, /ping and /metrics needs it (router/src/http/server.rs:
+the auth layer wraps the routes, not the public ones, nor a path it does not serve); without it, 401 with an
+empty body. Tokens, vectors and scores as in
 fakes/openai_compat.py.
 """
 
@@ -20,6 +23,10 @@ from .base import Reply, Request, bag_of_words, route
 from .openai_compat import FakeOpenAICompatible
 from .rerankers import relevance
 
+# The routes TEI's auth layer wraps (a path it does not serve, /v1/models among them, is a 404 to anyone)
+TEI_ROUTES = {"/info", "/embed", "/embed_all", "/embed_sparse", "/predict", "/rerank", "/similarity", "/tokenize"}
+TEI_ROUTES |= {"/decode", "/embeddings", "/v1/embeddings", "/vertex", "/invocations"}
+
 
 def tei_error(status: int, message: str, kind: str = "validation") -> Reply:
     return Reply(status, {"error": message, "error_type": kind})
@@ -29,6 +36,12 @@ class FakeTEI(FakeOpenAICompatible):
     def __init__(self, model: str = "BAAI/bge-reranker-v2-m3", *, sha: str = "953dc6f6" * 5, **kwargs) -> None:
         super().__init__(model, **kwargs)
         self.sha = sha
+
+    def guarded(self, path: str) -> bool:  # type: ignore[override]
+        return path in TEI_ROUTES
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, raw=b"", headers={"Content-Type": "text/plain"})
 
     def error_reply(self, status: int, message: str = "error", headers: dict | None = None) -> Reply:
         reply = tei_error(status, message, "overloaded" if status == 429 else "backend")

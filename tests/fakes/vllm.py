@@ -25,6 +25,7 @@ import time
 from collections import deque
 
 from .base import FakeServer, Reply, Request, route
+from .openai_compat import vllm_guarded
 from .rerankers import relevance
 
 IM_START, IM_END = 151644, 151645
@@ -59,8 +60,10 @@ class FakeVllm(FakeServer):
         stats_lag: int = 0,  # /metrics reads before a finished request shows in the counters
         stats_recorded: bool = True,
         default_use_activation: bool | None = None,
+        api_key: str | None = None,  # --api-key / VLLM_API_KEY: only /v1/... needs it (fakes/openai_compat.py)
     ) -> None:
         super().__init__()
+        self.api_key = api_key
         assert head in ("yes-no", "Yes")
         self.model_id, self.head, self.max_model_len = model_id, head, max_model_len
         self.prefix_caching, self.cache_info, self.metrics_enabled = prefix_caching, cache_info, metrics
@@ -76,6 +79,9 @@ class FakeVllm(FakeServer):
         self._blocks: set[tuple] = set()
         self._vocab_lock = threading.Lock()
         self.started = time.time()
+
+    def guarded(self, path: str) -> bool:
+        return vllm_guarded(path)
 
     # -- tokenizer ---------------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:

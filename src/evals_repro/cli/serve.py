@@ -15,7 +15,17 @@ EXTRA_DEVICES = {"allow_extra_args": True, "ignore_unknown_options": False}
 DEVICES = typer.Option(
     None, "--devices", help="GPU indices (as nvidia-smi numbers them), one replica each: --devices 0 1."
 )
-HOST = typer.Option("127.0.0.1", help="Address the replicas listen on.")
+HOST = typer.Option(
+    "127.0.0.1",
+    help="Address the replicas listen on: 127.0.0.1 this machine only, 0.0.0.0 other machines too "
+    "(set VLLM_API_KEY: each replica then requires it).",
+)
+API_KEY = typer.Option(
+    None,
+    "--api-key",
+    help="Refused: a key on the command line shows in `ps` and shell history. Export VLLM_API_KEY (or put it "
+    "in .env): each replica reads it from its environment.",
+)
 DRY_RUN = typer.Option(False, "--dry-run", help="Print the exact commands and start nothing.")
 STARTUP_TIMEOUT = typer.Option(3600.0, "--startup-timeout", help="Seconds to wait for /health.")
 
@@ -40,6 +50,13 @@ def _echo(dry_run: bool) -> Callable[[str], None]:
     return typer.echo if dry_run else echo
 
 
+def _no_key_option(api_key: Optional[str]) -> None:
+    if api_key is not None:
+        from ..serving.access import refuse_key_option
+
+        raise refuse_key_option()
+
+
 def _exit_with(code: int) -> None:
     if code:
         raise typer.Exit(code)
@@ -54,8 +71,12 @@ def serve_reranker_command(
     dry_run: bool = DRY_RUN,
     log_dir: Path = typer.Option(Path("logs/serve-reranker"), "--log-dir", help="One log file per replica."),
     startup_timeout: float = STARTUP_TIMEOUT,
+    api_key: Optional[str] = API_KEY,
 ) -> None:
-    """Serve qwen3-8b (ports 8300...) or zerank-2 (8400...) on vLLM, one replica per GPU, until Ctrl-C."""
+    """Serve qwen3-8b (ports 8300...) or zerank-2 (8400...) on vLLM, one replica per GPU, until Ctrl-C.
+
+    The replicas' key, if any, comes from VLLM_API_KEY (environment or .env)."""
+    _no_key_option(api_key)
     from ..serving.reranker import serve
 
     code = serve(
@@ -85,8 +106,12 @@ def serve_embedder_command(
     dry_run: bool = DRY_RUN,
     log_dir: Path = typer.Option(Path("logs/serve-embedder"), "--log-dir", help="One log file per replica."),
     startup_timeout: float = STARTUP_TIMEOUT,
+    api_key: Optional[str] = API_KEY,
 ) -> None:
-    """Serve a Hub embedding model on vLLM (ports 8500...), one pooling replica per GPU, for openai:<model>."""
+    """Serve a Hub embedding model on vLLM (ports 8500...), one pooling replica per GPU, for openai:<model>.
+
+    The replicas' key, if any, comes from VLLM_API_KEY (environment or .env)."""
+    _no_key_option(api_key)
     from ..serving.embedder import serve
 
     code = serve(

@@ -4,7 +4,8 @@ Where: `--base-url a[,b,...]` (run option `base_url`), else `OPENAI_BASE_URLS` (
 `OPENAI_BASE_URL`, else OpenAI itself; every URL includes `/v1`. Several URLs are replicas of one model:
 each request goes to the live one with the fewest requests in flight, and a replica that refuses or drops
 the connection has its request sent to another at once (`providers.replicas`). `OPENAI_API_KEY` is needed
-for OpenAI only (`providers.clients.openai_key`).
+for OpenAI only; a server of your own started with a key gets `VLLM_API_KEY` (else `OPENAI_API_KEY`) on every
+request to every replica (`providers.clients.openai_key`).
 
 Before any work every replica's `GET /v1/models` (TEI, which lists none: its `/info`) must name the model,
 and all replicas must describe it the same way; that description (id, root, parent, owner, max_model_len,
@@ -186,8 +187,7 @@ class OpenAIEmbedder(ApiEmbedder):
                 return [tei]
             if exc.status_code in (401, 403):
                 raise ConfigurationError(
-                    f"{url} refused the key (HTTP {exc.status_code}) when listing models",
-                    "check OPENAI_API_KEY (a server of your own may need the key it was started with)",
+                    f"{url} refused the request (HTTP {exc.status_code}) when listing models", self._key_hint(url)
                 ) from None
             raise UsageError(
                 f"{url}/models answered HTTP {exc.status_code}: not an OpenAI-compatible server",
@@ -204,6 +204,14 @@ class OpenAIEmbedder(ApiEmbedder):
                 "check --base-url / OPENAI_BASE_URL(S): the URL ends with /v1",
             ) from None
 
+    def _key_hint(self, url: str) -> str:
+        from ..providers.clients import openai_key_required
+        from ..providers.keys import server_key
+
+        if openai_key_required(url):
+            return "check OPENAI_API_KEY"
+        return server_key("openai").hint()
+
     def _tei_card(self, url: str) -> dict[str, Any] | None:
         """TEI lists no models: its /info stands in for the card (asked with the server's key, if any)."""
         import httpx
@@ -212,7 +220,7 @@ class OpenAIEmbedder(ApiEmbedder):
 
         key = openai_key(url)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return tei_card(url, lambda info_url: httpx.get(info_url, timeout=30.0, headers=headers))
+        return tei_card(url, lambda info_url: httpx.get(info_url, timeout=30.0, headers=headers), self._key_hint(url))
 
     def _identify(self) -> dict[str, Any]:
         """The model as every replica's /v1/models describes it; one line naming the replica that differs."""

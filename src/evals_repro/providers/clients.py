@@ -24,17 +24,15 @@ def openai_key_required(base_url: str | None) -> bool:
 
 
 def openai_key(base_url: str | None) -> str | None:
-    """OPENAI_API_KEY; optional when the base URL names a server of your own (a vLLM, TEI or Infinity replica).
+    """The key for `base_url`: OPENAI_API_KEY for OpenAI itself (required); for a server of your own (a vLLM,
+    TEI or Infinity replica) VLLM_API_KEY, else OPENAI_API_KEY, else none (`keys.server_key`).
 
     The one place that decides which OpenAI key is needed: the embedder (`openai:<model>`) and the
     generators and judges of vidore_paper read it through here."""
-    import os
+    from .keys import server_key
 
-    from .keys import load_dotenv_once
-
-    load_dotenv_once()
     if not openai_key_required(base_url):
-        return os.environ.get(KEY_ENV["openai"], "").strip() or None
+        return server_key("openai").value
     return require_key(KEY_ENV["openai"])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.errors import ConfigurationError
@@ -132,6 +133,46 @@ def key_flaw(value: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class ServerKey:
+    """The key sent to a server of your own (vLLM, TEI, Infinity): `value` from `name`, the first of `names` set;
+    no key when none is. Never shown: `repr` leaves the value out."""
+
+    names: tuple[str, ...]
+    name: str | None = None
+    value: str | None = field(default=None, repr=False)
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.value}"} if self.value else {}
+
+    def hint(self) -> str:
+        """What to check when a server refused the request (HTTP 401/403)."""
+        if self.name:
+            return f"{self.name} was sent: set it to the key the server was started with"
+        return f"no key was sent: export {' or '.join(self.names)} with the key the server was started with"
+
+
+def server_key(client: str) -> ServerKey:
+    """The key `client` ("openai", "rerank-api", "vllm") sends to a server of your own (settings.SERVER_KEYS);
+    a key that cannot go in a header is refused naming its variable, never its value."""
+    from .settings import SERVER_KEYS
+
+    load_dotenv_once()
+    names = SERVER_KEYS[client]
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            flaw = key_flaw(value)
+            if flaw:
+                raise ConfigurationError(
+                    f"malformed API key: {name} {flaw}",
+                    "set the key again as the server was given it (one line, no quotes or spaces), in the "
+                    "environment or .env",
+                )
+            return ServerKey(names, name, value)
+    return ServerKey(names)
+
+
 FRAGMENT = 8  # a run of this many characters of a key (in any of its forms) is redacted
 AUTH_HEADERS = ("authorization", "x-goog-api-key", "x-api-key", "api-key", "proxy-authorization")
 _TEXT_ATTRIBUTES = ("message", "_message", "user_message", "http_body", "body", "detail", "msg", "reason", "text")
@@ -139,9 +180,9 @@ _grams_cache: tuple[tuple[str, ...], frozenset[str], tuple[str, ...]] | None = N
 
 
 def _key_values() -> tuple[str, ...]:
-    from .settings import KEY_ENV
+    from .settings import KEY_ENV, SERVER_KEY_ENV
 
-    names = (*KEY_ENV.values(), *(alias for aliases in ALIASES.values() for alias in aliases))
+    names = (*KEY_ENV.values(), SERVER_KEY_ENV, *(alias for aliases in ALIASES.values() for alias in aliases))
     return tuple(sorted({v for v in (os.environ.get(n, "").strip() for n in names) if len(v) >= 4}))
 
 

@@ -1,24 +1,27 @@
 """Replicas of one served model: which URL takes the next request, and what happens when one dies.
 
 Requests go to the live replica with the fewest requests in flight (round robin among equals). A
-replica that refuses or drops the connection is marked down and the same request is sent at once to
-another live one: the request was not answered, so nothing is paid twice, and the caller sees one
-answer or, when every replica is down, one clear error. A down replica is tried again after
-`REVIVE_SECONDS` (a restarted server comes back into the rotation). Timeouts and HTTP errors are not
+replica that refuses or drops the connection is marked down, with one warning line naming it (and one
+info line when it answers again), and the same request is sent at once to another live one: the request
+was not answered, so nothing is paid twice, and the caller sees one answer or, when every replica is
+down, one clear error. A down replica is tried again after `REVIVE_SECONDS` (a restarted server comes
+back into the rotation; one still down is not warned about twice). Timeouts and HTTP errors are not
 failovers: they go back to `providers.retry.call_with_retries`, which retries under its own policy.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..base.errors import ProviderError, UsageError, choices
+from ..base.errors import ConfigurationError, ProviderError, UsageError, choices
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 REVIVE_SECONDS = 30.0
 SERVED_MODELS = "served_models"  # the run option that records what the servers serve (run_request.RESULT_OPTIONS)
@@ -41,14 +44,17 @@ IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "max_model_len", "revisio
 TEI_OWNER = "text-embeddings-inference"  # owned_by of the card TEI's /info stands in for
 
 
-def tei_card(url: str, get: Callable[[str], Any]) -> dict[str, Any] | None:
+def tei_card(url: str, get: Callable[[str], Any], key_hint: str) -> dict[str, Any] | None:
     """TEI serves one model and lists none: its /info (model_id, model_sha, max_input_length) stands in for the
-    /v1/models card, or None when `url` answers no such /info. `get` sends the GET (with the caller's client/key)."""
+    /v1/models card, or None when `url` answers no such /info. `get` sends the GET (with the caller's client/key);
+    a refusal (TEI started with --api-key guards /info) is one line with `key_hint`."""
     import httpx
 
     root = url[: -len("/v1")] if url.endswith("/v1") else url
     try:
         response = get(root + "/info")
+        if response.status_code in (401, 403):
+            raise ConfigurationError(f"{root}/info refused the request (HTTP {response.status_code})", key_hint)
         info = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
@@ -91,6 +97,13 @@ def identify_served_model(
         served.append(card)
     assert found is not None
     return found, served
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """An httpx call whose replica refused or dropped the connection (it is gone), not a timeout (it may be busy)."""
+    import httpx
+
+    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
 
 
 def parse_replica_urls(raw: str | list[str], source: str, example: str = "http://127.0.0.1:8000/v1") -> list[str]:
@@ -157,15 +170,25 @@ class ReplicaPool:
         with self._lock:
             replica.in_flight -= 1
 
-    def mark_down(self, replica: Replica) -> None:
+    def mark_down(self, replica: Replica, what: str = "", cause: BaseException | None = None) -> None:
+        """Take `replica` out of the rotation; a replica that was up is named in one warning line."""
         with self._lock:
+            was_up = replica.down_since is None
             replica.down_since = self.clock()
             self.failovers += 1
+            others = sum(1 for r in self.replicas if r is not replica and self._usable(r, replica.down_since))
+        if was_up:
+            reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+            rest = f"its requests go to the {others} other live replica(s)" if others else "no other replica is up"
+            log.warning(f"{what + ': ' if what else ''}replica {replica.url} stopped answering{reason}; {rest}")
 
-    def mark_up(self, replica: Replica) -> None:
+    def mark_up(self, replica: Replica, what: str = "") -> None:
         if replica.down_since is not None:
             with self._lock:
+                came_back = replica.down_since is not None
                 replica.down_since = None
+            if came_back:
+                log.info(f"{what + ': ' if what else ''}replica {replica.url} answers again")
 
     def live_count(self) -> int:
         now = self.clock()
@@ -192,12 +215,12 @@ class ReplicaPool:
             except BaseException as exc:
                 if not is_down(exc):
                     raise
-                self.mark_down(replica)
+                self.mark_down(replica, what, exc)
                 last = exc
                 continue
             finally:
                 self.release(replica)
-            self.mark_up(replica)
+            self.mark_up(replica, what)
             return result
         urls = ", ".join(r.url for r in self.replicas)
         detail = f" (last: {type(last).__name__}: {last})" if last is not None else ""

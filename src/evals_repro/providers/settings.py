@@ -71,6 +71,17 @@ KEY_ENV = {
     "rerank-api": "RERANK_API_KEY",  # optional: a /rerank or /score server of your own started with a key
 }
 
+# The key of servers of your own: what `vllm serve` reads (as its --api-key), and what serve-embedder and
+# serve-reranker hand to their replicas. Each client's variables for a server of your own, the first set wins:
+# `openai:` takes VLLM_API_KEY before OPENAI_API_KEY (often OpenAI's own key, which is then never sent to your
+# server); `rerank-api:` its own RERANK_API_KEY before VLLM_API_KEY; the local rerankers VLLM_API_KEY.
+SERVER_KEY_ENV = "VLLM_API_KEY"
+SERVER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": (SERVER_KEY_ENV, KEY_ENV["openai"]),
+    "rerank-api": (KEY_ENV["rerank-api"], SERVER_KEY_ENV),
+    "vllm": (SERVER_KEY_ENV,),
+}
+
 # provider -> (tpm, rpm, ipm, batch items, batch tokens)
 DEFAULTS: dict[str, tuple[int, int, int, int, int]] = {
     "voyage": (3_000_000, 2_000, 0, 1_000, 120_000),

@@ -3,19 +3,23 @@
 
 Where: `--rerank-base-url a[,b,...]` (run option `rerank_base_url`), else `RERANK_API_BASE_URLS`, else
 `RERANK_API_BASE_URL`; the endpoint path is appended (`<url>/rerank`, `<url>/score`). A TEI server (known by its
-`/info`) gets TEI's own `/rerank` body (`texts`), `/tokenize` and `/decode`. `RERANK_API_KEY`, when
-set, is sent as a Bearer token. Replicas share the calls least-in-flight, and a replica that dies has its
-call sent to another (`providers.replicas`).
+`/info`) gets TEI's own `/rerank` body (`texts`), `/tokenize` and `/decode`. The key, `RERANK_API_KEY` or else
+`VLLM_API_KEY` (`providers.keys.server_key`), is sent as a Bearer token on every request to every replica.
+Replicas share the calls least-in-flight, and a replica that dies has its call sent to another, with one warning
+line naming it (`providers.replicas`).
 
-Before any work every replica's model list (`/v1/models`, else `/models`) must name the model, all alike;
-what it reports (id, root, max_model_len, ...) is recorded with the scores. Documents are cut only at
+Before any work every replica's model list (`/v1/models`, else `/models`; TEI: `/info`) must name the model, all
+alike; what it reports (id, root, max_model_len, ...) is recorded with the scores. Documents are cut only at
 their end, by the client, to a per-document token limit: `--rerank-max-tokens` if given, and never more
 than fits the server's reported context beside the query (max_model_len - query tokens -
-`PAIR_SPECIAL_TOKENS`). Lengths are the server's own (`POST /tokenize`, vLLM); a document cut is
-`POST /detokenize`d from its first tokens, so what is scored is exactly the first N tokens. The query is
-never cut. Cut documents are counted in usage as `rerank_documents_truncated`, as for the local rerankers.
-Why the client cuts: vLLM's own `truncate_prompt_tokens` cuts the end of the whole prompt (a template's
-suffix with it), and `max_tokens_per_doc` cannot say which documents it cut.
+`PAIR_SPECIAL_TOKENS`). Only a document that could exceed it is measured (`fitting`): one whose UTF-8 bound fits
+is sent unmeasured; the others by the server's own `POST /tokenize` (vLLM, TEI), a cut `POST /detokenize`d from
+its first tokens so that what is scored is exactly the first N tokens; on a server without /tokenize (Infinity,
+other Cohere/Jina-style servers) by the model's tokenizer.json on this machine; with neither, such a document is
+refused by name. The query is never cut. Cut documents are counted in usage as `rerank_documents_truncated`, as
+for the local rerankers. Why the client cuts: vLLM's own `truncate_prompt_tokens` cuts the end of the whole
+prompt (a template's suffix with it), `max_tokens_per_doc` cannot say which documents it cut, and Infinity cuts
+the longest text of a pair (the query too) without a word.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..base.context import MethodContext
-from ..base.errors import ConfigurationError, DataError, UsageError, choices
+from ..base.errors import ConfigurationError, ProviderError, UsageError, choices
 from ..base.registry import RERANKERS
 from ..providers.errors_map import MalformedAnswer
 from ..providers.plan import Plan
@@ -34,24 +38,25 @@ from ..providers.replicas import (
     TEI_OWNER,
     Replica,
     ReplicaPool,
+    connection_lost,
     identify_served_model,
     parse_replica_urls,
     record_identity,
     tei_card,
 )
-from ..providers.settings import KEY_ENV as PROVIDER_KEY_ENV
 from ..providers.settings import ProviderSettings
 from .base import ScoredAttempt, plan_self_hosted, positive_option, rerank_with_retries
+from .fitting import Limits, Measurer, find_local_tokenizer, fit_documents
 
 PROVIDER = "rerank-api"  # usage keys rerank-api_attempts, ...; the study reads them by this name
 ENDPOINTS = ("rerank", "score", "tei")  # tei: TEI's own /rerank body (`texts`); chosen by default on a TEI server
 ENDPOINT_PATHS = {"rerank": "POST /rerank", "score": "POST /score", "tei": "POST /rerank (TEI)"}
 URLS_ENV, URL_ENV = "RERANK_API_BASE_URLS", "RERANK_API_BASE_URL"
-KEY_ENV = PROVIDER_KEY_ENV[PROVIDER]  # RERANK_API_KEY
 PAIR_SPECIAL_TOKENS = 4  # a cross-encoder pair adds at most this many: <s> q </s></s> d </s> (XLM-R, bge-reranker)
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MAX_ATTEMPTS = 6
 TOKENIZE_WORKERS = 8
+NO_ROUTE = (404, 405, 501)  # what a server without /tokenize answers a POST there
 
 _POOLS: dict[tuple[str, tuple[str, ...]], ReplicaPool] = {}
 _LOCK = threading.Lock()
@@ -90,27 +95,37 @@ def rerank_urls(options: dict[str, Any]) -> list[str]:
     )
 
 
-def _is_down(exc: BaseException) -> bool:
-    """A refused or dropped connection, not a timeout (a busy replica is not a dead one)."""
-    import httpx
-
-    return isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException)
-
-
 def _root(url: str) -> str:
     """The server root, where vLLM serves /tokenize and /detokenize (a base URL may end with /v1)."""
     return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class ServerTokenizer:
+    """The server's own tokenizer (`/tokenize`, and `/detokenize` or TEI's `/decode` for a cut): a document cut
+    is exactly its first N tokens as the server counts them."""
+
+    source = "the server's /tokenize"
+
+    def __init__(self, reranker: ApiReranker) -> None:
+        self.reranker = reranker
+
+    def count(self, text: str) -> int:
+        return len(self.reranker._tokens(text))
+
+    def fit(self, text: str, limit: int) -> tuple[str, bool]:
+        ids = self.reranker._tokens(text)
+        if len(ids) <= limit:
+            return text, False
+        return self.reranker._text(ids[:limit]), True
 
 
 class ApiReranker:
     """A Reranker on `/rerank` or `/score` replicas."""
 
     def __init__(self, model: str, ctx: MethodContext) -> None:
-        import os
-
         import httpx
 
-        from ..providers.keys import load_dotenv_once
+        from ..providers.keys import server_key
 
         self.name = PROVIDER
         self.model = model
@@ -132,11 +147,8 @@ class ApiReranker:
             max_batch_items=0,
             max_batch_tokens=0,
         )
-        load_dotenv_once()
-        key = os.environ.get(KEY_ENV, "").strip()  # redacted everywhere: it is in providers.settings.KEY_ENV
-        self.client = httpx.Client(
-            timeout=self.settings.timeout, headers={"Authorization": f"Bearer {key}"} if key else {}
-        )
+        self.key = server_key(PROVIDER)  # RERANK_API_KEY, else VLLM_API_KEY; redacted everywhere (keys.redact)
+        self.client = httpx.Client(timeout=self.settings.timeout, headers=self.key.headers())
         self.pool = _pool(model, self.urls)
         self.workers = int(options.get("workers") or 4)
         self.workers = max(self.workers, 2 * len(self.urls))  # `run` scores this many queries at once
@@ -151,6 +163,7 @@ class ApiReranker:
                 f"{self.urls[0]} reports no maximum length for {model}, so documents cannot be cut to fit",
                 "give --rerank-max-tokens N (tokens kept per document)",
             )
+        self.measurer: Measurer | None = None if ctx.planning else self._measurer()
 
     # -- the servers ------------------------------------------------------------------------------
     def _identify_for_plan(self) -> dict[str, Any]:
@@ -179,7 +192,7 @@ class ApiReranker:
             if response.status_code == 404:
                 continue
             if response.status_code in (401, 403):
-                raise ConfigurationError(f"{url}{path} refused the request (HTTP {last})", f"check {KEY_ENV}")
+                raise ConfigurationError(f"{url}{path} refused the request (HTTP {last})", self.key.hint())
             try:
                 response.raise_for_status()
                 cards = response.json()["data"]
@@ -196,7 +209,7 @@ class ApiReranker:
         )
 
     def _tei_card(self, url: str) -> dict[str, Any] | None:
-        return tei_card(url, lambda info_url: self.client.get(info_url, timeout=30.0))
+        return tei_card(url, lambda info_url: self.client.get(info_url, timeout=30.0), self.key.hint())
 
     def _identify(self) -> dict[str, Any]:
         identity, cards = identify_served_model(self.urls, self.model, self._models, PROVIDER)
@@ -215,26 +228,16 @@ class ApiReranker:
         def send(replica: Replica) -> Any:
             return self._post((_root(replica.url) if root else replica.url) + path, body)
 
-        return self.pool.call(send, _is_down, f"rerank-api {self.model}")
+        return self.pool.call(send, connection_lost, f"rerank-api {self.model}")
 
     # -- fitting documents ------------------------------------------------------------------------
     def _tokens(self, text: str) -> list[int]:
-        import httpx
-
         body: dict[str, Any] = (
             {"inputs": text, "add_special_tokens": False}
             if self.tei
             else {"model": self.model, "prompt": text, "add_special_tokens": False}
         )
-        try:
-            answer = self._call("/tokenize", body, True)
-        except httpx.HTTPStatusError as exc:
-            if exc.response.status_code == 404:
-                raise ConfigurationError(
-                    f"{self.urls[0]} has no /tokenize, so a long document cannot be measured in its tokens",
-                    "serve the model with vLLM (which has /tokenize), or give documents that fit",
-                ) from None
-            raise
+        answer = self._call("/tokenize", body, True)
         if self.tei:  # [[{"id", "text", "special", "start", "stop"}, ...]]
             ok = isinstance(answer, list) and len(answer) == 1 and isinstance(answer[0], list)
             tokens = [t.get("id") for t in answer[0] if isinstance(t, dict)] if ok else None
@@ -256,30 +259,41 @@ class ApiReranker:
             raise MalformedAnswer("the server decoded token ids to no text")
         return text
 
+    def _measurer(self) -> Measurer | None:
+        """The server's /tokenize when it has one that answers token ids (asked once, with a one-word text), else
+        the model's tokenizer on this machine, else None (documents are then only bounded: `fitting.token_bound`)."""
+        import httpx
+
+        try:
+            self._tokens("a")
+            return ServerTokenizer(self)
+        except httpx.HTTPStatusError as exc:
+            status = exc.response.status_code
+            if status in (401, 403):
+                raise ConfigurationError(
+                    f"{self.urls[0]}/tokenize refused the request (HTTP {status})", self.key.hint()
+                ) from None
+            if status not in NO_ROUTE:
+                raise ProviderError(
+                    f"rerank-api {self.model}: /tokenize answered HTTP {status}", "check the server's log, then rerun"
+                ) from None
+        except (MalformedAnswer, ValueError):  # a /tokenize of another kind (no token ids, or not JSON): not used
+            pass
+        return find_local_tokenizer(self.model, self.identity)
+
     def _fit(self, query: str, documents: list[str]) -> tuple[list[str], int]:
         """The documents as sent (each cut at its end to the limit) and how many were cut."""
-        limit = self.max_tokens
-        if self.context_tokens is not None:
-            room = self.context_tokens - len(self._tokens(query)) - PAIR_SPECIAL_TOKENS
-            if room < 1:
-                raise DataError(
-                    f"rerank-api {self.model}: the query leaves no room for a document in the "
-                    f"{self.context_tokens:,}-token context",
-                    "shorten the query (only documents are cut)",
-                )
-            limit = room if limit is None else min(limit, room)
-        assert limit is not None
-
-        def fit(document: str) -> tuple[str, bool]:
-            if len(document.encode("utf-8")) + 1 <= limit:  # no tokenizer makes more tokens than bytes + 1
-                return document, False
-            ids = self._tokens(document)
-            if len(ids) <= limit:
-                return document, False
-            return self._text(ids[:limit]), True
-
-        fitted = list(_tokenize_pool().map(fit, documents))
-        return [text for text, _ in fitted], sum(1 for _, cut in fitted if cut)
+        place = self.identity.get("root") or self.model.partition("@")[0]
+        return fit_documents(
+            f"rerank-api {self.model}",
+            query,
+            documents,
+            Limits(self.max_tokens, self.context_tokens, PAIR_SPECIAL_TOKENS),
+            self.measurer,
+            lambda fit, texts: _tokenize_pool().map(fit, texts),
+            f"serve the model where /tokenize exists (vLLM, TEI), or cache its tokenizer on this machine "
+            f"(`hf download {place} tokenizer.json`), or shorten the page",
+        )
 
     # -- scoring ----------------------------------------------------------------------------------
     def _scores(self, query: str, documents: list[str]) -> tuple[list[float], int | None]:
@@ -341,6 +355,12 @@ class ApiReranker:
         self-hosted, no price."""
         plan_self_hosted(self, query_tokens, doc_tokens, plan, what, self.max_documents)
 
+    def _lengths(self) -> str:
+        """How documents that may not fit are measured (recorded with the scores)."""
+        if self.measurer is not None:
+            return self.measurer.source
+        return "not asked (a plan sends nothing)" if self.ctx.planning else "UTF-8 bound only (no tokenizer)"
+
     def describe(self) -> dict[str, Any]:
         return {
             "reranker": PROVIDER,
@@ -349,8 +369,9 @@ class ApiReranker:
             "server_model": self.identity,
             "max_tokens_per_document": self.max_tokens,
             "context_tokens": self.context_tokens,
-            "truncation": "document end only, by the server's /tokenize, to --rerank-max-tokens and what fits the "
-            "context beside the query; counted in usage as rerank_documents_truncated",
+            "truncation": "document end only, to --rerank-max-tokens and what fits the context beside the query; "
+            "a document whose UTF-8 bound fits is not measured; counted in usage as rerank_documents_truncated",
+            "lengths": self._lengths(),
         }
 
 

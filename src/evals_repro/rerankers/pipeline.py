@@ -23,6 +23,7 @@ from ..metrics.ranking import trec_ranked as ranked
 from ..providers.plan import Plan
 from ..retrieval.parallel import run_queries
 from .base import Reranker
+from .fitting import DocumentTooLong
 
 log = logging.getLogger(__name__)
 PAGE_STYLE = PageStyle.PLAIN  # what every reranker reads for a page, here and in the reranking study
@@ -108,16 +109,19 @@ class RerankedRetriever:
             head = candidates[:depth]
             documents = [page_text(pages[doc_id], PAGE_STYLE) for doc_id, _ in head]
             text = query_text(query, reranker=True)
-            if not documents:
-                scores: list[float] = []
-            elif journal is not None:
-                scores = journal.answer(
-                    [text, *documents],
-                    lambda: self.reranker.rerank(text, documents),
-                    lambda answer: [float(s) for s in answer],
-                )
-            else:
-                scores = self.reranker.rerank(text, documents)
+            try:
+                if not documents:
+                    scores: list[float] = []
+                elif journal is not None:
+                    scores = journal.answer(
+                        [text, *documents],
+                        lambda: self.reranker.rerank(text, documents),
+                        lambda answer: [float(s) for s in answer],
+                    )
+                else:
+                    scores = self.reranker.rerank(text, documents)
+            except DocumentTooLong as exc:  # the reranker knows the text, this loop the page
+                raise exc.named(f"page {head[exc.index][0]} (query {query.id})") from None
             return merge_reranked(candidates, depth, scores)
 
         try:

@@ -17,8 +17,10 @@ vocabulary (plus `--logprobs-mode raw_logits` for zerank), with a decode step in
 call. `/classify` takes the exact token ids and returns the pinned score head's output directly.
 
 Replicas come from `QWEN_RERANK_URLS` / `ZERANK_RERANK_URLS` (comma-separated; default the local
-ports of `serve-reranker`). Each request goes to the replica with the fewest requests in flight
-(round robin among equals). Before its first request a replica must serve the pinned model id and
+ports of `serve-reranker`), on this machine or others; `VLLM_API_KEY`, when set, is sent as a Bearer token on
+every request to every replica. Each request goes to the replica with the fewest requests in flight
+(round robin among equals); one that stops answering has its call sent to another at once, with one warning
+line naming it (`providers.replicas`). Before its first request a replica must serve the pinned model id and
 context, and its tokenizer must map the score tokens to the pinned ids. Calls go through
 `providers.retry.call_with_retries`, so attempts, retries, waits and `<name>_call_seconds` (the
 whole attempt: tokenization and scoring) are counted exactly as for the hosted rerankers.
@@ -36,6 +38,7 @@ from ..base.context import MethodContext
 from ..base.errors import ConfigurationError, DataError, EvalsError, ProviderError, UsageError, choices
 from ..base.registry import RERANKERS
 from ..providers.plan import Plan
+from ..providers.replicas import connection_lost
 from .base import ScoredAttempt, plan_self_hosted, positive_option, rerank_with_retries
 from .local_models import LOCAL_RERANKERS, QWEN3_8B, ZERANK_2, LocalRerankerSpec
 from .vllm_replicas import Replica, replica_set, replica_urls, reset_replica_sets
@@ -96,7 +99,10 @@ class VllmReranker:
             max_batch_items=0,
             max_batch_tokens=0,
         )
-        self.client = httpx.Client(timeout=self.settings.timeout)
+        from ..providers.keys import server_key
+
+        self.key = server_key("vllm")  # VLLM_API_KEY: what serve-reranker handed the replicas; on every request
+        self.client = httpx.Client(timeout=self.settings.timeout, headers=self.key.headers())
         # `run` scores this many queries at once: enough to keep every replica busy
         self.workers = int(options.get("workers") or max(4, 2 * len(self.urls)))
 
@@ -127,6 +133,11 @@ class VllmReranker:
         spec = self.spec
         try:
             response = self.client.get(replica.url + "/v1/models", timeout=30.0)
+            if response.status_code in (401, 403):
+                raise ConfigurationError(
+                    f"{self.name} replica {replica.url} refused the request (HTTP {response.status_code})",
+                    self.key.hint(),
+                )
             response.raise_for_status()
             cards = response.json().get("data") or []
             served = {card.get("id"): card for card in cards}
@@ -246,15 +257,14 @@ class VllmReranker:
         if not documents:
             return []
 
-        def attempt() -> ScoredAttempt:
-            replica = self.replicas.acquire()
-            try:
-                self.ensure_verified(replica)
-                prompts, cut = self._prompts(replica, query, documents, instruction)
-                scores, tokens = self._classify(replica, prompts)
-                return scores, tokens if tokens is not None else sum(map(len, prompts)), cut
-            finally:
-                self.replicas.release(replica)
+        def on(replica: Replica) -> ScoredAttempt:
+            self.ensure_verified(replica)
+            prompts, cut = self._prompts(replica, query, documents, instruction)
+            scores, tokens = self._classify(replica, prompts)
+            return scores, tokens if tokens is not None else sum(map(len, prompts)), cut
+
+        def attempt() -> ScoredAttempt:  # a replica that stopped answering: the call goes to another at once
+            return self.replicas.call(on, connection_lost, self.name)  # type: ignore[arg-type]
 
         return rerank_with_retries(
             self.settings, self.ctx.usage, len(documents), attempt, f"rerank {self.spec.checkpoint}", self.model

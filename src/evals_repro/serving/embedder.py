@@ -6,7 +6,9 @@ full-sha revision, for the checkpoint and its tokenizer both, and serves it unde
 commit. Without `--revision` the Hub's current commit of MODEL is looked up once and printed. Replica i
 listens on 8500 + i and sees only its GPU; the command waits for every `/health`, prints the URLs, the
 `export OPENAI_BASE_URLS=...` line and the method name to run, and stops every replica on Ctrl-C.
-`--dry-run` prints the commands. The launcher is serve-reranker's (serving/reranker.py).
+`--dry-run` prints the commands. `--host 0.0.0.0` serves other machines (the printed URLs name this one), and
+`VLLM_API_KEY` is handed to each replica as its key (serving/access.py). The launcher is serve-reranker's
+(serving/reranker.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from ..base.errors import ConfigurationError, UsageError
 from . import reranker as launcher
+from .access import announce_access, check_host, replica_key
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +133,8 @@ def serve(
     """Start the replicas and keep them up until Ctrl-C (or print the commands); returns the exit code."""
     echo = echo or logger.info
     check_model(model)
+    check_host(host)
+    key = replica_key()
     if revision is None:
         revision = resolve(model)
         echo(f"{model}: no --revision given, serving the Hub's current commit {revision}")
@@ -139,15 +144,18 @@ def serve(
             echo(command.shell())
         for line in ready_lines(model, revision, [c.url for c in commands]):
             echo(line)
+        announce_access("serve-embedder", host, key, lambda line: None)  # the commands alone on stdout
         return 0
     if check is not None:
         check(commands)
     else:
         launcher.check_environment(commands, command="serve-embedder")
+    announce_access("serve-embedder", host, key, echo)
     return launcher.run_replicas(
         model,
         commands,
         lambda urls: ready_lines(model, revision, urls),
+        key=key,
         log_dir=log_dir,
         startup_timeout=startup_timeout,
         echo=echo,

@@ -7,6 +7,8 @@ LAST-pooling decoder). Replica i listens on the spec's base port + i (8300... fo
 for zerank-2) and sees only its GPU (`CUDA_VISIBLE_DEVICES`, numbered as nvidia-smi numbers them).
 The command waits until every replica answers `/health`, prints the URLs (and the environment line
 the clients read), and stops every replica it started on Ctrl-C. `--dry-run` prints the commands.
+`--host 0.0.0.0` serves other machines (the printed URLs then name this one), and `VLLM_API_KEY` is handed
+to each replica as its key, in its environment (serving/access.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import ConfigurationError, UsageError
+from ..providers.settings import SERVER_KEY_ENV
 from ..rerankers.local_models import LocalRerankerSpec, get_spec, hf_overrides_json, pooler_config_json
+from .access import advertised_host, announce_access, check_host, probe_host, replica_key, url_host
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +55,13 @@ class ReplicaCommand:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where the clients reach the replica (this machine's name when it listens on every interface)."""
+        return f"http://{url_host(advertised_host(self.host))}:{self.port}"
+
+    @property
+    def probe_url(self) -> str:
+        """Where this machine reaches it, for /health."""
+        return f"http://{url_host(probe_host(self.host))}:{self.port}"
 
     def shell(self) -> str:
         """The exact command, as a line a shell runs."""
@@ -180,7 +190,8 @@ def check_environment(
                 f"--devices: no GPU {', '.join(absent)} on this machine", f"nvidia-smi lists {', '.join(present)}"
             )
     for replica in commands:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        family = socket.AF_INET6 if ":" in replica.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
             try:
                 probe.bind((replica.host, replica.port))
             except OSError:
@@ -270,12 +281,15 @@ def serve(
     """Start the replicas and keep them up until Ctrl-C; returns the exit code."""
     echo = echo or logger.info  # no callback: the lines are log records (the CLI passes its console)
     spec = get_spec(name)
-    commands = replica_commands(name, devices, host)
+    commands = replica_commands(name, devices, check_host(host))
+    key = replica_key()
     if dry_run:
         for command in commands:
             echo(command.shell())
+        announce_access("serve-reranker", host, key, lambda line: None)  # the commands alone on stdout
         return 0
     (check or check_environment)(commands)
+    announce_access("serve-reranker", host, key, echo)
 
     def ready(urls: list[str]) -> list[str]:
         return [
@@ -287,6 +301,7 @@ def serve(
         name,
         commands,
         ready,
+        key=key,
         log_dir=log_dir,
         startup_timeout=startup_timeout,
         echo=echo,
@@ -302,6 +317,7 @@ def run_replicas(
     commands: list[ReplicaCommand],
     ready: Callable[[list[str]], list[str]],
     *,
+    key: str | None = None,
     log_dir: Path,
     startup_timeout: float,
     echo: Callable[[str], None],
@@ -311,7 +327,8 @@ def run_replicas(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Start one vLLM process per command, wait for every /health, print `ready(urls)`, keep them up until
-    Ctrl-C (or one exits), then stop them all. Shared by serve-reranker and serve-embedder."""
+    Ctrl-C (or one exits), then stop them all. Shared by serve-reranker and serve-embedder. `key` reaches each
+    replica as VLLM_API_KEY in its environment (which vLLM reads as --api-key), never on its command line."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     program = executable or _vllm_executable()
@@ -320,6 +337,9 @@ def run_replicas(
         for command in commands:
             log = log_dir / f"{name.replace('/', '--')}-{command.port}.log"
             env = {**os.environ, **command.env}
+            env.pop(SERVER_KEY_ENV, None)  # the key given, or none: not one left over in our environment
+            if key:
+                env[SERVER_KEY_ENV] = key
             with open(log, "ab") as handle:
                 process = subprocess.Popen(
                     [*program, *command.argv[1:]],
@@ -331,7 +351,7 @@ def run_replicas(
                 )
             running.append(Running(command, process, log))
             echo(f"{name}: starting a replica on GPU {command.device} at {command.url} (log: {log})")
-        waiting = {r.command.url: r for r in running}
+        waiting = {r.command.probe_url: r for r in running}
         deadline = time.monotonic() + startup_timeout
         while waiting:
             for url, replica in list(waiting.items()):
@@ -343,7 +363,7 @@ def run_replicas(
                         f"read {replica.log}",
                     )
                 if is_healthy(url):
-                    echo(f"{name}: ready at {url}")
+                    echo(f"{name}: ready at {replica.command.url}")
                     del waiting[url]
             if waiting and time.monotonic() > deadline:
                 raise ConfigurationError(

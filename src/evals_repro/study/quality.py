@@ -23,6 +23,7 @@ from ..base.usage import Usage
 from ..providers.calibration import save as save_calibration
 from ..providers.ceiling import CostCeilingReached
 from ..providers.prices import spend_text
+from ..rerankers.fitting import DocumentTooLong
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .costs import bill_into, call_bill, study_costs
 from .lock import study_writer
@@ -216,6 +217,8 @@ def _score_all(
             record.update(status="ok", scores=[float(s) for s in scores])
         except CostCeilingReached:
             raise  # --max-cost: stop here, every answered request is already in quality.jsonl
+        except DocumentTooLong as exc:  # the reranker knows the text, the candidate its page
+            record.update(status="failed", error=exc.named(f"page {candidate.ids[exc.index]}").one_line())
         except EvalsError as exc:
             record.update(status="failed", error=exc.one_line())
         record["wall_ms"] = (time.perf_counter_ns() - started) / 1e6
