@@ -50,6 +50,8 @@ REFUSALS = {
     "bad size": ["run", "bm25", "--index-ram", "lots"],
     "study keys": ["rerank-study", "quality", "-b", "sample"],
     "answer keys": ["answer", "--judge", "openai:gpt-5.2", "--retriever", "bm25", "--generator", "gemini:gemini-3-pro"],
+    "two comparisons": ["report", "-b", "sample", "--baseline", "bm25", "--compare"],
+    "permutations alone": ["report", "-b", "sample", "--permutations", "100"],
 }
 
 
