@@ -4,6 +4,7 @@ comparisons' intervals, on hand-made result records (per-query scores chosen her
 from __future__ import annotations
 
 import csv
+import json
 import re
 
 import pytest
@@ -15,8 +16,10 @@ from reference_stats import exact_randomization_p, reference_holm
 NATIVE = {"heat-pumps": "english", "railway-maintenance": "french", "clinical-trials": "english"}
 
 
-def write_method(root, method: str, scores: dict[str, list[float]], measure: str = "ndcg_at_10") -> None:
-    """One result per subset given: its per-query scores (queries q0, q1, ...) and their mean."""
+def write_method(root, method: str, scores: dict[str, list[float]], *measures: str) -> None:
+    """One result per subset given: its per-query scores (queries q0, q1, ...) and their mean, the same for each
+    measure (default ndcg_at_10)."""
+    measures = measures or ("ndcg_at_10",)
     for subset, values in scores.items():
         language = NATIVE[subset]
         write_record(
@@ -25,8 +28,8 @@ def write_method(root, method: str, scores: dict[str, list[float]], measure: str
             subset=subset,
             method=method,
             native_language=language,
-            languages={language: {measure: sum(values) / len(values)}},
-            per_query={f"{subset}-q{i}": {measure: v} for i, v in enumerate(values)},
+            languages={language: dict.fromkeys(measures, sum(values) / len(values))},
+            per_query={f"{subset}-q{i}": dict.fromkeys(measures, v) for i, v in enumerate(values)},
         )
 
 
@@ -119,8 +122,8 @@ def test_best_value_per_column_is_bold_ties_as_printed(tmp_path, capsys):
 
 def test_a_measure_without_a_better_side_bolds_nothing(tmp_path, capsys):
     """judged_at_10 (the share of the top 10 that was judged) is a diagnostic: the higher one is not "best"."""
-    write_method(tmp_path, "a", {s: [0.5] * 2 for s in NATIVE}, measure="judged_at_10")
-    write_method(tmp_path, "b", {s: [0.9] * 2 for s in NATIVE}, measure="judged_at_10")
+    write_method(tmp_path, "a", {s: [0.5] * 2 for s in NATIVE}, "judged_at_10")
+    write_method(tmp_path, "b", {s: [0.9] * 2 for s in NATIVE}, "judged_at_10")
     assert main(report(tmp_path, "-m", "judged_at_10")) == 0
     text = capsys.readouterr().out
     assert "**" not in text and "Bold:" not in text and "| b | 90.0 |" in text
@@ -196,3 +199,72 @@ def test_an_interval_excludes_0_exactly_when_the_difference_is_marked(tmp_path, 
             inside = exact_randomization_p([d - (bound + inward) for d in differences])
             outside = exact_randomization_p([d - (bound - inward) for d in differences])
             assert inside >= 0.0125 - tolerance and outside <= 0.0125 + tolerance, (r["column"], bound)
+
+
+def test_bars_show_the_baseline_and_its_markers(three):
+    """b and c are a + 0.1 and a + 0.2 on every query: on a subset only the two all-alike sign patterns of ten
+    reach the observed sum (p = 2/1024), on avg two of 2^30, so Holm over the 8 comparisons keeps every one below
+    0.05: eight ▲, one above each b and c bar (the middle and right bar of each group of three). a's bars are
+    hatched and its value dashed across each group; the legend says what the marks and the line are."""
+    from evals_repro.benchmarks import get_benchmark
+    from evals_repro.reporting.bundle import build_bundle
+    from evals_repro.reporting.plots import close
+
+    bundle = build_bundle(three, get_benchmark("sample"), ["ndcg_at_10"], baseline="a", permutations=500, figures=True)
+    try:
+        (bars,) = [f for f in bundle.figures if f.name == "sample-monolingual-ndcg_at_10-bars"]
+        ax = bars.figure.axes[0]
+        marks = [t for t in ax.texts if t.get_text() in ("▲", "▼")]
+        assert [t.get_text() for t in marks] == ["▲"] * 8
+        width = 0.8 / 3
+        expected = sorted(group - 0.4 + width * (k + 0.5) for group in range(4) for k in (1, 2))
+        assert sorted(t.get_position()[0] for t in marks) == pytest.approx(expected)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+            "a (baseline)", "b", "c", "a's value", "better than a (p < 0.05, Holm over 8)"
+        ]  # fmt: skip
+        hatches = [patch.get_hatch() for patch in ax.patches]
+        assert hatches == ["///"] * 4 + [None] * 8  # a's four bars, then b's and c's
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert len(dashed) == 4
+        for line, bar in zip(dashed, ax.patches[:4]):
+            assert line.get_ydata()[0] == pytest.approx(bar.get_height())
+    finally:
+        close(bundle.figures)
+
+
+def test_plots_dir_removes_only_the_figures_it_wrote_earlier(tmp_path, capsys):
+    """Run 1 draws ndcg_at_10 and recall_at_10 bars; run 2 only ndcg_at_10: the recall figure (PNG and SVG, listed
+    in the directory's manifest) goes, and nothing the manifest does not list is touched: the user's notes, a
+    figure an earlier version left, a manifest entry outside the directory. An unreadable manifest removes
+    nothing, and says so."""
+    from evals_repro.reporting.plots import MANIFEST
+
+    results, plots = tmp_path / "r", tmp_path / "plots"
+    for k, method in enumerate(("a", "b")):
+        write_method(results, method, {s: [0.3 + 0.1 * k] * 2 for s in NATIVE}, "ndcg_at_10", "recall_at_10")
+    plots.mkdir()
+    (plots / "notes.txt").write_text("mine\n")
+    (plots / "sample-crosslingual-ndcg_at_10-a-languages.png").write_bytes(b"older version")
+    (tmp_path / "outside.png").write_bytes(b"not in the directory")
+    assert main(report(results, "-m", "ndcg_at_10,recall_at_10", "--plots", str(plots))) == 0
+    capsys.readouterr()
+    ndcg = {"sample-monolingual-ndcg_at_10-bars.png", "sample-monolingual-ndcg_at_10-bars.svg"}
+    recall = {"sample-monolingual-recall_at_10-bars.png", "sample-monolingual-recall_at_10-bars.svg"}
+    mine = {"notes.txt", "sample-crosslingual-ndcg_at_10-a-languages.png", MANIFEST}
+    assert {p.name for p in plots.iterdir()} == ndcg | recall | mine
+    listed = json.loads((plots / MANIFEST).read_text())
+    listed["files"] += ["../outside.png", "notes.txt"]
+    (plots / MANIFEST).write_text(json.dumps(listed))
+    assert main(report(results, "--plots", str(plots))) == 0
+    err = capsys.readouterr().err
+    assert f"removed 2 plot files written there earlier that no figure replaces: {', '.join(sorted(recall))}" in err
+    assert {p.name for p in plots.iterdir()} == ndcg | mine and (tmp_path / "outside.png").exists()
+    assert json.loads((plots / MANIFEST).read_text())["files"] == sorted(ndcg)
+    assert (plots / "notes.txt").read_text() == "mine\n"
+    (plots / MANIFEST).write_text("{")
+    (plots / "sample-monolingual-recall_at_10-bars.png").write_bytes(b"kept: no manifest says it is ours")
+    assert main(report(results, "--plots", str(plots))) == 0
+    err = capsys.readouterr().err
+    assert f"note: {plots / MANIFEST} is unreadable" in err and "no figure written earlier was removed" in err
+    assert (plots / "sample-monolingual-recall_at_10-bars.png").exists() and "removed 2" not in err
+    assert json.loads((plots / MANIFEST).read_text())["files"] == sorted(ndcg)

@@ -11,14 +11,13 @@ import pytest
 from chromium import chromium_binary, load, non_blank_share
 from conftest import in_ci
 from evals_repro.cli import main
+from evals_repro.reporting.plots import MANIFEST
 from test_report_compare import Oracle, report, results  # noqa: F401  (the module-scoped results fixture)
 
-FIGURES = {  # bars per table (the crosslingual one: heat-pumps only), a language heatmap per crosslingual method
+FIGURES = {  # bars per table (the crosslingual one: heat-pumps only), the crosslingual table's language heatmaps
     "sample-monolingual-ndcg_at_10-bars",
     "sample-crosslingual-ndcg_at_10-bars",
-    "sample-crosslingual-ndcg_at_10-bm25-languages",
-    "sample-crosslingual-ndcg_at_10-oracle-a-languages",
-    "sample-crosslingual-ndcg_at_10-oracle-b-languages",
+    "sample-crosslingual-ndcg_at_10-languages",
 }
 
 
@@ -36,8 +35,8 @@ def test_plots_are_png_and_svg_and_the_same_bytes_every_time(results, tmp_path, 
     first, second = tmp_path / "a", tmp_path / "b"
     assert main(report(results, "--plots", str(first))) == 0
     assert main(report(results, "--plots", str(second))) == 0
-    assert f"wrote 10 plot files (5 figures, PNG and SVG) to {first}" in capsys.readouterr().err
-    assert {p.name for p in first.iterdir()} == {f"{f}{s}" for f in FIGURES for s in (".png", ".svg")}
+    assert f"wrote 6 plot files (3 figures, PNG and SVG) to {first}" in capsys.readouterr().err
+    assert {p.name for p in first.iterdir()} == {f"{f}{s}" for f in FIGURES for s in (".png", ".svg")} | {MANIFEST}
     for path in first.iterdir():
         assert path.read_bytes() == (second / path.name).read_bytes(), path.name
     svg = (first / "sample-monolingual-ndcg_at_10-bars.svg").read_text()
@@ -162,3 +161,43 @@ def test_html_report_shows_cost_column_and_spend_in_usd(results, tmp_path, capsy
     for method in ("bm25", "oracle-a", "oracle-b"):
         assert f"<tr><th>spent by {method}</th><td>$0</td></tr>" in text
     assert re.search(r'<td class="long">[0-9a-f]{64}</td>', text)
+
+
+def test_language_heatmaps_share_one_labelled_colour_scale(results, tmp_path):  # noqa: F811
+    """The crosslingual table's heatmaps are one figure: a panel per method (the baseline's says so), every image
+    on the same colour range, one colour bar labelled with the measure. The range is that of the per-language
+    means in the result files (read here), widened to multiples of 5. A subset the method is marked on carries
+    its marker after the name, as the comparisons CSV says."""
+    import csv
+    import json
+    import math
+
+    from evals_repro.benchmarks import get_benchmark
+    from evals_repro.reporting.bundle import build_bundle
+    from evals_repro.reporting.plots import close
+
+    out = tmp_path / "cmp.csv"
+    assert main(report(results, "--baseline", "bm25", "--permutations", "2000", "-o", str(out))) == 0
+    verdicts = {r["method"]: r["verdict"] for r in csv.DictReader(out.open()) if "crosslingual" in r["table"]}
+    means = [
+        block["metrics"]["ndcg_at_10"] * 100
+        for method in ("bm25", "oracle-a", "oracle-b")
+        for block in json.loads((results / "sample" / method / "heat-pumps.json").read_text())["languages"].values()
+    ]
+    expected = (5 * math.floor(min(means) / 5), 5 * math.ceil(max(means) / 5))
+    bundle = build_bundle(
+        results, get_benchmark("sample"), ["ndcg_at_10"], tie_rule="group-mean", baseline="bm25",
+        permutations=2000, figures=True,
+    )  # fmt: skip
+    try:
+        (figure,) = [f.figure for f in bundle.figures if f.name == "sample-crosslingual-ndcg_at_10-languages"]
+        panels = [ax for ax in figure.axes if ax.images]
+        assert [ax.get_title() for ax in panels] == ["bm25 (baseline)", "oracle-a", "oracle-b"]
+        assert {ax.images[0].get_clim() for ax in panels} == {expected}
+        (bar,) = [ax for ax in figure.axes if not ax.images and ax.get_ylabel()]
+        assert bar.get_ylabel() == "ndcg_at_10 (x100)" and bar.get_ylim() == pytest.approx(expected)
+        for ax, method in zip(panels[1:], ("oracle-a", "oracle-b")):
+            mark = {"better": " ▲", "worse": " ▼", "": ""}[verdicts[method]]
+            assert [t.get_text() for t in ax.get_xticklabels()] == [f"heat-pumps{mark}"]
+    finally:
+        close(bundle.figures)

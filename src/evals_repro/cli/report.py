@@ -71,7 +71,9 @@ def report_command(
     plots: Optional[Path] = typer.Option(
         None,
         "--plots",
-        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
+        help="Write figures here (PNG and SVG): bars per method with 95% intervals, the baseline and markers; language "
+        "x subset heatmaps on one colour scale. Figures it wrote here earlier that no longer have one are removed "
+        "(listed in evals-repro-plots.json); nothing else is touched.",
     ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
@@ -168,10 +170,19 @@ def report_command(
             if plots is not None:
                 from ..reporting.plots import save
 
-                written = save(bundle.figures, plots)
+                saved = save(bundle.figures, plots)
+                if saved.note:
+                    typer.echo(f"note: {saved.note}", err=True)
                 typer.echo(
-                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+                    f"wrote {len(saved.written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}",
+                    err=True,
                 )
+                if saved.removed:
+                    typer.echo(
+                        f"removed {len(saved.removed)} plot files written there earlier that no figure replaces: "
+                        + ", ".join(path.name for path in saved.removed),
+                        err=True,
+                    )
             if output is not None:
                 if output_html:
                     from ..reporting.html_report import report_html

@@ -72,5 +72,5 @@ def build_bundle(
     if figures:
         from .report_plots import report_figures
 
-        bundle.figures = report_figures(results, tables, decl.name, seed=seed)
+        bundle.figures = report_figures(results, tables, decl.name, seed=seed, comparisons=bundle.comparisons)
     return bundle
