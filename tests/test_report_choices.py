@@ -268,3 +268,32 @@ def test_plots_dir_removes_only_the_figures_it_wrote_earlier(tmp_path, capsys):
     assert f"note: {plots / MANIFEST} is unreadable" in err and "no figure written earlier was removed" in err
     assert (plots / "sample-monolingual-recall_at_10-bars.png").exists() and "removed 2" not in err
     assert json.loads((plots / MANIFEST).read_text())["files"] == sorted(ndcg)
+
+
+def test_html_protocol_reads_in_words_and_names_what_the_methods_disagree_on(three, tmp_path):
+    """The page's protocol gives each scoring field in words (no Python True, False or None), and a field the
+    results disagree on lists each value with its methods (before, such results showed no scoring rows at all)."""
+    import html as html_module
+    import shutil
+
+    root = tmp_path / "r"
+    shutil.copytree(three, root)
+    fields = {"relevance_level": 1, "max_results": None, "judged_only": False, "complete": True}
+    for method, identical in (("a", False), ("b", False), ("c", True)):
+        for path in (root / "sample" / method).glob("*.json"):
+            data = json.loads(path.read_text())
+            data["protocol"] |= fields | {"ignore_identical_ids": identical}
+            path.write_text(json.dumps(data))
+    page = tmp_path / "report.html"
+    assert main(report(root, "-o", str(page))) == 0
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index('<section id="protocol">') : text.index('<section id="provenance">')]
+    rows = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", html_module.unescape(section)))
+    assert not {"True", "False", "None"} & set(rows.values())
+    assert rows["scoring: relevance level"] == "a document is relevant at grade 1 or more (trec_eval -l 1)"
+    assert rows["scoring: results per query"] == "every retrieved document"
+    assert rows["scoring: unjudged documents"] == "kept, counted as not relevant"
+    assert rows["scoring: queries without results"] == "count, scoring 0 (trec_eval -c)"
+    assert (
+        rows["scoring: a document with the query's own id"] == "kept (a, b); dropped before scoring (mteb / BEIR) (c)"
+    )

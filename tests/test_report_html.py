@@ -86,7 +86,16 @@ def test_html_report_renders_offline_in_chromium(results, tmp_path, capsys):  # 
     assert "default-src 'none'" in text
     assert "▲" in text or "▼" in text  # the markers, as in the Markdown
     n_tables = text.count("<table")
-    loaded = load(page, ["table", "figure svg", "figcaption", "#provenance table"], binary)
+    selectors = [
+        "table",
+        "figure svg",
+        "figcaption",
+        "#provenance table",
+        "tr.baseline",
+        "tr:not(.baseline)",
+        "td strong",
+    ]
+    loaded = load(page, [*selectors, "dl.reading dd"], binary)
     (tmp_path / "report.png").write_bytes(loaded.screenshot)
     assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == []
     assert loaded.errors == []
@@ -99,6 +108,35 @@ def test_html_report_renders_offline_in_chromium(results, tmp_path, capsys):  # 
         assert box.width > 200 and box.height > 150, box
         assert non_blank_share(loaded.screenshot, box) > 0.05, box  # something drawn, not an empty frame
     assert loaded.boxes["#provenance table"]
+    # the baseline's row, shaded in both tables; every column's best value in bold, as the Markdown's **x**
+    assert len(loaded.boxes["tr.baseline"]) == 2 == text.count("<td>bm25 (baseline)</td>")
+    for box in loaded.boxes["tr.baseline"]:
+        assert non_blank_share(loaded.screenshot, box) > 0.8, box  # its background, not only its text
+    first_other = next(b for b in loaded.boxes["tr:not(.baseline)"] if b.y > loaded.boxes["tr.baseline"][0].y)
+    assert non_blank_share(loaded.screenshot, first_other) < 0.5
+    assert len(loaded.boxes["td strong"]) == text.count("<strong>") == bundle_bold(text) >= 5
+    # what the two kinds of table are, one sentence each, before the tables
+    sentences = re.findall(r"<dd>([^<]+)</dd>", text)
+    assert len(loaded.boxes["dl.reading dd"]) == len(sentences) == 2
+    assert all(s.count(". ") == 0 and s.endswith(".") for s in sentences)
+    assert sentences[0].startswith("each subset is scored on its queries in the language its documents")
+    assert "every query language of the benchmark" in sentences[1]
+
+
+def bundle_bold(page: str) -> int:
+    """The page's score tables (heading `(x100)`) checked cell by cell: a score is in <strong> exactly when it is
+    its column's highest (of two or more); returns how many are."""
+    bold = 0
+    for table in re.findall(r"\(x100\)</h3>\s*<table>(.*?)</table>", page, flags=re.S):
+        rows = [re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)]
+        for column in zip(*[r for r in rows if r]):
+            values = [float(re.sub(r"<[^>]+>|▲|▼", "", c)) if c else None for c in column]
+            top = max((v for v in values if v is not None), default=None)
+            several = sum(v is not None for v in values) >= 2
+            for cell, value in zip(column, values):
+                assert ("<strong>" in cell) == (several and value == top), (cell, column)
+                bold += "<strong>" in cell
+    return bold
 
 
 def test_the_chromium_check_catches_requests_errors_and_blank_figures(tmp_path):

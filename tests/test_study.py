@@ -431,6 +431,7 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
     as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""
     from chromium import load, non_blank_share
+    from evals_repro.reporting.plots import MANIFEST
     from test_report_html import browser
 
     binary = browser()
@@ -442,7 +443,9 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     run_latency(latency, echo=QUIET)
     paths = write_report(study, resamples=300, permutations=500)
     stems = {"sample-quality", "sample-quality-latency", "sample-latency-ecdf", "overall-quality-latency"}
-    assert {p.name for p in paths["plots"].iterdir()} == {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    figures = {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    assert {p.name for p in paths["plots"].iterdir()} == figures | {MANIFEST}  # the manifest lists what it wrote
+    assert json.loads((paths["plots"] / MANIFEST).read_text())["files"] == sorted(figures)
     page = paths["html"]
     text = page.read_text(encoding="utf-8")
     assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text

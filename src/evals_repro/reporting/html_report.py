@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .plots import Figure, svg_markup
+from .report import BASELINE_MARK
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; script-src 'none'"
 STYLE = """
@@ -27,6 +28,7 @@ th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: break-word
 th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.long { word-break: break-all; font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; }
 .better { color: #0a7a2f; font-weight: bold; } .worse { color: #b3261e; font-weight: bold; }
+tr.baseline td { background: #eaf1fb; } dl.reading dt { font-weight: bold; } dl.reading dd { margin: 0 0 0.4em 1.5em; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85em; color: #555; } code { background: #f3f3f3; padding: 0 0.2em; }
 .meta { color: #555; font-size: 0.9em; }
@@ -35,9 +37,10 @@ MARKERS = {"▲": "better", "▼": "worse"}
 
 
 def _inline(text: str) -> str:
-    """Escape, then `code` spans and the better/worse markers."""
+    """Escape, then `code` spans, **bold** (a column's best value) and the better/worse markers."""
     out = html.escape(text, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
     for mark, css in MARKERS.items():
         out = out.replace(mark, f'<span class="{css}">{mark}</span>')
     return out
@@ -91,8 +94,9 @@ def _table(block: list[str]) -> str:
     rows = ["<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr>"]
     for line in body:
         cells = _cells(line)
+        baseline = bool(cells) and cells[0].endswith(BASELINE_MARK)  # the row every other is compared with
         rows.append(
-            "<tr>"
+            ('<tr class="baseline">' if baseline else "<tr>")
             + "".join(
                 f'<td class="num">{_inline(c)}</td>' if k < len(right) and right[k] else f"<td>{_inline(c)}</td>"
                 for k, c in enumerate(cells)
@@ -124,9 +128,125 @@ def figures_html(figures: Sequence[Figure]) -> str:
     return "\n".join(parts)
 
 
+def readable(value: Any) -> str:
+    """A setting as a reader reads it: yes / no, "none", lists joined, mappings as `key: value` pairs (never
+    Python's `True`, `None` or `{'k': 1}`)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(readable(v) for v in value) or "none"
+    return str(value)
+
+
 def key_value_table(rows: Iterable[tuple[str, Any]]) -> str:
-    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(readable(v))}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
+
+
+# What each scoring-protocol field of a result means, value by value (`metrics.protocol.ScoringProtocol`).
+PROTOCOL_FIELDS: dict[str, tuple[str, Any]] = {
+    "tie_rule": (
+        "tied scores (RCP-nDCG, float gains)",
+        {
+            "group-mean": "group-mean: tied documents share their group's mean gain (the rcp-ndcg paper's rule)",
+            "doc-id": "doc-id: ties broken by document id, as trec_eval",
+            "input-order": "input-order: ties kept in the run's order",
+        },
+    ),
+    "score_precision": (
+        "score precision",
+        {
+            "float32": "float32: scores rounded to float32 before ranking, as trec_eval 9.x and pytrec_eval",
+            "float64": "float64: scores ranked at full precision, as trec_eval 10.x",
+        },
+    ),
+    "relevance_level": ("relevance level", lambda v: f"a document is relevant at grade {v} or more (trec_eval -l {v})"),
+    "max_results": (
+        "results per query",
+        lambda v: "every retrieved document" if v is None else f"the top {v} (trec_eval -M {v})",
+    ),
+    "judged_only": (
+        "unjudged documents",
+        lambda v: "dropped before scoring (trec_eval -J)" if v else "kept, counted as not relevant",
+    ),
+    "complete": (
+        "queries without results",
+        lambda v: "count, scoring 0 (trec_eval -c)" if v else "left out of the means",
+    ),
+    "ignore_identical_ids": (
+        "a document with the query's own id",
+        lambda v: "dropped before scoring (mteb / BEIR)" if v else "kept",
+    ),
+}
+
+
+def protocol_value(key: str, value: Any) -> tuple[str, str]:
+    """A scoring-protocol field as the HTML report names it and its value in words."""
+    label, words = PROTOCOL_FIELDS.get(key, (key.replace("_", " "), None))
+    if callable(words):
+        return label, words(value)
+    if isinstance(words, dict) and value in words:
+        return label, words[value]
+    return label, readable(value)
+
+
+def scoring_rows(records: Sequence[Any]) -> list[tuple[str, str]]:
+    """Each scoring-protocol field of the results, in words; a field the results disagree on lists each value with
+    the methods that used it."""
+    rows = []
+    keys = list(dict.fromkeys(k for r in records for k in r.protocol if k != "measures"))
+    for key in keys:
+        by_value: dict[str, list[str]] = {}
+        label = key
+        for r in sorted(records, key=lambda r: r.method):
+            label, text = protocol_value(key, r.protocol.get(key))
+            methods = by_value.setdefault(text, [])
+            if r.method not in methods:
+                methods.append(r.method)
+        if len(by_value) == 1:
+            rows.append((f"scoring: {label}", next(iter(by_value))))
+        else:
+            rows.append((f"scoring: {label}", "; ".join(f"{t} ({', '.join(m)})" for t, m in by_value.items())))
+    return rows
+
+
+SETTINGS = (  # (what a table's title says, one sentence on what it is), beside the tables of the HTML report
+    (
+        "— monolingual —",
+        "Monolingual",
+        "each subset is scored on its queries in the language its documents are written in (its native language).",
+    ),
+    (
+        "— crosslingual —",
+        "Crosslingual",
+        "each subset is scored on its queries in every query language of the benchmark, and the per-language means "
+        "are averaged, each language weighing the same.",
+    ),
+    (
+        "native-language view",
+        "Native-language view",
+        "each domain is scored on its questions in the language they were written in.",
+    ),
+    (
+        "-language mean view",
+        "Language-mean view",
+        "each domain's mean over its query-language subsets, then the mean over domains.",
+    ),
+)
+
+
+def reading_guide(titles: Sequence[str]) -> str:
+    """One sentence per kind of table the page shows: what its scores are."""
+    items = "".join(
+        f"<dt>{html.escape(name)}</dt><dd>{html.escape(sentence)}</dd>"
+        for key, name, sentence in SETTINGS
+        if any(key in title for title in titles)
+    )
+    return f'<dl class="reading">{items}</dl>' if items else ""
 
 
 def _grid_cell(value: Any) -> str:
@@ -155,8 +275,10 @@ def runtime_versions() -> dict[str, str]:
     return found
 
 
-def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]]) -> str:
-    """The whole document: the Markdown body, the figures, then extra (heading, HTML) sections."""
+def page(
+    title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]], intro: str = ""
+) -> str:
+    """The whole document: `intro` (HTML), the Markdown body, the figures, then extra (heading, HTML) sections."""
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     first, _, rest = body_markdown.partition("\n")
     if first.strip() == f"# {title}":  # the page's own heading already says it
@@ -176,6 +298,7 @@ def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Se
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="meta">Generated {generated} with {html.escape(versions)}.</p>',
         '<section id="tables">',
+        intro,
         markdown_to_html(body_markdown),
         "</section>",
     ]
@@ -205,13 +328,15 @@ def report_html(bundle, decimals: int = 1) -> str:
         ("measures", ", ".join(bundle.measures)),
         ("float-gain tie rule", bundle.tie_rule or "(any)"),
     ]
-    protocols = sorted({repr(sorted(r.protocol.items())) for r in results})
-    if len(protocols) == 1 and results:
-        protocol_rows += [(f"scoring: {k}", v) for k, v in sorted(results[0].protocol.items()) if k != "measures"]
+    protocol_rows += scoring_rows(results)
     if bundle.comparisons is not None:
         permutations = bundle.comparisons[0].permutations if bundle.comparisons else "-"
         protocol_rows += [
-            ("paired comparisons", "randomization test (two-sided) and t-test, Holm-Bonferroni per table"),
+            (
+                "paired comparisons",
+                "randomization test (two-sided) and t-test, Holm-Bonferroni per table; intervals: the randomization "
+                "test inverted at the level Holm tested each comparison at",
+            ),
             ("permutations / bootstrap resamples / seed", f"{permutations} / {DEFAULT_RESAMPLES} / {bundle.seed}"),
         ]
     elif bundle.figures:
@@ -260,4 +385,5 @@ def report_html(bundle, decimals: int = 1) -> str:
             ),
         ),
     ]
-    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections)
+    intro = reading_guide([t.title for t in bundle.tables if t.rows])
+    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections, intro)
