@@ -297,3 +297,13 @@ def test_html_protocol_reads_in_words_and_names_what_the_methods_disagree_on(thr
     assert (
         rows["scoring: a document with the query's own id"] == "kept (a, b); dropped before scoring (mteb / BEIR) (c)"
     )
+
+
+def test_which_measures_have_a_better_side():
+    """Quality measures are higher-is-better; counts (num_rel, num_ret) and diagnostics (the share judged or
+    unjudged, the ideal DCG of the judgments, RBP's residual) have no best value to bold."""
+    from evals_repro.reporting.report import higher_is_better
+
+    assert all(higher_is_better(m) for m in ("ndcg_at_10", "map", "recall_at_100", "mrr_at_10", "ndcg_float_at_10"))
+    assert not any(higher_is_better(m) for m in ("num_rel", "num_ret", "judged_at_10", "unj_10", "ideal_dcg"))
+    assert higher_is_better("a-study-variant-name")  # not a measure the metrics package parses: a quality score
