@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals_repro.records.results import DataDigest, MethodConfig, ResultRecord, SavedRun
+from evals_repro.records.results import DataDigest, MethodConfig, QueryEntry, ResultRecord, SavedRun
 
 DIGEST = "0" * 64
 
@@ -22,8 +22,10 @@ def write_record(
     first_stage: str | None = None,
     reranked: bool = False,
     tie_rule: str = "group-mean",
+    per_query: dict[str, dict[str, float]] | None = None,
 ) -> ResultRecord:
-    """A complete record with the given per-language means (aggregate: their mean unless given)."""
+    """A complete record with the given per-language means (aggregate: their mean unless given); `per_query`:
+    query id -> its metrics, each query in the native language."""
     names = sorted({m for block in languages.values() for m in block})
     aggregate = metrics or {m: sum(b[m] for b in languages.values()) / len(languages) for m in names}
     record = ResultRecord(
@@ -39,8 +41,10 @@ def write_record(
         data=DataDigest(corpus=DIGEST, queries=DIGEST, qrels=DIGEST, combined=DIGEST),
         metrics=aggregate,
         languages={lang: {"n_queries": 1, "metrics": block} for lang, block in languages.items()},
-        per_query={},
-        n_queries=len(languages),
+        per_query={
+            qid: QueryEntry(language=native_language, metrics=values) for qid, values in (per_query or {}).items()
+        },
+        n_queries=len(per_query) if per_query else len(languages),
         run=SavedRun(
             path=f"{subset}.run.gz",
             sha256=DIGEST,

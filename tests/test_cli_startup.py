@@ -51,6 +51,8 @@ REFUSALS = {
     "study keys": ["rerank-study", "quality", "-b", "sample"],
     "answer keys": ["answer", "--judge", "openai:gpt-5.2", "--retriever", "bm25", "--generator", "gemini:gemini-3-pro"],
     "bad price file": ["prices", "--prices", "no-such-prices.json"],
+    "two comparisons": ["report", "-b", "sample", "--baseline", "bm25", "--compare"],
+    "permutations alone": ["report", "-b", "sample", "--permutations", "100"],
 }
 
 

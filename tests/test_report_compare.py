@@ -88,7 +88,7 @@ def plain_table(results: Path, capsys) -> dict[tuple[str, str], float]:
     lines = [line for line in mono.splitlines() if line.startswith("| ") and not line.startswith("| method")]
     columns = [*SUBSETS, "avg"]
     return {
-        (cells[0], column): float(value)
+        (cells[0], column): float(value.strip("*"))  # a column's best value is bold
         for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines)
         for column, value in zip(columns, cells[1:])
     }
@@ -101,7 +101,7 @@ def test_baseline_markers_legend_and_csv(results, tmp_path, capsys):
     text = capsys.readouterr().out
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert list(rows[0]) == [
-        "table", "column", "method", "vs", "score", "vs_score", "diff", "low", "high",
+        "table", "column", "method", "vs", "score", "vs_score", "diff", "low", "high", "level",
         "p", "p_adjusted", "p_ttest", "p_ttest_adjusted", "queries", "verdict",
     ]  # fmt: skip
     mono = [r for r in rows if "monolingual" in r["table"]]
@@ -126,12 +126,13 @@ def test_baseline_markers_legend_and_csv(results, tmp_path, capsys):
             assert int(r["queries"]) == sum(len(native_scores(record(results, "bm25", s))) for s in SUBSETS)
         marked = r["verdict"] != ""
         assert marked == (float(r["p_adjusted"]) < 0.05)
+        assert marked == (float(r["low"]) > 0 or float(r["high"]) < 0)  # the interval says what the marker says
         if marked:  # the direction is the sign of the difference (the measures are higher-is-better)
             assert r["verdict"] == ("better" if float(r["diff"]) > 0 else "worse")
         value = f"{plain[(r['method'], r['column'])]:.1f}"
         expected_cell = value + {"better": "▲", "worse": "▼", "": ""}[r["verdict"]]
         row_line = next(line for line in text.split("### ")[1].splitlines() if line.startswith(f"| {r['method']} |"))
-        assert expected_cell in [c.strip() for c in row_line.split("|")]
+        assert expected_cell in [c.strip().replace("**", "") for c in row_line.split("|")]
     assert any(r["verdict"] for r in mono), "the sample has at least one difference at p < 0.05"
     assert "▲ / ▼: better / worse than bm25 at p < 0.05" in text
     assert f"Holm-Bonferroni adjusted over the {len(mono)} comparisons of this table" in text

@@ -11,14 +11,13 @@ import pytest
 from chromium import chromium_binary, load, non_blank_share
 from conftest import in_ci
 from evals_repro.cli import main
+from evals_repro.reporting.plots import MANIFEST
 from test_report_compare import Oracle, report, results  # noqa: F401  (the module-scoped results fixture)
 
-FIGURES = {  # bars per table (the crosslingual one: heat-pumps only), a language heatmap per crosslingual method
+FIGURES = {  # bars per table (the crosslingual one: heat-pumps only), the crosslingual table's language heatmaps
     "sample-monolingual-ndcg_at_10-bars",
     "sample-crosslingual-ndcg_at_10-bars",
-    "sample-crosslingual-ndcg_at_10-bm25-languages",
-    "sample-crosslingual-ndcg_at_10-oracle-a-languages",
-    "sample-crosslingual-ndcg_at_10-oracle-b-languages",
+    "sample-crosslingual-ndcg_at_10-languages",
 }
 
 
@@ -36,8 +35,8 @@ def test_plots_are_png_and_svg_and_the_same_bytes_every_time(results, tmp_path, 
     first, second = tmp_path / "a", tmp_path / "b"
     assert main(report(results, "--plots", str(first))) == 0
     assert main(report(results, "--plots", str(second))) == 0
-    assert f"wrote 10 plot files (5 figures, PNG and SVG) to {first}" in capsys.readouterr().err
-    assert {p.name for p in first.iterdir()} == {f"{f}{s}" for f in FIGURES for s in (".png", ".svg")}
+    assert f"wrote 6 plot files (3 figures, PNG and SVG) to {first}" in capsys.readouterr().err
+    assert {p.name for p in first.iterdir()} == {f"{f}{s}" for f in FIGURES for s in (".png", ".svg")} | {MANIFEST}
     for path in first.iterdir():
         assert path.read_bytes() == (second / path.name).read_bytes(), path.name
     svg = (first / "sample-monolingual-ndcg_at_10-bars.svg").read_text()
@@ -87,7 +86,16 @@ def test_html_report_renders_offline_in_chromium(results, tmp_path, capsys):  # 
     assert "default-src 'none'" in text
     assert "▲" in text or "▼" in text  # the markers, as in the Markdown
     n_tables = text.count("<table")
-    loaded = load(page, ["table", "figure svg", "figcaption", "#provenance table"], binary)
+    selectors = [
+        "table",
+        "figure svg",
+        "figcaption",
+        "#provenance table",
+        "tr.baseline",
+        "tr:not(.baseline)",
+        "td strong",
+    ]
+    loaded = load(page, [*selectors, "dl.reading dd"], binary)
     (tmp_path / "report.png").write_bytes(loaded.screenshot)
     assert loaded.requests == [page.resolve().as_uri()] and loaded.blocked == []
     assert loaded.errors == []
@@ -100,6 +108,35 @@ def test_html_report_renders_offline_in_chromium(results, tmp_path, capsys):  # 
         assert box.width > 200 and box.height > 150, box
         assert non_blank_share(loaded.screenshot, box) > 0.05, box  # something drawn, not an empty frame
     assert loaded.boxes["#provenance table"]
+    # the baseline's row, shaded in both tables; every column's best value in bold, as the Markdown's **x**
+    assert len(loaded.boxes["tr.baseline"]) == 2 == text.count("<td>bm25 (baseline)</td>")
+    for box in loaded.boxes["tr.baseline"]:
+        assert non_blank_share(loaded.screenshot, box) > 0.8, box  # its background, not only its text
+    first_other = next(b for b in loaded.boxes["tr:not(.baseline)"] if b.y > loaded.boxes["tr.baseline"][0].y)
+    assert non_blank_share(loaded.screenshot, first_other) < 0.5
+    assert len(loaded.boxes["td strong"]) == text.count("<strong>") == bundle_bold(text) >= 5
+    # what the two kinds of table are, one sentence each, before the tables
+    sentences = re.findall(r"<dd>([^<]+)</dd>", text)
+    assert len(loaded.boxes["dl.reading dd"]) == len(sentences) == 2
+    assert all(s.count(". ") == 0 and s.endswith(".") for s in sentences)
+    assert sentences[0].startswith("each subset is scored on its queries in the language its documents")
+    assert "every query language of the benchmark" in sentences[1]
+
+
+def bundle_bold(page: str) -> int:
+    """The page's score tables (heading `(x100)`) checked cell by cell: a score is in <strong> exactly when it is
+    its column's highest (of two or more); returns how many are."""
+    bold = 0
+    for table in re.findall(r"\(x100\)</h3>\s*<table>(.*?)</table>", page, flags=re.S):
+        rows = [re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)]
+        for column in zip(*[r for r in rows if r]):
+            values = [float(re.sub(r"<[^>]+>|▲|▼", "", c)) if c else None for c in column]
+            top = max((v for v in values if v is not None), default=None)
+            several = sum(v is not None for v in values) >= 2
+            for cell, value in zip(column, values):
+                assert ("<strong>" in cell) == (several and value == top), (cell, column)
+                bold += "<strong>" in cell
+    return bold
 
 
 def test_the_chromium_check_catches_requests_errors_and_blank_figures(tmp_path):
@@ -162,3 +199,43 @@ def test_html_report_shows_cost_column_and_spend_in_usd(results, tmp_path, capsy
     for method in ("bm25", "oracle-a", "oracle-b"):
         assert f"<tr><th>spent by {method}</th><td>$0</td></tr>" in text
     assert re.search(r'<td class="long">[0-9a-f]{64}</td>', text)
+
+
+def test_language_heatmaps_share_one_labelled_colour_scale(results, tmp_path):  # noqa: F811
+    """The crosslingual table's heatmaps are one figure: a panel per method (the baseline's says so), every image
+    on the same colour range, one colour bar labelled with the measure. The range is that of the per-language
+    means in the result files (read here), widened to multiples of 5. A subset the method is marked on carries
+    its marker after the name, as the comparisons CSV says."""
+    import csv
+    import json
+    import math
+
+    from evals_repro.benchmarks import get_benchmark
+    from evals_repro.reporting.bundle import build_bundle
+    from evals_repro.reporting.plots import close
+
+    out = tmp_path / "cmp.csv"
+    assert main(report(results, "--baseline", "bm25", "--permutations", "2000", "-o", str(out))) == 0
+    verdicts = {r["method"]: r["verdict"] for r in csv.DictReader(out.open()) if "crosslingual" in r["table"]}
+    means = [
+        block["metrics"]["ndcg_at_10"] * 100
+        for method in ("bm25", "oracle-a", "oracle-b")
+        for block in json.loads((results / "sample" / method / "heat-pumps.json").read_text())["languages"].values()
+    ]
+    expected = (5 * math.floor(min(means) / 5), 5 * math.ceil(max(means) / 5))
+    bundle = build_bundle(
+        results, get_benchmark("sample"), ["ndcg_at_10"], tie_rule="group-mean", baseline="bm25",
+        permutations=2000, figures=True,
+    )  # fmt: skip
+    try:
+        (figure,) = [f.figure for f in bundle.figures if f.name == "sample-crosslingual-ndcg_at_10-languages"]
+        panels = [ax for ax in figure.axes if ax.images]
+        assert [ax.get_title() for ax in panels] == ["bm25 (baseline)", "oracle-a", "oracle-b"]
+        assert {ax.images[0].get_clim() for ax in panels} == {expected}
+        (bar,) = [ax for ax in figure.axes if not ax.images and ax.get_ylabel()]
+        assert bar.get_ylabel() == "ndcg_at_10 (x100)" and bar.get_ylim() == pytest.approx(expected)
+        for ax, method in zip(panels[1:], ("oracle-a", "oracle-b")):
+            mark = {"better": " ▲", "worse": " ▼", "": ""}[verdicts[method]]
+            assert [t.get_text() for t in ax.get_xticklabels()] == [f"heat-pumps{mark}"]
+    finally:
+        close(bundle.figures)

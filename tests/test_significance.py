@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_rel
 
-from evals_repro.reporting.significance import PairedStats, Stratum, holm, stratified_ttest
+from evals_repro.reporting.significance import (
+    PairedStats,
+    Stratum,
+    confidence,
+    holm,
+    holm_factors,
+    min_permutations,
+    stratified_ttest,
+)
+from reference_stats import exact_randomization_p, reference_holm
 
 
 def mc_tolerance(p: float, draws: int, other_draws: int | None = None) -> float:
@@ -37,18 +46,18 @@ def test_hand_computed_case():
 
 
 def test_bootstrap_interval_hand_computed():
-    """Differences 0 and 1: a resample's mean is 0 (p 1/4), 0.5 (1/2) or 1 (1/4), so the 2.5th and 97.5th
-    percentiles are 0 and 1. Two strata of constant differences 0.1 and 0.3 weighted 1/2: every resample
-    gives 0.2, so the interval is the point."""
-    found = one([0.5, 1.0], [0.5, 0.0]).compare({0: 1.0}, 0, 1)
-    assert (found.low, found.high) == (0.0, 1.0)
+    """A method's score interval (the plots' bars). Scores 0 and 1: a resample's mean is 0 (p 1/4), 0.5 (1/2) or
+    1 (1/4), so the 2.5th and 97.5th percentiles are 0 and 1. Two strata of constant scores 0.5 and 0.3 weighted
+    1/2: every resample gives 0.4, so the interval is the point."""
+    found = one([0.0, 1.0], [0.5, 0.0]).interval({0: 1.0}, 0)
+    assert (found.estimate, found.low, found.high) == (0.5, 0.0, 1.0)
     strata = [
-        Stratum.from_columns("x", [[0.4, 0.5, 0.6], [0.3, 0.4, 0.5]]),
-        Stratum.from_columns("y", [[0.9, 0.8], [0.6, 0.5]]),
+        Stratum.from_columns("x", [[0.5, 0.5, 0.5], [0.3, 0.4, 0.5]]),
+        Stratum.from_columns("y", [[0.3, 0.3], [0.6, 0.5]]),
     ]
-    found = PairedStats(strata).compare({0: 0.5, 1: 0.5}, 0, 1)
-    assert found.diff == pytest.approx(0.2)
-    assert found.low == pytest.approx(0.2) and found.high == pytest.approx(0.2)
+    found = PairedStats(strata).interval({0: 0.5, 1: 0.5}, 0)
+    assert found.estimate == pytest.approx(0.4)
+    assert found.low == pytest.approx(0.4) and found.high == pytest.approx(0.4)
 
 
 def test_identical_methods_are_never_different():
@@ -145,8 +154,7 @@ def test_bad_engine_inputs():
 def test_randomization_p_near_the_exact_enumeration():
     """Ten paired differences; all 2^10 sign patterns enumerated here: 18 of 1,024 reach the observed
     |sum| 0.83, so the exact p is 18/1024 = 0.017578125. The sampled p (10,000 flips) lies within Monte
-    Carlo tolerance; the t-test is scipy's; the percentile interval that of a 200,000-draw bootstrap made
-    here (within 0.005)."""
+    Carlo tolerance; the t-test is scipy's."""
     import itertools
 
     a = [0.62, 0.41, 0.90, 0.33, 0.75, 0.50, 0.58, 0.71, 0.44, 0.66]
@@ -160,9 +168,6 @@ def test_randomization_p_near_the_exact_enumeration():
     found = one(a, b).compare({0: 1.0}, 0, 1)
     assert found.p_randomization == pytest.approx(18 / 1024, abs=mc_tolerance(18 / 1024, 10_000))
     assert found.p_ttest == pytest.approx(float(ttest_rel(a, b).pvalue), rel=1e-12)
-    draws = np.random.default_rng(0).integers(0, 10, size=(200_000, 10))
-    low, high = np.percentile(np.asarray(d)[draws].mean(axis=1), [2.5, 97.5])
-    assert found.low == pytest.approx(low, abs=0.005) and found.high == pytest.approx(high, abs=0.005)
 
 
 def test_printed_score_and_difference_add_queries_as_trec_eval_does():
@@ -177,3 +182,84 @@ def test_printed_score_and_difference_add_queries_as_trec_eval_does():
     stats = one(a, b, permutations=99, resamples=99)
     assert stats.interval({0: 1.0}, 0).estimate == 0.33333333333333337
     assert stats.compare({0: 1.0}, 0, 1).diff == -0.12222222222222226
+
+
+# -- the interval of a difference: the randomization test inverted at Holm's level --------------------------------
+
+
+def test_holm_factors_hand_computed():
+    """p 0.01, 0.04, 0.03: 0.01 x 3 = 0.03 is rejected, 0.03 x 2 = 0.06 is not, so Holm stops at its second
+    step: the first is tested at 0.05 / 3, the other two at the step where it stopped, 0.05 / 2. p 0.001, 0.01,
+    0.02, 0.5: 0.004, 0.03, 0.04 rejected, 0.5 x 1 not: 4, 3, 2 and m - r = 1."""
+    assert holm_factors([0.01, 0.04, 0.03]) == [3, 2, 2]
+    assert holm_factors([0.5, 0.02, 0.01, 0.001]) == [1, 2, 3, 4]
+    assert holm_factors([0.2, 0.3]) == [2, 2]  # none rejected: all at Bonferroni's 0.05 / 2
+    assert holm_factors([]) == []
+    assert (confidence(1), confidence(2), confidence(4), confidence(9)) == ("95%", "97.5%", "98.75%", "99.44%")
+
+
+def test_min_permutations_is_the_fewest_that_reach_p_below_005_after_holm():
+    """The smallest randomization p is 1 / (1 + B); Holm multiplies it by m. m = 1: B = 20 gives 1/21 = 0.0476,
+    B = 19 gives 1/20 = 0.05 (not below). m = 8: 8/161 = 0.0497 against 8/160 = 0.05. m = 27: 540."""
+    assert [min_permutations(m) for m in (1, 2, 8, 27, 171)] == [20, 40, 160, 540, 3420]
+    for m in (1, 3, 8, 27):
+        fewest = min_permutations(m)
+        assert m / (fewest + 1) < 0.05 <= m / fewest
+        assert reference_holm([1 / (fewest + 1)] * m)[0] < 0.05 <= reference_holm([1 / fewest] * m)[0]
+
+
+def test_interval_of_constant_differences_hand_computed():
+    """Seven differences of 0.1: shifted by any d other than 0.1, only the two sign patterns with every sign alike
+    reach the observed |sum|, so p(d) = 2/128 = 0.0156 (and p(0.1) = 1). At 0.05 and 0.025 (Holm factors 1, 2)
+    every other shift is rejected: the interval is the point 0.1 and excludes 0; at 0.0125 (factor 4) none is:
+    it is the whole line, and contains 0 as p(0) = 0.0156 >= 0.0125 says."""
+    stats = one([0.6] * 7, [0.5] * 7, permutations=100_000)
+    assert stats.compare({0: 1.0}, 0, 1).p_randomization == pytest.approx(1 / 64, abs=mc_tolerance(1 / 64, 100_000))
+    for factor in (1, 2):
+        low, high = stats.shift_interval({0: 1.0}, 0, 1, factor)
+        assert low == pytest.approx(0.1, abs=1e-12) and high == pytest.approx(0.1, abs=1e-12)
+    assert stats.shift_interval({0: 1.0}, 0, 1, 4) == (-math.inf, math.inf)
+    assert one([0.6], [0.5]).shift_interval({0: 1.0}, 0, 1) == (None, None)  # one query: nothing to flip
+
+
+@pytest.mark.parametrize("factor", [1, 3, 8])
+def test_interval_inverts_the_exact_randomization_test(factor):
+    """Twelve differences (ties and zeros among them); all 2^12 sign patterns enumerated here at each shift. Just
+    inside each bound the exact p of the shifted differences is at least 0.05 / factor, just outside at most
+    (within Monte Carlo tolerance of 20,000 flips), and the interval holds 0 exactly when the sampled p does."""
+    d = [0.12, 0.30, -0.05, 0.0, 0.21, 0.12, -0.10, 0.0, 0.33, 0.05, 0.18, -0.02]
+    base = [0.4] * len(d)
+    stats = one([b + x for b, x in zip(base, d)], base, permutations=20_000)
+    differences = [x + b - b for x, b in zip(d, base)]
+    level = 0.05 / factor
+    low, high = stats.shift_interval({0: 1.0}, 0, 1, factor)
+    tolerance = mc_tolerance(level, 20_000)
+    step = 1e-6
+    for bound, inward in ((low, step), (high, -step)):
+        assert exact_randomization_p([x - (bound + inward) for x in differences]) >= level - tolerance
+        assert exact_randomization_p([x - (bound - inward) for x in differences]) <= level + tolerance
+    p = stats.compare({0: 1.0}, 0, 1).p_randomization
+    assert (low <= 0 <= high) == (min(1.0, factor * p) >= 0.05)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_interval_and_marker_always_agree(seed):
+    """Many comparisons on coarse scores (multiples of 0.1: ties and zero differences everywhere), one stratum and
+    stratified: after Holm, an interval excludes 0 exactly when the adjusted p is below 0.05, whatever the data."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 40))
+    columns = [np.round(np.clip(rng.random(n) + shift, 0, 1), 1) for shift in (0.0, 0.05, 0.1, 0.2, -0.1)]
+    halves = [
+        Stratum.from_columns("x", [c[: n // 2] for c in columns]),
+        Stratum.from_columns("y", [c[n // 2 :] for c in columns]),
+    ]
+    stats = PairedStats(halves, permutations=2_000)
+    cells = [{0: 1.0}, {1: 1.0}, {0: 0.5, 1: 0.5}]
+    pairs = [(a, 0) for a in range(1, 5)] + [(4, 3), (2, 1)]
+    family = [(w, a, b) for w in cells for a, b in pairs]
+    p = [stats.compare(w, a, b).p_randomization for w, a, b in family]
+    adjusted, factors = holm(p), holm_factors(p)
+    assert any(value < 0.05 for value in adjusted) or seed > 2  # the first seeds have significant differences
+    for (w, a, b), p_adjusted, factor in zip(family, adjusted, factors):
+        low, high = stats.shift_interval(w, a, b, factor)
+        assert (low > 0 or high < 0) == (p_adjusted < 0.05), (w, a, b, low, high, p_adjusted)

@@ -431,6 +431,7 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     """Quality bars, quality against p50 latency (with the Pareto front), latency ECDFs and the overall trade-off,
     as PNG and SVG; report.html with every table and figure drawn, offline, no error, no request."""
     from chromium import load, non_blank_share
+    from evals_repro.reporting.plots import MANIFEST
     from test_report_html import browser
 
     binary = browser()
@@ -442,7 +443,9 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     run_latency(latency, echo=QUIET)
     paths = write_report(study, resamples=300, permutations=500)
     stems = {"sample-quality", "sample-quality-latency", "sample-latency-ecdf", "overall-quality-latency"}
-    assert {p.name for p in paths["plots"].iterdir()} == {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    figures = {f"{s}{x}" for s in stems for x in (".png", ".svg")}
+    assert {p.name for p in paths["plots"].iterdir()} == figures | {MANIFEST}  # the manifest lists what it wrote
+    assert json.loads((paths["plots"] / MANIFEST).read_text())["files"] == sorted(figures)
     page = paths["html"]
     text = page.read_text(encoding="utf-8")
     assert "<script" not in text and "default-src 'none'" in text and "Paired comparisons" in text
@@ -455,3 +458,42 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     assert len(loaded.boxes["figure svg"]) == len(stems)
     for box in loaded.boxes["table"] + loaded.boxes["figure svg"]:
         assert box.width > 50 and box.height > 20 and non_blank_share(loaded.screenshot, box) > 0.03, box
+
+
+def test_a_study_interval_excludes_0_exactly_when_the_comparison_is_marked():
+    """The constructed case of `report` (test_report_choices), in the study: a model 0.8 below the first stage on
+    dataset hp (p = 50/1024 = 0.0488 alone) and level on rw. The study's family: overall, the group and two
+    datasets, 4 comparisons; Holm leaves hp at 0.195, unmarked, and tests every comparison at 0.05 / 4. Before,
+    hp's 95% bootstrap interval excluded 0; now each interval is the randomization test inverted at 98.75%, and
+    hp's holds 0. The bounds are checked against all 2^10 sign patterns of the shifted differences."""
+    from evals_repro.study.comparisons import compare_study
+    from evals_repro.study.quality_table import BASELINE
+    from reference_stats import exact_randomization_p
+
+    differences = {
+        "hp": [-0.2, -0.1, -0.15, 0.05, -0.1, -0.05, -0.2, 0.1, -0.1, -0.05],
+        "rw": [0.1, -0.1, 0.05, 0.0, -0.05, 0.1, -0.1, 0.05, 0.0, -0.05],
+    }
+    benchmarks = {}
+    for subset, diffs in differences.items():
+        per_query = {BASELINE: {f"q{i}": 0.5 for i in range(10)}, "m": {f"q{i}": 0.5 + d for i, d in enumerate(diffs)}}
+        scores = {name: {"ndcg_at_10": sum(values.values()) / 10} for name, values in per_query.items()}
+        benchmarks[subset] = {"group": "g", "measure": "ndcg_at_10", "scores": scores, "per_query": per_query}
+    quality = {"models": ["m"], "groups": ["g"], "benchmarks": {"b": benchmarks}}
+    found = compare_study(quality)
+    assert [(r.scope, r.kind) for r in found.rows] == [
+        ("overall", "overall"),
+        ("g", "group"),
+        ("b/hp", "dataset"),
+        ("b/rw", "dataset"),
+    ]
+    hp = found.rows[2]
+    assert hp.p_adjusted == pytest.approx(reference_holm([r.p for r in found.rows])[2])
+    assert hp.p_adjusted > 0.05 and hp.verdict == "" and hp.low < 0 < hp.high
+    tolerance = 4 * (0.0125 * 0.9875 / 10_000) ** 0.5 + 2 / 10_000
+    for r in found.rows:
+        assert r.level == "98.75%"
+        diffs = differences.get(r.scope.removeprefix("b/")) or [d for v in differences.values() for d in v]
+        for bound, inward in ((r.low, 1e-6), (r.high, -1e-6)):
+            assert exact_randomization_p([d - (bound + inward) for d in diffs]) >= 0.0125 - tolerance
+            assert exact_randomization_p([d - (bound - inward) for d in diffs]) <= 0.0125 + tolerance

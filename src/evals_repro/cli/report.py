@@ -19,6 +19,7 @@ REPORT_SUFFIXES = (".md", ".csv", ".html")
 
 @app.command("report")
 def report_command(
+    ctx: typer.Context,
     benchmark: str = typer.Option(
         "vidore-v3", "--benchmark", "-b", help="The benchmark whose results to tabulate (a name or a BEIR folder)."
     ),
@@ -28,9 +29,21 @@ def report_command(
         "-m",
         help=f"Measures the tables show, in order (default ndcg_at_10; e.g. recall_at_100); {LIST_HELP}.",
     ),
+    methods: Optional[list[str]] = typer.Option(
+        None,
+        "--methods",
+        help="The methods shown, in this order (default: every method with results, first stages alphabetically, "
+        f"each followed by its rerankings); {LIST_HELP}.",
+    ),
     first_stage_only: bool = typer.Option(False, "--first-stage-only", help="Hide reranked methods."),
     results_dir: Path = typer.Option(Path("results"), "--results-dir", help=RESULTS_DIR_HELP),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Also write the tables (.md, or .csv)."),
+    output: Optional[Path] = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Also write the report: .md (the tables as printed), .csv (the tables, or one row per comparison with "
+        "--baseline/--compare) or .html (one self-contained page: tables, comparisons, plots, protocol, provenance).",
+    ),
     decimals: int = typer.Option(
         1, min=0, max=MAX_DECIMALS, help=f"Decimals of the x100 scores (0 to {MAX_DECIMALS}: past that, float noise)."
     ),
@@ -45,21 +58,30 @@ def report_command(
         help="Compare every method with this one: differences with 95% bootstrap intervals, randomization and "
         "t-test p-values (Holm-adjusted per table), markers in the tables.",
     ),
-    compare: bool = typer.Option(False, "--compare", help="Compare every pair of methods (as --baseline does)."),
+    compare: bool = typer.Option(
+        False, "--compare", help="Compare every pair of methods (as --baseline does; not with --baseline)."
+    ),
     permutations: int = typer.Option(
-        10_000, "--permutations", help="Randomization-test permutations per comparison (seeded: same p every run)."
+        10_000,
+        "--permutations",
+        help="Randomization-test permutations per comparison of --baseline/--compare (seeded: same p every run); at "
+        "least 20 x a table's comparisons, the fewest with which p < 0.05 can survive Holm's adjustment.",
     ),
     seed: int = seed_option("the comparisons' bootstrap and randomization draws, and of the plots' intervals"),
     plots: Optional[Path] = typer.Option(
         None,
         "--plots",
-        help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
+        help="Write figures here (PNG and SVG): bars per method with 95% intervals, the baseline and markers; language "
+        "x subset heatmaps on one colour scale. Figures it wrote here earlier that no longer have one are removed "
+        "(listed in evals-repro-plots.json); nothing else is touched.",
     ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
     Results with float gains add RCP-nDCG@10 tables; rcp benchmarks add the native-language and
     language-mean views per domain."""
+    chosen = split_list(methods, "--methods")
+    check_combination(ctx, baseline, compare, plots is not None, output, chosen)
     from ..base.io import check_output_file, write_output_text
     from ..benchmarks import get_benchmark
     from ..metrics.published.ndcg_float import check_tie_rule
@@ -102,7 +124,9 @@ def report_command(
                 f"--by breaks down one measure, not {len(measures)} ({', '.join(measures)})",
                 "give one --measure with --by, or run report --by once per measure",
             )
-        text = breakdown_report(results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule)
+        text = breakdown_report(
+            results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, methods=chosen
+        )
         typer.echo(text)
         if output is not None:
             fmt = "csv" if output.suffix.lower() == ".csv" else "markdown"
@@ -111,7 +135,7 @@ def report_command(
                 text
                 if fmt == "markdown"
                 else breakdown_report(
-                    results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, fmt="csv"
+                    results_dir, decl.name, by, measures[0], first_stage_only, decimals, tie_rule, "csv", chosen
                 ),
                 "--output",
             )
@@ -131,8 +155,14 @@ def report_command(
             figures=plots is not None or output_html,
             cost=cost,
             seed=seed,
+            methods=chosen,
         )
         try:
+            if cost and bundle.comparisons is not None and output is not None and output.suffix.lower() == ".csv":
+                bundle.notes.append(
+                    f"--output {output} holds one row per comparison, without the cost column: the printed tables "
+                    "have it (and an .md or .html --output)"
+                )
             for note in bundle.notes:
                 typer.echo(f"note: {note}", err=True)
             text = bundle.markdown(decimals)
@@ -140,10 +170,19 @@ def report_command(
             if plots is not None:
                 from ..reporting.plots import save
 
-                written = save(bundle.figures, plots)
+                saved = save(bundle.figures, plots)
+                if saved.note:
+                    typer.echo(f"note: {saved.note}", err=True)
                 typer.echo(
-                    f"wrote {len(written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}", err=True
+                    f"wrote {len(saved.written)} plot files ({len(bundle.figures)} figures, PNG and SVG) to {plots}",
+                    err=True,
                 )
+                if saved.removed:
+                    typer.echo(
+                        f"removed {len(saved.removed)} plot files written there earlier that no figure replaces: "
+                        + ", ".join(path.name for path in saved.removed),
+                        err=True,
+                    )
             if output is not None:
                 if output_html:
                     from ..reporting.html_report import report_html
@@ -161,7 +200,7 @@ def report_command(
     tables: list = []
     notes: list[str] = []
     for m in measures:
-        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
+        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, chosen)
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
     for note in notes:
@@ -170,3 +209,44 @@ def report_command(
     typer.echo(text)
     if output is not None:
         write_output_text(output, to_csv(tables, decimals) if output.suffix.lower() == ".csv" else text, "--output")
+
+
+def check_combination(
+    ctx: typer.Context,
+    baseline: str | None,
+    compare: bool,
+    plots: bool,
+    output: Path | None,
+    methods: list[str] | None,
+) -> None:
+    """Options that would be ignored are refused, before any result is read: --baseline with --compare (one
+    would win silently), --permutations without a comparison, --seed with nothing drawn, a --baseline that
+    --methods leaves out."""
+    from ..base.errors import UsageError
+
+    def given(name: str) -> bool:  # typed on the command line (by name: typer's click is not always `click`)
+        return getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")
+
+    if baseline is not None and compare:
+        raise UsageError(
+            f"--baseline {baseline} and --compare are two kinds of comparison: --baseline compares every method "
+            "with one, --compare every pair",
+            "give one of them",
+        )
+    comparing = baseline is not None or compare
+    if given("permutations") and not comparing:
+        raise UsageError(
+            "--permutations sets the randomization test of --baseline/--compare, and neither is given",
+            "add --baseline METHOD or --compare, or drop --permutations",
+        )
+    html = output is not None and output.suffix.lower() == ".html"
+    if given("seed") and not (comparing or plots or html):
+        raise UsageError(
+            "--seed seeds the draws of --baseline/--compare and of the plots' intervals, and none is asked for",
+            "add --baseline METHOD, --compare, --plots DIR or -o report.html, or drop --seed",
+        )
+    if baseline is not None and methods and baseline not in methods:
+        raise UsageError(
+            f"--baseline {baseline} is not among --methods {','.join(methods)}",
+            f"add {baseline} to --methods (where its row should be), or choose a baseline from {', '.join(methods)}",
+        )

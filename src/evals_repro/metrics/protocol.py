@@ -239,7 +239,9 @@ class Measure:
     combine into the `all` value: "mean", "sum" (counts) or "gmean" (trec_eval's gm_map:
     exp(mean(log(max(value, 1e-5))))). `per_query_line`: printed per query with -q (trec_eval
     prints num_q, gm_map and gm_bpref only as summaries). `text` measures (runid, relstring)
-    are printed by `trec_eval_lines` only; `evaluate` leaves them out.
+    are printed by `trec_eval_lines` only; `evaluate` leaves them out. `higher_is_better` is False
+    for counts and diagnostics that have no better side (num_rel, ideal_dcg, judged_at_k, unj):
+    a report bolds no "best" value of those.
     """
 
     name: str
@@ -250,6 +252,7 @@ class Measure:
     integer: bool = False
     per_query_line: bool = True
     text: bool = False
+    higher_is_better: bool = True
 
     def __str__(self) -> str:
         return self.name

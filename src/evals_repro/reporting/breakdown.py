@@ -98,21 +98,22 @@ def breakdown_tables(
     measure: str = "ndcg_at_10",
     first_stage_only: bool = False,
     tie_rule: str | None = None,
+    methods: list[str] | None = None,
 ) -> list[tuple[str, list[BreakdownRow]]]:
-    """(title, rows) per method and setting with results for `benchmark` (what `report --by` prints);
-    given a tie rule, results computed with another one are left out.
+    """(title, rows) per method and setting with results for `benchmark` (what `report --by` prints), of
+    `methods` in their order when given; given a tie rule, results computed with another one are left out.
 
     Settings are never pooled: the monolingual table reads the native-language queries of every
     result (a crosslingual result holds them too, as the main tables read its monolingual score),
     the crosslingual table only crosslingual results."""
     from .report import select_results
 
-    stored, _ = select_results(results_dir, benchmark, first_stage_only, tie_rule)
+    stored, _ = select_results(results_dir, benchmark, first_stage_only, tie_rule, methods)
     by_method: dict[str, list[ResultRecord]] = {}
     for record in stored:
         by_method.setdefault(record.method, []).append(record)
     tables = []
-    for method in sorted(by_method):
+    for method in [m for m in methods if m in by_method] if methods else sorted(by_method):
         results = by_method[method]
         for setting in Setting:
             native_only = setting is Setting.MONOLINGUAL
@@ -134,9 +135,10 @@ def breakdown_report(
     decimals: int = 1,
     tie_rule: str | None = None,
     fmt: str = "markdown",
+    methods: list[str] | None = None,
 ) -> str:
     """The breakdown tables as Markdown, or as one CSV (`fmt="csv"`: table, value, queries, mean x100)."""
-    tables = breakdown_tables(results_dir, benchmark, field, measure, first_stage_only, tie_rule)
+    tables = breakdown_tables(results_dir, benchmark, field, measure, first_stage_only, tie_rule, methods)
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer)

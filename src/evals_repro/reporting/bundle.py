@@ -52,6 +52,7 @@ def build_bundle(
     figures: bool = False,
     cost: bool = False,
     seed: int = DEFAULT_SEED,
+    methods: list[str] | None = None,
 ) -> ReportBundle:
     check_permutations(permutations)
     check_seed(seed)
@@ -61,15 +62,15 @@ def build_bundle(
     for m in measures:
         if comparing:
             check_measure(m)
-        found, more = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
+        found, more = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, methods)
         tables += found
         notes += [note for note in more if note not in notes]
-    results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+    results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods)
     bundle = ReportBundle(decl.name, measures, tables, notes, results, tie_rule=tie_rule, seed=seed)
     if comparing:
         bundle.comparisons = compare_tables(results, tables, decl.name, baseline, all_pairs, permutations, seed=seed)
     if figures:
         from .report_plots import report_figures
 
-        bundle.figures = report_figures(results, tables, decl.name, seed=seed)
+        bundle.figures = report_figures(results, tables, decl.name, seed=seed, comparisons=bundle.comparisons)
     return bundle

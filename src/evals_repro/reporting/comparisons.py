@@ -2,9 +2,10 @@
 
 For every cell of a table (a subset, a view's domain, the average), each method is compared with
 the baseline (or every pair of methods, `--compare`) on the per-query scores of its result files:
-the difference of the cell's scores, its 95% stratified bootstrap interval, the p-values of a paired
-two-sided randomization test and of a paired t-test, and both Holm-Bonferroni adjusted over every
-comparison of the table (`significance.py` computes them). A cell's strata follow how the table
+the difference of the cell's scores, the p-values of a paired two-sided randomization test and of a
+paired t-test, both Holm-Bonferroni adjusted over every comparison of the table, and the difference's
+interval at the level Holm tested it at, by inverting the same randomization test: it excludes 0
+exactly when the cell is marked (`significance.py` computes them). A cell's strata follow how the table
 averages: a monolingual subset score is the mean over its native-language queries, a crosslingual
 one the mean of its per-language means (one stratum per language), the average the mean of its
 subset scores. Methods compared on a stratum must have scored exactly the same queries.
@@ -29,10 +30,13 @@ from .significance import (
     WORSE,
     PairedStats,
     Stratum,
+    check_family,
     check_permutations,
     check_seed,
+    confidence,
     difference_cells,
     format_p,
+    holm_factors,
     verdict,
     x100,
 )
@@ -53,11 +57,16 @@ class Comparison:
     queries: int
     p_adjusted: float | None = None  # Holm over the table's comparisons
     p_ttest_adjusted: float | None = None
+    factor: int = 1  # the interval's level is 1 - ALPHA / factor (Holm's step for this comparison)
 
     @property
     def verdict(self) -> str:
         """better / worse than `vs` at ALPHA after adjustment (randomization test), else ''."""
         return verdict(self.diff, self.p_adjusted)
+
+    @property
+    def level(self) -> str:
+        return confidence(self.factor)
 
 
 @dataclass
@@ -181,17 +190,28 @@ class TableData:
                 )
         return {self.strata_index[key]: w for key, w in cell_a.items()}
 
+    def comparable(self, a: str, b: str, column: str) -> bool:
+        return self.values[(a, column)] is not None and self.values[(b, column)] is not None
+
     def compare(self, a: str, b: str, column: str) -> Comparison | None:
-        """a against b on one cell; None when either has no value there."""
+        """a against b on one cell, its interval not yet set (`with_intervals`); None when either has no value."""
         score, vs_score = self.values[(a, column)], self.values[(b, column)]
         if score is None or vs_score is None:
             return None
         weights = self.require_same_queries(a, b, column)
         result = self.stats.compare(weights, self.methods.index(a), self.methods.index(b))
         return Comparison(
-            a, b, column, score, vs_score, result.diff, result.low, result.high,
+            a, b, column, score, vs_score, result.diff, None, None,
             result.p_randomization, result.p_ttest, result.queries,
         )  # fmt: skip
+
+    def with_interval(self, row: Comparison, factor: int) -> Comparison:
+        """The comparison with its interval at Holm's level for it (`PairedStats.shift_interval`)."""
+        weights = self.require_same_queries(row.method, row.vs, row.column)
+        low, high = self.stats.shift_interval(
+            weights, self.methods.index(row.method), self.methods.index(row.vs), factor
+        )
+        return replace(row, low=low, high=high, factor=factor)
 
     def interval(self, method: str, column: str) -> tuple[float, float | None, float | None] | None:
         """The method's cell score with its stratified bootstrap interval (plots); None when blank."""
@@ -234,10 +254,11 @@ def compare_tables(
             pairs = [(b, a) for a, b in combinations(data.methods, 2)]  # later row against earlier row
         elif baseline is not None and baseline in data.methods:
             pairs = [(m, baseline) for m in data.methods if m != baseline]
-        rows = [found for a, b in pairs for column in table.columns if (found := data.compare(a, b, column))]
-        out.append(
-            TableComparisons(table, None if all_pairs else baseline, adjust(rows), permutations, resamples, seed)
-        )
+        cells = [(a, b, column) for a, b in pairs for column in table.columns if data.comparable(a, b, column)]
+        check_family(permutations, len(cells), f"table '{table.title}'")  # before any draw
+        rows = [found for a, b, column in cells if (found := data.compare(a, b, column))]
+        rows = [data.with_interval(r, f) for r, f in zip(adjust(rows), holm_factors([r.p for r in rows]))]
+        out.append(TableComparisons(table, None if all_pairs else baseline, rows, permutations, resamples, seed))
     return out
 
 
@@ -262,33 +283,43 @@ def legend(tc: TableComparisons) -> str:
     return f"{BETTER} / {WORSE} after a difference: method better / worse than `vs` at p < {ALPHA} ({test})."
 
 
+INTERVAL_RULE = (
+    "Interval: the differences the same randomization test does not reject at the level Holm's step-down tested "
+    "the comparison at (its confidence in `level`: 1 - 0.05 / (m - k + 1) for the k-th smallest p while every "
+    "smaller one is significant, 1 - 0.05 / (m - r) for the rest, r significant), so it excludes 0 exactly when "
+    "the difference is marked."
+)
+
+
 def comparisons_markdown(tc: TableComparisons, decimals: int = 1) -> str:
     """The legend, then one row per comparison: difference x100 with its interval and p-values."""
     against = f"against {tc.baseline}" if tc.baseline is not None else "every pair"
     lines = [
         legend(tc),
         "",
-        f"#### Paired comparisons, {against}: difference x100 [95% bootstrap interval, "
-        f"{tc.resamples:,} resamples, stratified], p-values (randomization, t-test; raw and Holm-adjusted)",
+        f"#### Paired comparisons, {against}: difference x100 [Holm-adjusted randomization interval], p-values "
+        "(randomization, t-test; raw and Holm-adjusted)",
         "",
-        "| method | vs | column | diff | 95% interval | p | p adj. | p (t-test) | p adj. (t-test) | queries |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        INTERVAL_RULE,
+        "",
+        "| method | vs | column | diff | interval | level | p | p adj. | p (t-test) | p adj. (t-test) | queries |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in tc.rows:
         diff, interval = difference_cells(r.diff, r.low, r.high, r.verdict, decimals)
         lines.append(
-            f"| {r.method} | {r.vs} | {r.column} | {diff} | {interval} | "
+            f"| {r.method} | {r.vs} | {r.column} | {diff} | {interval} | {r.level if interval else ''} | "
             f"{format_p(r.p)} | {format_p(r.p_adjusted)} | {format_p(r.p_ttest)} | {format_p(r.p_ttest_adjusted)} | "
             f"{r.queries} |"
         )
     if not tc.rows:
         why = f"{tc.baseline} has no scores in this table" if tc.baseline is not None else "fewer than two methods"
-        lines.append(f"| (no comparisons: {why}) |" + " |" * 9)
+        lines.append(f"| (no comparisons: {why}) |" + " |" * 10)
     return "\n".join(lines) + "\n"
 
 
 CSV_COLUMNS = (
-    "table", "column", "method", "vs", "score", "vs_score", "diff", "low", "high",
+    "table", "column", "method", "vs", "score", "vs_score", "diff", "low", "high", "level",
     "p", "p_adjusted", "p_ttest", "p_ttest_adjusted", "queries", "verdict",
 )  # fmt: skip
 
@@ -310,7 +341,7 @@ def comparisons_csv(comparisons: list[TableComparisons], decimals: int = 1) -> s
                 [
                     tc.table.title, r.column, r.method, r.vs, x100(r.score, places), x100(r.vs_score, places),
                     x100(r.diff, places), x100(r.low, places), x100(r.high, places),
-                    p6(r.p), p6(r.p_adjusted), p6(r.p_ttest), p6(r.p_ttest_adjusted), r.queries, r.verdict,
+                    r.level if r.low is not None else "", p6(r.p), p6(r.p_adjusted), p6(r.p_ttest), p6(r.p_ttest_adjusted), r.queries, r.verdict,
                 ]
             )  # fmt: skip
     return buffer.getvalue()
@@ -325,5 +356,7 @@ def render_markdown(tables: list[Table], comparisons: list[TableComparisons], de
         if tc is None or not table.rows:
             parts.append(to_markdown(table, decimals))
         else:
-            parts.append(to_markdown(table, decimals, tc.marks()) + "\n" + comparisons_markdown(tc, decimals))
+            parts.append(
+                to_markdown(table, decimals, tc.marks(), tc.baseline) + "\n" + comparisons_markdown(tc, decimals)
+            )
     return "\n".join(parts)

@@ -14,7 +14,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .explain import readable, reading_guide, scoring_rows
 from .plots import Figure, svg_markup
+from .report import BASELINE_MARK
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; script-src 'none'"
 STYLE = """
@@ -27,6 +29,7 @@ th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: break-word
 th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.long { word-break: break-all; font-family: "DejaVu Sans Mono", monospace; font-size: 0.9em; }
 .better { color: #0a7a2f; font-weight: bold; } .worse { color: #b3261e; font-weight: bold; }
+tr.baseline td { background: #eaf1fb; } dl.reading dt { font-weight: bold; } dl.reading dd { margin: 0 0 0.4em 1.5em; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85em; color: #555; } code { background: #f3f3f3; padding: 0 0.2em; }
 .meta { color: #555; font-size: 0.9em; }
@@ -35,9 +38,10 @@ MARKERS = {"▲": "better", "▼": "worse"}
 
 
 def _inline(text: str) -> str:
-    """Escape, then `code` spans and the better/worse markers."""
+    """Escape, then `code` spans, **bold** (a column's best value) and the better/worse markers."""
     out = html.escape(text, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
     for mark, css in MARKERS.items():
         out = out.replace(mark, f'<span class="{css}">{mark}</span>')
     return out
@@ -91,8 +95,9 @@ def _table(block: list[str]) -> str:
     rows = ["<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr>"]
     for line in body:
         cells = _cells(line)
+        baseline = bool(cells) and cells[0].endswith(BASELINE_MARK)  # the row every other is compared with
         rows.append(
-            "<tr>"
+            ('<tr class="baseline">' if baseline else "<tr>")
             + "".join(
                 f'<td class="num">{_inline(c)}</td>' if k < len(right) and right[k] else f"<td>{_inline(c)}</td>"
                 for k, c in enumerate(cells)
@@ -125,7 +130,7 @@ def figures_html(figures: Sequence[Figure]) -> str:
 
 
 def key_value_table(rows: Iterable[tuple[str, Any]]) -> str:
-    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(readable(v))}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
 
 
@@ -155,8 +160,10 @@ def runtime_versions() -> dict[str, str]:
     return found
 
 
-def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]]) -> str:
-    """The whole document: the Markdown body, the figures, then extra (heading, HTML) sections."""
+def page(
+    title: str, body_markdown: str, figures: Sequence[Figure], sections: Sequence[tuple[str, str]], intro: str = ""
+) -> str:
+    """The whole document: `intro` (HTML), the Markdown body, the figures, then extra (heading, HTML) sections."""
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     first, _, rest = body_markdown.partition("\n")
     if first.strip() == f"# {title}":  # the page's own heading already says it
@@ -176,6 +183,7 @@ def page(title: str, body_markdown: str, figures: Sequence[Figure], sections: Se
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="meta">Generated {generated} with {html.escape(versions)}.</p>',
         '<section id="tables">',
+        intro,
         markdown_to_html(body_markdown),
         "</section>",
     ]
@@ -208,13 +216,15 @@ def report_html(bundle, decimals: int = 1) -> str:
         ("measures", ", ".join(bundle.measures)),
         ("float-gain tie rule", bundle.tie_rule or "(any)"),
     ]
-    protocols = sorted({repr(sorted(r.protocol.items())) for r in results})
-    if len(protocols) == 1 and results:
-        protocol_rows += [(f"scoring: {k}", v) for k, v in sorted(results[0].protocol.items()) if k != "measures"]
+    protocol_rows += scoring_rows(results)
     if bundle.comparisons is not None:
         permutations = bundle.comparisons[0].permutations if bundle.comparisons else "-"
         protocol_rows += [
-            ("paired comparisons", "randomization test (two-sided) and t-test, Holm-Bonferroni per table"),
+            (
+                "paired comparisons",
+                "randomization test (two-sided) and t-test, Holm-Bonferroni per table; intervals: the randomization "
+                "test inverted at the level Holm tested each comparison at",
+            ),
             ("permutations / bootstrap resamples / seed", f"{permutations} / {DEFAULT_RESAMPLES} / {bundle.seed}"),
         ]
     elif bundle.figures:
@@ -269,4 +279,5 @@ def report_html(bundle, decimals: int = 1) -> str:
             ),
         ),
     ]
-    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections)
+    intro = reading_guide([t.title for t in bundle.tables if t.rows])
+    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections, intro)

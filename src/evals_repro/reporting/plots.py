@@ -2,8 +2,9 @@
 
 Same input, same bytes: the font is matplotlib's bundled DejaVu Sans, SVG text is drawn as paths
 (no font needed to view it), the SVG id salt is fixed and the date/creator metadata dropped, and the
-PNG carries no software or time stamp. Each figure is saved as `<name>.png` and `<name>.svg`, and
-`svg_markup` gives the SVG for inlining in an HTML report.
+PNG carries no software or time stamp. Each figure is saved as `<name>.png` and `<name>.svg`, listed in
+the directory's manifest (so the next save removes what no longer has a figure), and `svg_markup` gives
+the SVG for inlining in an HTML report.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,17 +76,68 @@ def svg_markup(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def save(figures: Sequence[Figure], directory: Path) -> list[Path]:
-    """Write each figure as PNG and SVG under `directory` (created); the paths written."""
+MANIFEST = "evals-repro-plots.json"  # in a plots directory: the figure files this package wrote there
+SUFFIXES = (".png", ".svg")
+
+
+@dataclass
+class Saved:
+    written: list[Path]
+    removed: list[Path]  # figures written by an earlier call that no longer correspond to a figure
+    note: str = ""  # said when the manifest could not be read (then nothing is removed)
+
+
+def _manifest_files(directory: Path) -> tuple[set[str], str]:
+    """The file names the manifest lists (only plain `<stem>.png|.svg` names: nothing else may be removed), and
+    a note when it exists but cannot be read."""
+    import json
+
+    path = directory / MANIFEST
+    if not path.exists():
+        return set(), ""
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))["files"]
+        if not isinstance(listed, list):
+            raise TypeError("files is not a list")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return set(), f"{path} is unreadable ({exc}): no figure written earlier was removed; it is rewritten now"
+    return {
+        name
+        for name in listed
+        if isinstance(name, str) and name == Path(name).name and name not in (".", "..") and name.endswith(SUFFIXES)
+    }, ""
+
+
+def _write_manifest(directory: Path, names: set[str]) -> None:
+    from ..base.io import atomic_write_json
+
+    atomic_write_json(directory / MANIFEST, {"written_by": "evals-repro", "files": sorted(names)})
+
+
+def save(figures: Sequence[Figure], directory: Path) -> Saved:
+    """Write each figure as PNG and SVG under `directory` (created), and remove the figure files an earlier call
+    wrote there (listed in its MANIFEST) that no figure of this call replaces: a removed method's figures do not
+    linger. Nothing the manifest does not list is touched. The manifest lists every file that may have been
+    written before a figure is written, so a crash leaves no figure unlisted."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    earlier, note = _manifest_files(directory)
+    names = {f"{item.name}{suffix}" for item in figures for suffix in SUFFIXES}
+    _write_manifest(directory, earlier | names)
     written = []
     for item in figures:
         for suffix, data in ((".png", png_bytes(item.figure)), (".svg", svg_bytes(item.figure))):
             path = directory / f"{item.name}{suffix}"
             atomic_write_bytes(path, data)
             written.append(path)
-    return written
+    removed = []
+    for name in sorted(earlier - names):
+        path = directory / name
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+            removed.append(path)
+    _write_manifest(directory, names)
+    return Saved(written, removed, note)
 
 
 def close(figures: Sequence[Figure]) -> None:
@@ -103,54 +155,141 @@ def _ticks(setter: Any, labels: Sequence[str]) -> None:
     setter(range(len(labels)), list(labels), rotation=30 if slanted else 0, ha="right" if slanted else "center")
 
 
+MARK_COLOURS = {"▲": "#0a7a2f", "▼": "#b3261e"}  # the HTML report's better / worse colours
+
+
 def bars(
-    name: str, title: str, groups: Sequence[str], series: Sequence[tuple[str, Sequence[Bar]]], ylabel: str
+    name: str,
+    title: str,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, Sequence[Bar]]],
+    ylabel: str,
+    baseline: str | None = None,
+    marks: Mapping[tuple[str, str], str] | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Grouped bars: one group per column (subset, dataset), one bar per series (method) with its interval."""
+    """Grouped bars: one group per column (subset, dataset), one bar per series (method) with its interval.
+
+    The `baseline` series is hatched, labelled "(baseline)" and drawn as a dashed line across its group, so every
+    bar reads against it; `marks` ((series, group) -> ▲ / ▼) are drawn above that bar's interval, and the legend
+    says what they mean (`notes`: mark -> its meaning)."""
     plt = _pyplot()
+    marks = marks or {}
     width = max(6.0, min(16.0, 1.0 + 0.28 * len(groups) * max(1, len(series))))
     fig, ax = plt.subplots(figsize=(width, 3.6))
     step = 0.8 / max(1, len(series))
     cmap = plt.get_cmap("tab20" if len(series) > 10 else "tab10")
+    tops = [v[2] if v[2] is not None else v[0] for _, values in series for v in values if v is not None]
+    lift = 0.02 * (max(tops, default=1.0) or 1.0)
     for k, (label, values) in enumerate(series):
         xs = [i - 0.4 + step * (k + 0.5) for i, v in enumerate(values) if v is not None]
         ys = [v[0] for v in values if v is not None]
         lows = [v[0] - v[1] if v[1] is not None else 0.0 for v in values if v is not None]
         highs = [v[2] - v[0] if v[2] is not None else 0.0 for v in values if v is not None]
-        ax.bar(xs, ys, step * 0.9, label=label, color=cmap(k % cmap.N))
+        chosen = label == baseline
+        ax.bar(
+            xs,
+            ys,
+            step * 0.9,
+            label=f"{label} (baseline)" if chosen else label,
+            color=cmap(k % cmap.N),
+            hatch="///" if chosen else None,
+            edgecolor="black" if chosen else None,
+            linewidth=0.6 if chosen else 0.0,
+        )
         ax.errorbar(xs, ys, yerr=[lows, highs], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            x = i - 0.4 + step * (k + 0.5)
+            if chosen:
+                ax.plot([i - 0.4, i + 0.4], [v[0], v[0]], color="black", linestyle="--", linewidth=0.8, zorder=3)
+            mark = marks.get((label, groups[i]))
+            if mark:
+                top = v[2] if v[2] is not None else v[0]
+                ax.text(x, top + lift, mark, ha="center", va="bottom", fontsize=8, color=MARK_COLOURS[mark])
     _ticks(ax.set_xticks, groups)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if marks:
+        ax.set_ylim(top=max(ax.get_ylim()[1], max(tops, default=0.0) + 8 * lift))
+    from matplotlib.lines import Line2D
+
+    handles, labels = ax.get_legend_handles_labels()
+    if baseline is not None:
+        handles.append(Line2D([], [], color="black", linestyle="--", linewidth=0.8))
+        labels.append(f"{baseline}'s value")
+    for mark, meaning in (notes or {}).items():
+        shape = "^" if mark == "▲" else "v"
+        handles.append(Line2D([], [], color=MARK_COLOURS[mark], marker=shape, linestyle="none", markersize=6))
+        labels.append(meaning)
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return Figure(name, title, fig)
 
 
-def heatmap(
-    name: str, title: str, rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[float]]
-) -> Figure:
-    """Rows x columns of scores (x100 written in each cell; NaN cells left blank)."""
+@dataclass(frozen=True)
+class Panel:
+    """One heatmap panel: its title, row and column labels, values (0-1, NaN blank) and a marker per column."""
+
+    title: str
+    rows: Sequence[str]
+    columns: Sequence[str]
+    values: Sequence[Sequence[float]]
+    column_marks: Mapping[str, str] = field(default_factory=dict)
+
+
+def shared_scale(panels: Sequence[Panel]) -> tuple[float, float]:
+    """One colour range (x100) for every panel: the values' range, widened to multiples of 5."""
+    found = [v * 100 for p in panels for row in p.values for v in row if not math.isnan(v)]
+    if not found:
+        return 0.0, 100.0
+    low, high = 5 * math.floor(min(found) / 5), 5 * math.ceil(max(found) / 5)
+    return (float(low), float(high)) if high > low else (float(low), float(low + 5))
+
+
+def heatmaps(name: str, title: str, panels: Sequence[Panel], label: str, note: str = "") -> Figure:
+    """Panels of rows x columns of scores (x100 written in each cell; NaN blank) on ONE colour scale, shown by one
+    colour bar labelled `label`, so the same colour is the same score in every panel. A column's marker (▲ / ▼)
+    follows its label."""
     import numpy as np
 
     plt = _pyplot()
-    data = np.array(values, dtype=float)
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 + 1.1 * len(columns)), max(2.5, 0.9 + 0.38 * len(rows))))
-    image = ax.imshow(np.ma.masked_invalid(data * 100), cmap="viridis", vmin=0.0, vmax=100.0, aspect="auto")
-    _ticks(ax.set_xticks, columns)
-    ax.set_yticks(range(len(rows)), list(rows))
-    for (i, j), value in np.ndenumerate(data):
-        if not math.isnan(value):
-            ax.text(
-                j,
-                i,
-                f"{value * 100:.1f}",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="white" if value < 0.6 else "black",
-            )
-    fig.colorbar(image, ax=ax, fraction=0.04)
-    ax.set_title(title)
+    low, high = shared_scale(panels)
+    cmap = plt.get_cmap("viridis")
+    columns = max(len(p.columns) for p in panels)
+    rows = max(len(p.rows) for p in panels)
+    panel_width, panel_height = 1.0 + 0.9 * columns, 0.7 + 0.32 * rows
+    across = max(1, min(len(panels), int(13 // panel_width)))
+    down = math.ceil(len(panels) / across)
+    fig, axes = plt.subplots(
+        down,
+        across,
+        figsize=(across * panel_width + 1.4, down * panel_height + 0.9),
+        squeeze=False,
+        layout="constrained",
+    )
+    image = None
+    for ax, panel in zip(axes.flat, panels):
+        data = np.array(panel.values, dtype=float) * 100
+        image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=low, vmax=high, aspect="auto")
+        _ticks(ax.set_xticks, [f"{c} {panel.column_marks[c]}" if c in panel.column_marks else c for c in panel.columns])
+        ax.set_yticks(range(len(panel.rows)), list(panel.rows))
+        for tick, column in zip(ax.get_xticklabels(), panel.columns):
+            if column in panel.column_marks:
+                tick.set_color(MARK_COLOURS[panel.column_marks[column]])
+        for (i, j), value in np.ndenumerate(data):
+            if not math.isnan(value):
+                r, g, b, _ = cmap((value - low) / (high - low))
+                dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+                ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        ax.set_title(panel.title, fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_axis_off()
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.05, label=label)
+    fig.suptitle(title, fontsize=9)
+    if note:
+        fig.supxlabel(note, fontsize=7)
     return Figure(name, title, fig)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +39,12 @@ class Table:
     cost: dict[str, str] | None = None  # `report --cost`: method -> what its results cost (USD), a last column
 
 
-def method_order(results: list[ResultRecord]) -> list[str]:
-    """First stages alphabetically, each followed by the methods reranking it."""
+def method_order(results: list[ResultRecord], chosen: Sequence[str] | None = None) -> list[str]:
+    """The methods in `chosen`'s order (`report --methods`); by default first stages alphabetically, each
+    followed by the methods reranking it."""
+    if chosen:
+        present = {record.method for record in results}
+        return [method for method in chosen if method in present]
     firsts: dict[str, list[str]] = {}
     for record in results:
         firsts.setdefault(record.first_stage, [])
@@ -53,10 +58,14 @@ def method_order(results: list[ResultRecord]) -> list[str]:
 
 
 def select_results(
-    results_dir: Path, benchmark: str, first_stage_only: bool = False, tie_rule: str | None = DEFAULT_TIE_RULE
+    results_dir: Path,
+    benchmark: str,
+    first_stage_only: bool = False,
+    tie_rule: str | None = DEFAULT_TIE_RULE,
+    methods: Sequence[str] | None = None,
 ) -> tuple[list[ResultRecord], list[str]]:
-    """The results to report, and notes on what was left out (other tie rules) and on a method whose subsets
-    were made by different identities of a plugin or Python object (`provenance.py`).
+    """The results to report (of `methods` only, when given), and notes on what was left out (other tie rules)
+    and on a method whose subsets were made by different identities of a plugin or Python object (`provenance.py`).
 
     A damaged result file stops the report with its name (DamagedResult): a table silently
     missing a subset would be read as complete.
@@ -67,6 +76,8 @@ def select_results(
             f"no complete result files under {Path(results_dir) / benchmark}",
             f"run `evals-repro run <method> --benchmark {benchmark}` first, or pass --results-dir",
         )
+    if methods:
+        results = chosen_results(results, methods, benchmark, first_stage_only)
     if first_stage_only:
         results = [r for r in results if not r.reranked]
     from .provenance import mixed_identity_notes
@@ -89,6 +100,29 @@ def select_results(
         listed = "; ".join(f"{m}: {', '.join(s)}" for m, s in by_method.items())
         notes.append(f"not shown, computed with another tie rule than {tie_rule}: {listed}")
     return kept, notes + mixed_identity_notes(kept)
+
+
+def chosen_results(
+    results: list[ResultRecord], methods: Sequence[str], benchmark: str, first_stage_only: bool
+) -> list[ResultRecord]:
+    """The results of `report --methods`; a name without results, or a reranked one that --first-stage-only
+    would hide, is refused (a table silently missing a row the user asked for reads as complete)."""
+    known = sorted({r.method for r in results})
+    missing = [m for m in methods if m not in known]
+    if missing:
+        raise UsageError(
+            f"--methods {', '.join(missing)}: no results of {benchmark} for {'it' if len(missing) == 1 else 'them'}",
+            f"choose from {choices(known)} (run a method first to report it)",
+        )
+    if first_stage_only:
+        reranked = [m for m in methods if any(r.reranked for r in results if r.method == m)]
+        if reranked:
+            raise UsageError(
+                f"--methods {', '.join(reranked)}: reranked, and --first-stage-only hides reranked methods",
+                "drop those names from --methods, or drop --first-stage-only",
+            )
+    wanted = set(methods)
+    return [r for r in results if r.method in wanted]
 
 
 def report_measures(results: list[ResultRecord], measure: str) -> list[str]:
@@ -119,18 +153,19 @@ def declared_report(
     first_stage_only: bool = False,
     tie_rule: str | None = DEFAULT_TIE_RULE,
     cost: bool = False,
+    methods: Sequence[str] | None = None,
 ) -> tuple[list[Table], list[str]]:
     """Every table of a declared benchmark (per measure: its summary views, if any, then the subset
-    tables) and the notes on what was left out."""
-    results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+    tables) and the notes on what was left out; `methods` chooses and orders the rows."""
+    results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods)
     single_language = len(decl.query_languages) <= 1
     if single_language:
         notes.append(f"{decl.name} has one query language ({decl.query_languages[0]}): monolingual only")
     tables = []
     for m in report_measures(results, measure):
-        views = domain_views(results, decl, m)
+        views = domain_views(results, decl, m, methods)
         settings = [Setting.MONOLINGUAL] if single_language else [Setting.MONOLINGUAL, Setting.CROSSLINGUAL]
-        subset_level = subset_tables(results, decl.name, decl.subset_names, m, settings)
+        subset_level = subset_tables(results, decl.name, decl.subset_names, m, settings, methods)
         if views:  # one query language per subset: an empty crosslingual table says nothing
             subset_level = [t for t in subset_level if t.rows or Setting.CROSSLINGUAL.value not in t.title]
         for table in views + subset_level:
@@ -146,11 +181,12 @@ def subset_tables(
     subsets: list[str],
     measure: str,
     settings: list[Setting] | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[Table]:
     tables = []
     for setting in settings or list(Setting):
         rows = []
-        for method in method_order(results):
+        for method in method_order(results, methods):
             by_subset = {r.subset: r.score(setting, measure) for r in results if r.method == method}
             values = [by_subset.get(s) for s in subsets]
             if all(v is None for v in values):
@@ -208,7 +244,9 @@ def _mean(values: list[float | None]) -> float | None:
     return running_mean(values)  # type: ignore[arg-type]
 
 
-def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measure: str) -> list[Table]:
+def domain_views(
+    results: list[ResultRecord], decl: BenchmarkDeclaration, measure: str, methods: Sequence[str] | None = None
+) -> list[Table]:
     """The rcp-ndcg paper's two summary views of `{domain}__{language}` subsets; [] for other benchmarks.
 
     - native-language view: each domain scored on its questions in the language they were written
@@ -222,7 +260,7 @@ def domain_views(results: list[ResultRecord], decl: BenchmarkDeclaration, measur
     domains = list(native)
     languages = list(decl.query_languages)
     native_rows, mean_rows = [], []
-    for method in method_order(results):
+    for method in method_order(results, methods):
         scores = {r.subset: r.score(Setting.MONOLINGUAL, measure) for r in results if r.method == method}
         by_native = [scores.get(f"{d}__{native[d]}") for d in domains]
         by_mean = [_mean([scores.get(f"{d}__{lang}") for lang in languages]) for d in domains]
@@ -260,19 +298,61 @@ def _cell(value: float | None, decimals: int) -> str:
     return "" if value is None else f"{value * 100:.{decimals}f}"
 
 
-def to_markdown(table: Table, decimals: int = 1, marks: dict[tuple[str, str], str] | None = None) -> str:
-    """The table as Markdown; `marks` appends a marker to a (method, column) cell (`report --baseline`)."""
+BASELINE_MARK = " (baseline)"  # after the baseline's name in every table (`report --baseline`)
+BOLD_RULE = "Bold: each column's best value as printed; every method tied at it is bold."
+
+
+def higher_is_better(measure: str) -> bool:
+    """Whether the measure has a better side (not a count or diagnostic); a name the metrics package does not
+    parse (a study variant) is a quality measure."""
+    from .. import metrics as M
+    from ..base.errors import EvalsError
+
+    try:
+        return M.get_measure(measure).higher_is_better
+    except EvalsError:
+        return True
+
+
+def best_cells(table: Table, decimals: int) -> set[tuple[str, str]]:
+    """(method, column) of each column's best value as printed: the highest printed score and every method tied
+    at it (two methods that print the same number are not told apart). None in a column where fewer than two
+    methods have a value, nor for a measure with no better side."""
+    if not higher_is_better(table.measure):
+        return set()
+    best: set[tuple[str, str]] = set()
+    for k, column in enumerate(table.columns):
+        printed = {method: float(_cell(values[k], decimals)) for method, values in table.rows if values[k] is not None}
+        if len(printed) < 2:
+            continue
+        top = max(printed.values())
+        best.update((method, column) for method, value in printed.items() if value == top)
+    return best
+
+
+def to_markdown(
+    table: Table, decimals: int = 1, marks: dict[tuple[str, str], str] | None = None, baseline: str | None = None
+) -> str:
+    """The table as Markdown: each column's best value bold, `marks` appended to a (method, column) cell and the
+    baseline's row named so (`report --baseline`)."""
     extra = [] if table.cost is None else ["cost (USD)"]
     header = "| method | " + " | ".join(table.columns + extra) + " |"
     rule = "|---|" + "|".join("---:" for _ in table.columns + extra) + "|"
     lines = [f"### {table.title}", "", header, rule]
     marks = marks or {}
+    best = best_cells(table, decimals)
     for method, values in table.rows:
-        cells = [_cell(v, decimals) + marks.get((method, c), "") for c, v in zip(table.columns, values)]
+        cells = [
+            (f"**{_cell(v, decimals)}**" if (method, c) in best else _cell(v, decimals)) + marks.get((method, c), "")
+            for c, v in zip(table.columns, values)
+        ]
         cells += [table.cost.get(method, "")] if table.cost is not None else []
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        name = method + BASELINE_MARK if method == baseline else method
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if not table.rows:
         lines.append("| (no results) |" + " |" * len(table.columns + extra))
+    if best:
+        lines += ["", BOLD_RULE]
     return "\n".join(lines) + "\n"
 
 

@@ -8,9 +8,13 @@ the per-query score matrix: one matrix product per stratum gives the draws of ev
 and every pair and every cell that reads the stratum shares them.
 
 - Bootstrap: queries resampled with replacement within each stratum (stratified by subset, and by
-  language in crosslingual cells); percentile interval over `resamples` draws.
+  language in crosslingual cells); percentile interval of a method's score over `resamples` draws (plots).
 - Randomization test, paired and two-sided: each query's two scores are swapped with probability
   1/2 (its difference's sign flipped); p = (1 + #{|T*| >= |T|}) / (1 + permutations).
+- The interval of a difference inverts that test on the same draws: the shifts d for which "a - b - d is
+  symmetric about 0" is not rejected at the level Holm's step-down tests the comparison at (`holm_factors`),
+  so it excludes 0 exactly when the comparison is significant after adjustment: never a contradiction
+  between an interval and a marker.
 - Paired t-test: on one stratum exactly `scipy.stats.ttest_rel`; over several, the weighted mean
   over its stratified standard error, with Welch-Satterthwaite degrees of freedom.
 - Holm-Bonferroni over a family of p-values.
@@ -101,8 +105,6 @@ class Stratum:
 @dataclass(frozen=True)
 class PairResult:
     diff: float  # weighted mean of a - b
-    low: float | None  # percentile bootstrap interval of diff (None: nothing to resample)
-    high: float | None
     p_randomization: float
     p_ttest: float | None  # None: a stratum has fewer than 2 queries
     queries: int
@@ -124,6 +126,56 @@ def check_permutations(permutations: int) -> None:
             f"--permutations {permutations} must be at least 1",
             f"use the default {DEFAULT_PERMUTATIONS} (p-values below 0.05 need well over 100)",
         )
+
+
+def min_permutations(comparisons: int) -> int:
+    """The fewest permutations with which a family of `comparisons` can show a difference at p < ALPHA after
+    Holm's adjustment. The smallest p a randomization test gives is 1 / (1 + B), and Holm multiplies the
+    smallest by the family's size m, so m / (1 + B) < ALPHA, i.e. B > m / ALPHA - 1: B = floor(m / ALPHA)
+    (exact arithmetic: 20 m at ALPHA 0.05)."""
+    from fractions import Fraction
+
+    return math.floor(comparisons / Fraction(str(ALPHA)))
+
+
+def check_family(permutations: int, comparisons: int, family: str) -> None:
+    """Refuse a number of permutations with which no comparison of the family could be significant: every
+    marker would be absent whatever the data, and read as "no difference"."""
+    needed = min_permutations(comparisons)
+    if comparisons and permutations < needed:
+        from ..base.errors import UsageError
+
+        raise UsageError(
+            f"--permutations {permutations} cannot show any difference at p < {ALPHA} after Holm's adjustment over "
+            f"the {comparisons} comparisons of {family}: the smallest p it can give, 1/{permutations + 1}, times "
+            f"{comparisons} is {comparisons / (permutations + 1):.3g}",
+            f"use --permutations {needed} or more ({comparisons} comparisons / {ALPHA}; more permutations give the "
+            f"test more power: the default is {DEFAULT_PERMUTATIONS:,})",
+        )
+
+
+def holm_factors(pvalues: Sequence[float], alpha: float = ALPHA) -> list[int]:
+    """The multiplier of each p in Holm's step-down at `alpha`: m - k + 1 for the k-th smallest while every
+    smaller one was rejected, then m - r (the step where it stopped, r rejected) for all the rest. A comparison's
+    interval is the test's inversion at alpha / factor, so it excludes 0 exactly when `holm` is below alpha.
+    Ranks and arithmetic are `holm`'s (ties by position)."""
+    ranked = sorted((p, i) for i, p in enumerate(pvalues))
+    factors = [0] * len(pvalues)
+    running, rejected = 0.0, 0
+    for rank, (p, i) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - rank) * p))
+        if running >= alpha:
+            break
+        factors[i] = len(ranked) - rank
+        rejected += 1
+    for _, i in ranked[rejected:]:
+        factors[i] = len(ranked) - rejected
+    return factors
+
+
+def confidence(factor: int, alpha: float = ALPHA) -> str:
+    """The confidence of an interval tested at alpha / factor, as the tables print it ("95%", "99.44%")."""
+    return f"{100 * (1 - alpha / factor):.4g}%"
 
 
 def check_seed(seed: int) -> None:
@@ -190,9 +242,12 @@ class PairedStats:
         self._boot: dict[int, np.ndarray] = {}
 
     def _flip(self, s: int) -> np.ndarray:
+        """(permutations, methods + 1): each draw's sign-flipped means, then the mean of its signs (the last
+        column: what a shift of the difference moves the draw by, `shift_interval`)."""
         if s not in self._flips:
             st = self.strata[s]
-            self._flips[s] = flip_means(st.scores, self.permutations, _rng(self.seed, st.name, "randomization"))
+            with_ones = np.column_stack([st.scores, np.ones(st.scores.shape[0])])
+            self._flips[s] = flip_means(with_ones, self.permutations, _rng(self.seed, st.name, "randomization"))
         return self._flips[s]
 
     def _resampled(self, s: int) -> np.ndarray:
@@ -225,24 +280,85 @@ class PairedStats:
         draws = sum(w * self._resampled(s)[:, method] for s, w in weights.items())
         return Interval(estimate, *self._percentiles(np.asarray(draws), weights))
 
+    def _differences(self, weights: Mapping[int, float], a: int, b: int) -> tuple[float, np.ndarray]:
+        """The observed difference and its draws under sign flipping (one pair of arrays for p and interval)."""
+        observed = sum(w * running_mean((self.strata[s].scores[:, a] - self.strata[s].scores[:, b]).tolist())
+                       for s, w in weights.items())  # fmt: skip
+        flipped = sum(w * (self._flip(s)[:, a] - self._flip(s)[:, b]) for s, w in weights.items())
+        return observed, np.asarray(flipped)
+
+    def _count(self, observed: float, flipped: np.ndarray) -> int:
+        """Draws at least as extreme as `observed` (up to rounding: sign patterns that give it again count)."""
+        extreme = np.abs(flipped) >= abs(observed) - TIE_TOLERANCE * max(1.0, abs(observed))
+        return int(np.count_nonzero(extreme))
+
     def compare(self, weights: Mapping[int, float], a: int, b: int) -> PairResult:
         """Method a against method b on the cell sum_s weights[s] * mean over stratum s."""
         self._check(weights, [a, b])
         diffs = {s: self.strata[s].scores[:, a] - self.strata[s].scores[:, b] for s in weights}
-        observed = sum(w * running_mean(diffs[s].tolist()) for s, w in weights.items())
-        flipped = sum(w * (self._flip(s)[:, a] - self._flip(s)[:, b]) for s, w in weights.items())
-        extreme = np.abs(np.asarray(flipped)) >= abs(observed) - TIE_TOLERANCE * max(1.0, abs(observed))
-        p_randomization = (1 + int(np.count_nonzero(extreme))) / (1 + self.permutations)
-        boot = sum(w * (self._resampled(s)[:, a] - self._resampled(s)[:, b]) for s, w in weights.items())
-        low, high = self._percentiles(np.asarray(boot), weights)
+        observed, flipped = self._differences(weights, a, b)
         return PairResult(
             diff=observed,
-            low=low,
-            high=high,
-            p_randomization=p_randomization,
+            p_randomization=(1 + self._count(observed, flipped)) / (1 + self.permutations),
             p_ttest=stratified_ttest([diffs[s] for s in weights], list(weights.values())),
             queries=sum(len(d) for d in diffs.values()),
         )
+
+    def shift_interval(
+        self, weights: Mapping[int, float], a: int, b: int, factor: int = 1, alpha: float = ALPHA
+    ) -> tuple[float | None, float | None]:
+        """The interval of a - b by inverting the randomization test on the same draws: every shift d for which
+        the test of "a - b - d is symmetric about 0" gives min(1, factor * p) >= alpha (`factor`: Holm's
+        multiplier of this comparison, `holm_factors`). It contains 0 exactly when min(1, factor * p) >= alpha
+        for this comparison's own p; a bound the test can never reject is infinite (too few queries for the
+        level). (None, None) when no stratum has two queries (nothing to draw, as for the bootstrap).
+
+        At shift d a draw's statistic is A - d S (A its difference, S the weighted mean of its signs) against
+        the observed T - d W (W the weights' sum, 1 in a report's cells), and |A - d S| >= |T - d W| holds on
+        the closed interval between (T - A) / (W - S) and (T + A) / (W + S), which contains T / W. So the count
+        of extreme draws falls monotonically on each side, and each bound is an order statistic of those ends."""
+        self._check(weights, [a, b])
+        if all(self.strata[s].scores.shape[0] < 2 for s in weights):
+            return None, None
+        observed, flipped = self._differences(weights, a, b)
+        signs = np.asarray(sum(w * self._flip(s)[:, -1] for s, w in weights.items()))
+        total_weight = sum(weights.values())
+        centre = observed / total_weight
+        draws = 1 + self.permutations
+
+        def accepted(count: int) -> bool:  # `holm`'s arithmetic at this comparison's step
+            return min(1.0, factor * ((1 + count) / draws)) >= alpha
+
+        needed = max(0, math.ceil(alpha * draws / factor) - 1)
+        while needed > 0 and accepted(needed - 1):
+            needed -= 1
+        while not accepted(needed):  # accepted(permutations) holds: p = 1
+            needed += 1
+        if needed == 0:
+            return -math.inf, math.inf
+        same = np.abs(signs) >= total_weight * (1 - 1e-12)  # every sign one way: the observed data at any shift
+        with np.errstate(divide="ignore", invalid="ignore"):
+            first = (observed - flipped) / (total_weight - signs)
+            second = (observed + flipped) / (total_weight + signs)
+        ends_low = np.sort(np.where(same, -np.inf, np.minimum(first, second)))
+        ends_high = np.sort(np.where(same, np.inf, np.maximum(first, second)))
+        low = min(float(ends_low[needed - 1]), centre)
+        high = max(float(ends_high[-needed]), centre)
+        # A draw that gives the observed |T| again (a query with no difference flipped) has an end within
+        # rounding of 0: the decision at 0 is the test's own, tolerance and all, as the marker's.
+        at_zero = accepted(self._count(observed, flipped))
+        if at_zero and not low <= 0.0 <= high:
+            low, high = min(low, 0.0), max(high, 0.0)
+        elif not at_zero and low <= 0.0 <= high:
+            inner, outer = centre, 0.0  # accepted, rejected: the bound lies strictly between them
+            while True:
+                middle = (inner + outer) / 2
+                if middle in (inner, outer):
+                    break
+                shifted = self._count(observed - middle * total_weight, flipped - middle * signs)
+                inner, outer = (middle, outer) if accepted(shifted) else (inner, middle)
+            low, high = (inner, high) if centre > 0 else (low, inner)
+        return low, high
 
 
 def stratified_ttest(diffs: Sequence[np.ndarray], weights: Sequence[float]) -> float | None:

@@ -1,11 +1,12 @@
 """The study's paired comparisons: every reranker against the first stage and against each other.
 
 On each dataset's headline measure (the quality table's), per dataset, per group and overall (each
-group weighs the same, each dataset the same within its group, as the quality table): the difference
-with a cluster bootstrap interval (a query's scores resampled together, stratified by dataset, with
-as many resamples as the latency intervals) and the p-value of a paired two-sided randomization test,
-Holm-Bonferroni adjusted over every comparison of the study. A dataset, group or overall cell is
-compared only where both sides have a score (every query scored, every dataset complete).
+group weighs the same, each dataset the same within its group, as the quality table): the difference,
+the p-value of a paired two-sided randomization test (a query's sign flipped, within each dataset)
+Holm-Bonferroni adjusted over every comparison of the study, and the difference's interval by inverting
+that test at the level Holm tested the comparison at, so it excludes 0 exactly when the comparison is
+marked. A dataset, group or overall cell is compared only where both sides have a score (every query
+scored, every dataset complete).
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from ..reporting.significance import (
     WORSE,
     PairedStats,
     Stratum,
+    check_family,
+    confidence,
     difference_cells,
     format_p,
     holm,
+    holm_factors,
     verdict,
 )
 from .quality_table import BASELINE, group_scores, overall_scores
@@ -48,10 +52,15 @@ class StudyComparison:
     p_ttest: float | None
     queries: int
     p_adjusted: float | None = None
+    factor: int = 1  # the interval's level is 1 - ALPHA / factor (Holm's step for this comparison)
 
     @property
     def verdict(self) -> str:
         return verdict(self.diff, self.p_adjusted)
+
+    @property
+    def level(self) -> str:
+        return confidence(self.factor)
 
 
 @dataclass
@@ -155,7 +164,7 @@ def compare_study(
     for key in sorted(data.where):
         cells.append(("dataset", key, data.measure_of[key], {data.where[key]: 1.0}))
     pairs = [(m, BASELINE) for m in quality["models"]] + [(b, a) for a, b in combinations(quality["models"], 2)]
-    rows = []
+    family: list[tuple[str, str, str, str, str, dict[int, float]]] = []
     for kind, scope, measure, weights in cells:
         for a, b in pairs:
             if not data.usable(weights, a, b):
@@ -164,20 +173,23 @@ def compare_study(
                 continue
             if kind == "group" and (groups[scope][a] is None or groups[scope][b] is None):
                 continue
-            found = data.stats.compare(weights, data.names.index(a), data.names.index(b))
-            rows.append(
-                StudyComparison(
-                    a, b, scope, kind, measure, found.diff, found.low, found.high,
-                    found.p_randomization, found.p_ttest, found.queries,
-                )
-            )  # fmt: skip
+            family.append((a, b, scope, kind, measure, weights))
+    check_family(data.stats.permutations, len(family), "the study")  # before any draw
+    rows = []
+    for a, b, scope, kind, measure, weights in family:
+        found = data.stats.compare(weights, data.names.index(a), data.names.index(b))
+        rows.append(
+            StudyComparison(
+                a, b, scope, kind, measure, found.diff, None, None, found.p_randomization, found.p_ttest, found.queries
+            )
+        )
     adjusted = holm([r.p for r in rows])
-    return StudyComparisons(
-        [replace(r, p_adjusted=p) for r, p in zip(rows, adjusted)],
-        data.stats.permutations,
-        data.stats.resamples,
-        data.stats.seed,
-    )
+    factors = holm_factors([r.p for r in rows])
+    done = []
+    for r, p, factor, (a, b, *_, weights) in zip(rows, adjusted, factors, family):
+        low, high = data.stats.shift_interval(weights, data.names.index(a), data.names.index(b), factor)
+        done.append(replace(r, p_adjusted=p, low=low, high=high, factor=factor))
+    return StudyComparisons(done, data.stats.permutations, data.stats.resamples, data.stats.seed)
 
 
 def _measures(members: dict[str, list[str]], measure_of: dict[str, str], groups: list[str]) -> str:
@@ -196,25 +208,29 @@ def comparisons_markdown(comparisons: StudyComparisons) -> list[str]:
     lines = [
         "## Paired comparisons (headline measure, x100)",
         "",
-        f"Difference [95% cluster bootstrap interval: queries resampled within each dataset, "
-        f"{comparisons.resamples:,} resamples], randomization-test p ({comparisons.permutations:,} permutations) "
-        f"raw and Holm-adjusted over the study's {len(comparisons.rows)} comparisons, and the paired t-test p.",
+        f"Difference [interval], randomization-test p ({comparisons.permutations:,} permutations, a query's sign "
+        f"flipped within its dataset) raw and Holm-adjusted over the study's {len(comparisons.rows)} comparisons, "
+        "and the paired t-test p. Interval: the differences the same randomization test does not reject at the "
+        "level Holm's step-down tested the comparison at (its confidence in `level`), so it excludes 0 exactly "
+        "when the difference is marked.",
         "",
-        "| model | vs | scope | measure | diff | 95% interval | p | p adj. | p (t-test) | queries |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| model | vs | scope | measure | diff | interval | level | p | p adj. | p (t-test) | queries |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in comparisons.rows:
         diff, interval = difference_cells(r.diff, r.low, r.high, r.verdict)
         lines.append(
-            f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {diff} | {interval} | "
+            f"| {r.model} | {r.vs} | {r.scope} | {r.measure} | {diff} | {interval} | {r.level if interval else ''} | "
             f"{format_p(r.p)} | {format_p(r.p_adjusted)} | {format_p(r.p_ttest)} | {r.queries} |"
         )
     if not comparisons.rows:
-        lines.append("| (no comparisons: no model has a complete dataset yet) |" + " |" * 9)
+        lines.append("| (no comparisons: no model has a complete dataset yet) |" + " |" * 10)
     return lines
 
 
-COLUMNS = ("scope", "kind", "measure", "model", "vs", "diff", "low", "high", "p", "p_adjusted", "p_ttest", "queries")
+COLUMNS = (
+    "scope", "kind", "measure", "model", "vs", "diff", "low", "high", "level", "p", "p_adjusted", "p_ttest", "queries"
+)  # fmt: skip
 
 
 def comparisons_csv(comparisons: StudyComparisons) -> str:
@@ -227,7 +243,7 @@ def comparisons_csv(comparisons: StudyComparisons) -> str:
             [
                 r.scope, r.kind, r.measure, r.model, r.vs, f"{r.diff * 100:.3f}",
                 "" if r.low is None else f"{r.low * 100:.3f}", "" if r.high is None else f"{r.high * 100:.3f}",
-                f"{r.p:.6g}", "" if r.p_adjusted is None else f"{r.p_adjusted:.6g}",
+                "" if r.low is None else r.level, f"{r.p:.6g}", "" if r.p_adjusted is None else f"{r.p_adjusted:.6g}",
                 "" if r.p_ttest is None else f"{r.p_ttest:.6g}", r.queries,
             ]
         )  # fmt: skip

@@ -45,7 +45,11 @@ def study_html(
         ("bootstrap resamples", resamples),
         ("randomization permutations", permutations),
         ("bootstrap and randomization seed", seed),
-        ("comparisons", "headline measure; randomization test (two-sided) and t-test; Holm-Bonferroni over the study"),
+        (
+            "comparisons",
+            "headline measure; randomization test (two-sided) and t-test; Holm-Bonferroni over the study; intervals: "
+            "the randomization test inverted at the level Holm tested each comparison at",
+        ),
         ("host", manifest.get("host", {})),
     ]
     datasets = grid_table(

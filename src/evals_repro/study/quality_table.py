@@ -200,15 +200,17 @@ def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
     return lines
 
 
-COMPARISON_FIELDS = ("diff", "low", "high", "p", "p_adjusted")
+COMPARISON_FIELDS = ("diff", "low", "high", "level", "p", "p_adjusted")
 
 
 def _comparison_cells(found: Any) -> list[str]:
-    """diff, low, high (x100) and p, p adjusted of one comparison; blanks when there is none."""
+    """diff, low, high (x100), the interval's confidence level, p and p adjusted of one comparison; blanks when
+    there is none."""
     if found is None:
         return [""] * len(COMPARISON_FIELDS)
     x100 = ["" if v is None else f"{v * 100:.3f}" for v in (found.diff, found.low, found.high)]
-    return [*x100, f"{found.p:.6g}", "" if found.p_adjusted is None else f"{found.p_adjusted:.6g}"]
+    level = "" if found.low is None else found.level
+    return [*x100, level, f"{found.p:.6g}", "" if found.p_adjusted is None else f"{found.p_adjusted:.6g}"]
 
 
 def quality_csv(quality: dict[str, Any], against: dict[tuple[str, str], Any] | None = None) -> str:

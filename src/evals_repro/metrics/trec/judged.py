@@ -50,7 +50,7 @@ def _parse(text: str) -> Measure | None:
     if match is None:
         return None
     k = int(match.group(1))
-    return Measure(f"judged_at_{k}", f"judged_{k}", compute_judged, cutoff=k)
+    return Measure(f"judged_at_{k}", f"judged_{k}", compute_judged, cutoff=k, higher_is_better=False)
 
 
 FAMILY = register(Family("judged", ("judged_at_{k}",), _parse))

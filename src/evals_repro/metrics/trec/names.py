@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..protocol import EvalData, Family, Measure, PerQuery, expand_measure, parse_measures, split_measure_list
 from . import dcg, iprec, judged, pytrec, rbp, text
-from .table import BASES, LOWER_NAMES, NICKNAMES, Base, TrecMeasure
+from .table import BASES, LOWER_NAMES, NICKNAMES, NO_BETTER_SIDE, Base, TrecMeasure
 
 
 def _long_params(text: str) -> list[int] | None:
@@ -95,6 +95,7 @@ def make(base_name: str, param: str | None = None, *, name: str | None = None, *
         integer=base.integer,
         per_query_line=base.per_query_line,
         text=base.backend == "text",
+        higher_is_better=base.aggregate != "sum" and base.name not in NO_BETTER_SIDE,
         base=base.name,
         param=param,
         key=key,

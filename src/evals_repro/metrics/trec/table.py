@@ -93,6 +93,9 @@ BASES: dict[str, Base] = {
         Base("unj", "long", (5, 10, 20), backend="judged"),
     )
 }
+# Mean measures with no better side: a property of the judgments (ideal_dcg), or of how much of the ranking was
+# judged (unj) or left unresolved (rbp_resid); counts (aggregate "sum") have none either.
+NO_BETTER_SIDE = ("ideal_dcg", "rbp_resid", "unj")
 ORDER = {name: i for i, name in enumerate(BASES)}  # trec_eval's print order (measures.c)
 NOT_IN_ALL_TREC = ("dcg", "ideal_dcg", "yaap")  # offered by trec_eval 10 under -m only
 
