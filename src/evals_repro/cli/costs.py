@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 import typer
 
 from .application import app
+from .groups import OptionGroup, option
 
 T = TypeVar("T")
 
@@ -20,38 +22,43 @@ PLAN_HELP = (
 MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before a request that would pass it."
 PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 
-PLAN = typer.Option(False, "--plan", help=PLAN_HELP)
-MAX_COST = typer.Option(None, "--max-cost", min=0, show_default="none: no ceiling", help=MAX_COST_HELP)
 PRICES = typer.Option(None, "--prices", show_default="the shipped table", help=PRICES_HELP)
 
 
-def cost_gate(make_plan: Callable[[], Any], show_plan: bool, max_cost: Optional[float], prices: Optional[Path]):
-    """Select the prices; with --plan print the plan and return None (the command stops); with --max-cost
-    refuse a plan past it. Otherwise returns the price table the work is priced with."""
-    from ..providers.ceiling import check_ceiling
-    from ..providers.prices import use_prices
+@dataclass
+class Money(OptionGroup):
+    """`--plan`, `--max-cost USD`, `--prices FILE`: what every paid command asks before and while it spends."""
 
-    table = use_prices(prices)
-    if show_plan or max_cost is not None:
-        planned = make_plan()
-        if show_plan:
-            typer.echo(planned.render(table))
-            return None
-        check_ceiling(planned, table, max_cost)  # type: ignore[arg-type]
-    return table
+    plan: bool = option(False, "--plan", help=PLAN_HELP)
+    max_cost: Optional[float] = option(None, "--max-cost", min=0, show_default="none: no ceiling", help=MAX_COST_HELP)
+    prices: Optional[Path] = PRICES
 
+    def gate(self, make_plan: Callable[[], Any]) -> Any:
+        """Select the prices; with --plan print the plan and return None (the command stops); with --max-cost
+        refuse a plan past it. Otherwise returns the price table the work is priced with."""
+        from ..providers.ceiling import check_ceiling
+        from ..providers.prices import use_prices
 
-def with_ceiling(work: Callable[[], T], table: Any, max_cost: Optional[float]) -> T:
-    """`work()` under `--max-cost` (no ceiling when None); the ceiling is removed afterwards."""
-    if max_cost is None:
-        return work()
-    from ..providers.ceiling import CostGuard, install_guard
+        table = use_prices(self.prices)
+        if self.plan or self.max_cost is not None:
+            planned = make_plan()
+            if self.plan:
+                typer.echo(planned.render(table))
+                return None
+            check_ceiling(planned, table, self.max_cost)  # type: ignore[arg-type]
+        return table
 
-    install_guard(CostGuard(max_cost, table))
-    try:
-        return work()
-    finally:
-        install_guard(None)
+    def within(self, work: Callable[[], T], table: Any) -> T:
+        """`work()` under `--max-cost` (no ceiling when None); the ceiling is removed afterwards."""
+        if self.max_cost is None:
+            return work()
+        from ..providers.ceiling import CostGuard, install_guard
+
+        install_guard(CostGuard(self.max_cost, table))
+        try:
+            return work()
+        finally:
+            install_guard(None)
 
 
 @app.command("prices")

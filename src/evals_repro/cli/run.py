@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -9,16 +10,14 @@ import typer
 
 from ..providers.settings import OPENAI_EMBEDDING_BUDGET
 from .application import app, given_options
-from .costs import MAX_COST, PLAN, PRICES
+from .costs import Money
+from .groups import GROUP, ApiCalls, OptionGroup, ProviderBudgets, RerankServer, grouped, option
 from .options import (
     LIST_HELP,
-    MAX_ATTEMPTS_DEFAULT,
-    TIMEOUT_DEFAULT,
     Content,
     ScorePrecision,
     Setting,
     TieRule,
-    budget_option,
     split_list,
     value_of,
 )
@@ -33,6 +32,37 @@ RESULTS_DIR_HELP = (
 # Defaults the library applies when an option is not given (the option itself stays None: "not given").
 RERANK_DEPTH_DEFAULT = 50  # pipeline.DEFAULT_RERANK_DEPTH
 RERANK_TOP_K_DEFAULT = 10  # stores.search.DEFAULT_RERANK_TOP_K
+
+
+@dataclass
+class OpenAIServer(OptionGroup):
+    """`openai:<model>`: an OpenAI-compatible embedding server (OpenAI itself, vLLM, TEI) and how it is asked."""
+
+    base_url: Optional[str] = option(
+        None, "--base-url", help="openai:<model>: server URL(s) with /v1, replicas comma-separated (OPENAI_BASE_URLS)."
+    )
+    dimensions: Optional[int] = option(None, "--dimensions", help="openai:<model>: output dimensions.")
+    prefix_style: Optional[str] = option(
+        None, "--prefix-style", help="openai:<model>: query/document prefixes: none, e5, bge, nomic."
+    )
+    query_prefix: Optional[str] = option(None, "--query-prefix", help="openai:<model>: text before each query.")
+    document_prefix: Optional[str] = option(None, "--document-prefix", help="openai:<model>: text before each page.")
+    batch_size: Optional[int] = option(None, "--batch-size", help="openai:<model>: inputs per request (128).")
+    openai_tpm: Optional[int] = option(
+        None,
+        "--openai-tpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[0]:,}",
+        help="openai:<model> tokens per minute on OpenAI (none on a server of your own; 0: none).",
+    )
+    openai_rpm: Optional[int] = option(
+        None,
+        "--openai-rpm",
+        show_default=f"{OPENAI_EMBEDDING_BUDGET[1]:,}",
+        help="openai:<model> requests per minute on OpenAI (none on a server of your own; 0: none).",
+    )
+    openai_interval: Optional[float] = option(
+        None, "--openai-interval", show_default="none", help="Seconds between OpenAI calls."
+    )
 
 
 class RunCommand(typer.core.TyperCommand):
@@ -51,6 +81,7 @@ class RunCommand(typer.core.TyperCommand):
 
 
 @app.command("run", cls=RunCommand)
+@grouped
 def run_command(
     method: str = typer.Argument(
         ..., help="bm25, minilm, voyage-4-large, rrf:a+b, <first stage>+<reranker>@<depth>..."
@@ -98,66 +129,16 @@ def run_command(
     ),
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     workers: int = typer.Option(4, min=1, help="Concurrent API requests per provider (at least 1)."),
-    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(
-        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
-    ),
-    voyage_tpm: Optional[int] = budget_option("voyage", "tpm"),
-    voyage_rpm: Optional[int] = budget_option("voyage", "rpm"),
-    voyage_interval: Optional[float] = budget_option("voyage", "interval"),
-    cohere_tpm: Optional[int] = budget_option("cohere", "tpm"),
-    cohere_rpm: Optional[int] = budget_option("cohere", "rpm"),
-    cohere_interval: Optional[float] = budget_option("cohere", "interval"),
-    gemini_tpm: Optional[int] = budget_option("gemini", "tpm"),
-    gemini_rpm: Optional[int] = budget_option("gemini", "rpm"),
-    gemini_interval: Optional[float] = budget_option("gemini", "interval"),
-    mixedbread_tpm: Optional[int] = budget_option("mixedbread", "tpm"),
-    mixedbread_rpm: Optional[int] = budget_option("mixedbread", "rpm"),
-    mixedbread_interval: Optional[float] = budget_option("mixedbread", "interval"),
+    calls: ApiCalls = GROUP,
+    budgets: ProviderBudgets = GROUP,
     index_ram: Optional[str] = typer.Option(
         None,
         "--index-ram",
         help="Dense: largest corpus matrix searched in RAM (8G, 512M; auto = half the free memory).",
     ),
-    prices: Optional[Path] = PRICES,
-    plan: bool = PLAN,
-    max_cost: Optional[float] = MAX_COST,
-    base_url: Optional[str] = typer.Option(
-        None, "--base-url", help="openai:<model>: server URL(s) with /v1, replicas comma-separated (OPENAI_BASE_URLS)."
-    ),
-    dimensions: Optional[int] = typer.Option(None, "--dimensions", help="openai:<model>: output dimensions."),
-    prefix_style: Optional[str] = typer.Option(
-        None, "--prefix-style", help="openai:<model>: query/document prefixes: none, e5, bge, nomic."
-    ),
-    query_prefix: Optional[str] = typer.Option(None, "--query-prefix", help="openai:<model>: text before each query."),
-    document_prefix: Optional[str] = typer.Option(
-        None, "--document-prefix", help="openai:<model>: text before each page."
-    ),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="openai:<model>: inputs per request (128)."),
-    openai_tpm: Optional[int] = typer.Option(
-        None,
-        "--openai-tpm",
-        show_default=f"{OPENAI_EMBEDDING_BUDGET[0]:,}",
-        help="openai:<model> tokens per minute on OpenAI (none on a server of your own; 0: none).",
-    ),
-    openai_rpm: Optional[int] = typer.Option(
-        None,
-        "--openai-rpm",
-        show_default=f"{OPENAI_EMBEDDING_BUDGET[1]:,}",
-        help="openai:<model> requests per minute on OpenAI (none on a server of your own; 0: none).",
-    ),
-    openai_interval: Optional[float] = typer.Option(
-        None, "--openai-interval", show_default="none", help="Seconds between OpenAI calls."
-    ),
-    rerank_base_url: Optional[str] = typer.Option(
-        None, "--rerank-base-url", help="rerank-api: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS)."
-    ),
-    rerank_endpoint: Optional[str] = typer.Option(
-        None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
-    ),
-    rerank_max_tokens: Optional[int] = typer.Option(
-        None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
-    ),
+    money: Money = GROUP,
+    openai: OpenAIServer = GROUP,
+    rerank_server: RerankServer = GROUP,
 ) -> None:
     """Evaluate a method on every (or the chosen) subset of a benchmark; one result file per subset."""
     from ..base import progress  # its console (and rich) is built on the first line printed, not on a refusal
@@ -167,37 +148,11 @@ def run_command(
 
     options = {
         "workers": workers,
-        **given_options(
-            rerank_top_k=rerank_top_k,
-            timeout=timeout,
-            max_attempts=max_attempts,
-            store_prefix=store_prefix,
-            voyage_tpm=voyage_tpm,
-            voyage_rpm=voyage_rpm,
-            voyage_interval=voyage_interval,
-            cohere_tpm=cohere_tpm,
-            cohere_rpm=cohere_rpm,
-            cohere_interval=cohere_interval,
-            gemini_tpm=gemini_tpm,
-            gemini_rpm=gemini_rpm,
-            gemini_interval=gemini_interval,
-            mixedbread_tpm=mixedbread_tpm,
-            mixedbread_rpm=mixedbread_rpm,
-            mixedbread_interval=mixedbread_interval,
-            index_ram=index_ram,
-            base_url=base_url,
-            dimensions=dimensions,
-            prefix_style=prefix_style,
-            query_prefix=query_prefix,
-            document_prefix=document_prefix,
-            batch_size=batch_size,
-            openai_tpm=openai_tpm,
-            openai_rpm=openai_rpm,
-            openai_interval=openai_interval,
-            rerank_base_url=rerank_base_url,
-            rerank_endpoint=rerank_endpoint,
-            rerank_max_tokens=rerank_max_tokens,
-        ),
+        **given_options(rerank_top_k=rerank_top_k, store_prefix=store_prefix, index_ram=index_ram),
+        **calls.given(),
+        **budgets.given(),
+        **openai.given(),
+        **rerank_server.given(),
     }
     request = RunRequest(
         method=method,
@@ -224,12 +179,11 @@ def run_command(
         progress.console.print(redact(line), markup=False, highlight=False, soft_wrap=True)
 
     from ..planning.run import plan_run
-    from .costs import cost_gate, with_ceiling
 
-    table = cost_gate(lambda: plan_run(request, echo), plan, max_cost, prices)
+    table = money.gate(lambda: plan_run(request, echo))
     if table is None:
         return
-    summary = with_ceiling(lambda: run_benchmark(request, echo=echo), table, max_cost)
+    summary = money.within(lambda: run_benchmark(request, echo=echo), table)
     refusal = summary.refusal()
     if refusal is not None and not summary.usage.as_dict():
         raise refusal  # every subset refused on its data or options, nothing spent: that reason is the answer

@@ -8,11 +8,13 @@ from typing import Optional
 import typer
 
 from .application import app
-from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
-from .options import LIST_HELP, MAX_ATTEMPTS_DEFAULT, TIMEOUT_DEFAULT, Content, Parsing, split_list, value_of
+from .costs import Money
+from .groups import GROUP, ApiCalls, grouped
+from .options import LIST_HELP, Content, Parsing, split_list, value_of
 
 
 @app.command("mixedbread-upload")
+@grouped
 def mixedbread_upload_command(
     content: Content = typer.Argument(..., help="What to upload per page: its Markdown text or its image."),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Declared benchmark name or BEIR folder."),
@@ -25,13 +27,8 @@ def mixedbread_upload_command(
     cache_dir: Path = typer.Option(
         Path("cache"), "--cache-dir", help="Keeps the upload journal (uploads a killed run left unattached)."
     ),
-    timeout: Optional[float] = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."),
-    max_attempts: Optional[int] = typer.Option(
-        None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per API request."
-    ),
-    plan: bool = PLAN,
-    max_cost: Optional[float] = MAX_COST,
-    prices: Optional[Path] = PRICES,
+    calls: ApiCalls = GROUP,
+    money: Money = GROUP,
 ) -> None:
     """Upload pages with their ids as external ids; a rerun skips pages already in the store."""
     from ..base.errors import ProviderError
@@ -40,11 +37,10 @@ def mixedbread_upload_command(
     from ..planning.upload import plan_upload
     from ..providers.prices import spend_text
     from ..stores.upload import upload_benchmark
-    from .application import given_options
 
-    options = given_options(timeout=timeout, max_attempts=max_attempts)
+    options = calls.given()
     chosen = split_list(subsets, "--subsets")
-    table = cost_gate(
+    table = money.gate(
         lambda: plan_upload(
             benchmark,
             value_of(content),
@@ -53,16 +49,13 @@ def mixedbread_upload_command(
             store_prefix=store_prefix or None,
             options=options,
             cache_dir=cache_dir,
-        ),
-        plan,
-        max_cost,
-        prices,
+        )
     )
     if table is None:
         return
     ensure_directory(cache_dir, "--cache-dir")
     usage = Usage()
-    summaries = with_ceiling(
+    summaries = money.within(
         lambda: upload_benchmark(
             benchmark,
             value_of(content),
@@ -75,7 +68,6 @@ def mixedbread_upload_command(
             cache_dir=cache_dir,
         ),
         table,
-        max_cost,
     )
     failed = 0
     for summary in summaries:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from .application import app, given_options
-from .costs import MAX_COST, PLAN, PRICES, cost_gate, with_ceiling
+from .application import app
+from .costs import Money
+from .groups import GROUP, OptionGroup, RerankServer, grouped, option
 from .options import LIST_HELP, TIMEOUT_DEFAULT, seed_option, split_list
 
 study_app = typer.Typer(
@@ -27,30 +29,23 @@ MODELS = typer.Option(
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and reranker caches.")
 # The study's own defaults (study.quality.STUDY_DEFAULT_OPTIONS; tests/test_robust_inputs.py keeps them equal).
 STUDY_VOYAGE_TPM, STUDY_VOYAGE_INTERVAL = 2_000_000, 3.0
-TIMEOUT = typer.Option(None, "--timeout", show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
-VOYAGE_TPM = typer.Option(None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute.")
-VOYAGE_INTERVAL = typer.Option(
-    None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
-)
-RERANK_BASE_URL = typer.Option(
-    None,
-    "--rerank-base-url",
-    help="rerank-api:<model>: server URL(s), replicas comma-separated (RERANK_API_BASE_URLS).",
-)
-RERANK_ENDPOINT = typer.Option(
-    None, "--rerank-endpoint", help="rerank-api: rerank (Cohere/Jina style), score (vLLM) or tei."
-)
-RERANK_MAX_TOKENS = typer.Option(
-    None, "--rerank-max-tokens", help="rerank-api: tokens kept per document (default: what fits the server)."
-)
-PROVIDER_OPTIONS = (
-    "voyage_tpm",
-    "voyage_interval",
-    "timeout",
-    "rerank_base_url",
-    "rerank_endpoint",
-    "rerank_max_tokens",
-)
+
+
+@dataclass
+class StudyCalls(OptionGroup):
+    """The study's Voyage budget (its own defaults: study.quality.STUDY_DEFAULT_OPTIONS) and request timeout."""
+
+    voyage_tpm: Optional[int] = option(
+        None, "--voyage-tpm", show_default=f"{STUDY_VOYAGE_TPM:,}", help="Voyage tokens per minute."
+    )
+    voyage_interval: Optional[float] = option(
+        None, "--voyage-interval", show_default=f"{STUDY_VOYAGE_INTERVAL:g}", help="Seconds between Voyage calls."
+    )
+    timeout: Optional[float] = option(
+        None, "--timeout", show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds."
+    )
+
+
 # `--models a b c`: the words after the first model arrive as extra arguments.
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
@@ -73,25 +68,12 @@ def _models(values: Optional[list[str]], extra: list[str]) -> list[str]:
     return names
 
 
-def _provider_options(ctx: typer.Context) -> dict:
-    """The provider options the user set, read from the command's parameters by name: `quality` and `latency`
-    take the same set (PROVIDER_OPTIONS), so an option added there reaches both."""
-    return given_options(**{name: ctx.params[name] for name in PROVIDER_OPTIONS})
-
-
-def _gated_run(
-    stage: str,
-    make_plan: Callable[[], Any],
-    work: Callable[[], dict[str, int]],
-    plan: bool,
-    max_cost: Optional[float],
-    prices: Optional[Path],
-) -> None:
+def _gated_run(stage: str, make_plan: Callable[[], Any], work: Callable[[], dict[str, int]], money: Money) -> None:
     """The cost gate (print the plan, or refuse past --max-cost), then the stage under that ceiling."""
-    table = cost_gate(make_plan, plan, max_cost, prices)
+    table = money.gate(make_plan)
     if table is None:
         return
-    _fail_on_provider_errors(with_ceiling(work, table, max_cost), stage)
+    _fail_on_provider_errors(money.within(work, table), stage)
 
 
 def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
@@ -142,6 +124,7 @@ def prepare_command(
 
 
 @study_app.command("quality", context_settings=EXTRA_MODELS)
+@grouped
 def quality_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
@@ -155,16 +138,10 @@ def quality_command(
     quality_workers: int = typer.Option(
         2, "--quality-workers", min=1, help="Concurrent requests per provider (at least 1)."
     ),
-    voyage_tpm: Optional[int] = VOYAGE_TPM,
-    voyage_interval: Optional[float] = VOYAGE_INTERVAL,
-    timeout: Optional[float] = TIMEOUT,
+    calls: StudyCalls = GROUP,
     cache_dir: Path = CACHE_DIR,
-    plan: bool = PLAN,
-    max_cost: Optional[float] = MAX_COST,
-    prices: Optional[Path] = PRICES,
-    rerank_base_url: Optional[str] = RERANK_BASE_URL,
-    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
-    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
+    money: Money = GROUP,
+    rerank_server: RerankServer = GROUP,
 ) -> None:
     """Score every query's frozen candidates with each model (resumable)."""
     from ..planning.study import plan_quality
@@ -177,12 +154,13 @@ def quality_command(
         cache_dir=cache_dir,
         first_stage=first_stage,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=_provider_options(ctx),
+        options={**calls.given(), **rerank_server.given()},
     )
-    _gated_run("quality", lambda: plan_quality(request), lambda: run_quality(request), plan, max_cost, prices)
+    _gated_run("quality", lambda: plan_quality(request), lambda: run_quality(request), money)
 
 
 @study_app.command("latency", context_settings=EXTRA_MODELS)
+@grouped
 def latency_command(
     ctx: typer.Context,
     models: Optional[list[str]] = MODELS,
@@ -196,16 +174,10 @@ def latency_command(
     repeats: int = typer.Option(5, help="Timed calls per query and model."),
     seed: int = typer.Option(42, help="Seed of the query sample (the same seed times the same queries)."),
     host_location: Optional[str] = typer.Option(None, "--host-location", help="Where the calls come from."),
-    voyage_tpm: Optional[int] = VOYAGE_TPM,
-    voyage_interval: Optional[float] = VOYAGE_INTERVAL,
-    timeout: Optional[float] = TIMEOUT,
+    calls: StudyCalls = GROUP,
     cache_dir: Path = CACHE_DIR,
-    plan: bool = PLAN,
-    max_cost: Optional[float] = MAX_COST,
-    prices: Optional[Path] = PRICES,
-    rerank_base_url: Optional[str] = RERANK_BASE_URL,
-    rerank_endpoint: Optional[str] = RERANK_ENDPOINT,
-    rerank_max_tokens: Optional[int] = RERANK_MAX_TOKENS,
+    money: Money = GROUP,
+    rerank_server: RerankServer = GROUP,
 ) -> None:
     """Time strictly serial reranker calls on seed-sampled queries (resumable)."""
     from ..planning.study import plan_latency
@@ -220,9 +192,9 @@ def latency_command(
         host_location=host_location,
         cache_dir=cache_dir,
         benchmarks=split_list(benchmark, "--benchmark") or ["all"],
-        options=_provider_options(ctx),
+        options={**calls.given(), **rerank_server.given()},
     )
-    _gated_run("latency", lambda: plan_latency(request), lambda: run_latency(request), plan, max_cost, prices)
+    _gated_run("latency", lambda: plan_latency(request), lambda: run_latency(request), money)
 
 
 @study_app.command("report")

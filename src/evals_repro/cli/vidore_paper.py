@@ -3,21 +3,20 @@ ViDoRe v3 evaluated as its paper does (annotator agreement, visual grounding, ju
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .application import app
-from .costs import MAX_COST, PLAN, PRICES
+from .costs import Money
+from .groups import GROUP, ApiCalls, GeminiBudget, OptionGroup, grouped, option
 from .options import (
     LIST_HELP,
-    MAX_ATTEMPTS_DEFAULT,
-    TIMEOUT_DEFAULT,
     AnswerContext,
     BoxConventionChoice,
     budget_default,
-    budget_option,
     split_list,
     value_of,
 )
@@ -32,47 +31,56 @@ LANGUAGE_HELP = "Query language to evaluate (default: each domain's native langu
 BENCHMARK = typer.Option("vidore-v3", "--benchmark", "-b", help="The ViDoRe v3 benchmark declaration to read.")
 SUBSETS = typer.Option(None, "--subsets", "-s", help=f"Domains (default: all); {LIST_HELP}.")
 CACHE_DIR = typer.Option(Path("cache"), "--cache-dir", help="Embedding, index and page caches.")
-GEMINI_TPM = budget_option("gemini", "tpm")
-GEMINI_RPM = budget_option("gemini", "rpm")
-GEMINI_INTERVAL = budget_option("gemini", "interval")
-OPENAI_TPM = typer.Option(
-    None,
-    "--openai-tpm",
-    show_default=budget_default("openai", "tpm"),
-    help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).",
-)
-OPENAI_RPM = typer.Option(
-    None,
-    "--openai-rpm",
-    show_default=budget_default("openai", "rpm"),
-    help="OpenAI-compatible requests per minute; 0 = no budget.",
-)
-OPENAI_INTERVAL = typer.Option(
-    None,
-    "--openai-interval",
-    show_default=budget_default("openai", "interval"),
-    help="Seconds between OpenAI-compatible calls.",
-)
-LANGUAGE = typer.Option(None, "--language", help=LANGUAGE_HELP)
-REVISION = typer.Option(None, help="Load another dataset revision than the declared pin.")
 GENERATOR = typer.Option(None, "--generator", help="gemini:<model> | openai:<model>.")
 TEMPERATURE = typer.Option(None, help="Generator temperature (default: the provider's).")
 MAX_OUTPUT_TOKENS = typer.Option(None, "--max-output-tokens", help="Generator output cap.")
-WORKERS = typer.Option(4, help="Concurrent calls.")
-TIMEOUT = typer.Option(None, show_default=TIMEOUT_DEFAULT, help="API request timeout in seconds.")
-MAX_ATTEMPTS = typer.Option(None, "--max-attempts", show_default=MAX_ATTEMPTS_DEFAULT, help="Attempts per call.")
-# What `answer` and `grounding predict` pass on to the providers, by parameter name.
-LLM_OPTIONS = (
-    "workers",
-    "timeout",
-    "max_attempts",
-    "gemini_tpm",
-    "gemini_rpm",
-    "gemini_interval",
-    "openai_tpm",
-    "openai_rpm",
-    "openai_interval",
-)
+
+
+@dataclass
+class Domains(OptionGroup):
+    """Which ViDoRe v3 domains and queries: the declaration, its domains, the query language, the revision."""
+
+    benchmark: str = BENCHMARK
+    subsets: Optional[list[str]] = SUBSETS
+    language: Optional[str] = option(None, "--language", help=LANGUAGE_HELP)
+    revision: Optional[str] = option(None, help="Load another dataset revision than the declared pin.")
+
+    def chosen(self) -> Optional[list[str]]:
+        """The domains asked for (None: all)."""
+        return split_list(self.subsets, "--subsets")
+
+
+@dataclass
+class Workers(OptionGroup):
+    workers: int = option(4, min=1, help="Concurrent calls (at least 1).")
+
+
+@dataclass
+class OpenAIChatBudget(OptionGroup):
+    openai_tpm: Optional[int] = option(
+        None,
+        "--openai-tpm",
+        show_default=budget_default("openai", "tpm"),
+        help="OpenAI-compatible tokens per minute; 0 = no budget (vLLM).",
+    )
+    openai_rpm: Optional[int] = option(
+        None,
+        "--openai-rpm",
+        show_default=budget_default("openai", "rpm"),
+        help="OpenAI-compatible requests per minute; 0 = no budget.",
+    )
+    openai_interval: Optional[float] = option(
+        None,
+        "--openai-interval",
+        show_default=budget_default("openai", "interval"),
+        help="Seconds between OpenAI-compatible calls.",
+    )
+
+
+@dataclass
+class LlmCalls(OpenAIChatBudget, GeminiBudget, ApiCalls, Workers):
+    """How `answer` and `grounding predict` call their generators and judges: concurrency, timeout,
+    attempts, and the Gemini and OpenAI-compatible budgets (fields from the last base to the first)."""
 
 
 def _fail_if_incomplete(result: dict, what: str) -> None:
@@ -94,11 +102,9 @@ def _echo(line: str) -> None:
 
 
 @grounding_app.command("agreement")
+@grouped
 def agreement_command(
-    benchmark: str = BENCHMARK,
-    subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = LANGUAGE,
-    revision: Optional[str] = REVISION,
+    domains: Domains = GROUP,
     out_dir: Path = OUT_DIR,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
@@ -106,7 +112,7 @@ def agreement_command(
     from ..vidore_paper.agreement import RESULT_NAME, AgreementRequest, agreement_table, run_agreement
 
     result = run_agreement(
-        AgreementRequest(benchmark, split_list(subsets, "--subsets"), language, revision, out_dir, cache_dir),
+        AgreementRequest(domains.benchmark, domains.chosen(), domains.language, domains.revision, out_dir, cache_dir),
         echo=_echo,
     )
     typer.echo(agreement_table(result))
@@ -117,21 +123,11 @@ def agreement_command(
 EXTRA_MODELS = {"allow_extra_args": True, "ignore_unknown_options": False}
 
 
-def _llm_options(ctx: typer.Context, *extra: str) -> dict:
-    """The provider options the user set, read from the command's parameters by name: `answer` and
-    `grounding predict` take the same set (LLM_OPTIONS), so an option added there reaches both."""
-    from .application import given_options
-
-    return given_options(**{name: ctx.params[name] for name in (*LLM_OPTIONS, *extra)})
-
-
 @app.command("answer", context_settings=EXTRA_MODELS)
+@grouped
 def answer_command(
     ctx: typer.Context,
-    benchmark: str = BENCHMARK,
-    subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = LANGUAGE,
-    revision: Optional[str] = REVISION,
+    domains: Domains = GROUP,
     context_choice: AnswerContext = typer.Option(
         AnswerContext.text, "--context", help="How context pages are shown to the generator."
     ),
@@ -152,20 +148,10 @@ def answer_command(
     out_dir: Path = OUT_DIR,
     run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default from the pipeline)."),
     labels: Optional[Path] = typer.Option(None, "--labels", help="Easy/hard labels (default <out-dir>/easy-hard)."),
-    workers: int = WORKERS,
-    timeout: Optional[float] = TIMEOUT,
-    max_attempts: Optional[int] = MAX_ATTEMPTS,
-    gemini_tpm: Optional[int] = GEMINI_TPM,
-    gemini_rpm: Optional[int] = GEMINI_RPM,
-    gemini_interval: Optional[float] = GEMINI_INTERVAL,
-    openai_tpm: Optional[int] = OPENAI_TPM,
-    openai_rpm: Optional[int] = OPENAI_RPM,
-    openai_interval: Optional[float] = OPENAI_INTERVAL,
+    calls: LlmCalls = GROUP,
     store_prefix: Optional[str] = typer.Option(None, "--store-prefix", help="Mixedbread store name prefix."),
     cache_dir: Path = CACHE_DIR,
-    plan: bool = PLAN,
-    max_cost: Optional[float] = MAX_COST,
-    prices: Optional[Path] = PRICES,
+    money: Money = GROUP,
 ) -> None:
     """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
     from ..base.errors import UsageError
@@ -177,12 +163,12 @@ def answer_command(
         raise UsageError(f"unexpected argument(s) {' '.join(ctx.args)}", "name panel models with --models a b c")
     panel = split_list([m for value in [*(models or []), *ctx.args] for m in value.split()]) or []
     pipeline = Pipeline(value_of(context_choice), retriever, image_retriever, text_retriever, oracle, no_context, top_k)
-    options = _llm_options(ctx, "store_prefix")
+    options = {**calls.given(), **({"store_prefix": store_prefix} if store_prefix is not None else {})}
     request = AnswerRequest(
-        benchmark=benchmark,
-        subsets=split_list(subsets, "--subsets"),
-        language=language,
-        revision=revision,
+        benchmark=domains.benchmark,
+        subsets=domains.chosen(),
+        language=domains.language,
+        revision=domains.revision,
         pipeline=pipeline,
         generator=generator,
         judge=judge,
@@ -192,17 +178,16 @@ def answer_command(
         out_dir=out_dir,
         run_name=run_name,
         labels=labels,
-        workers=workers,
+        workers=calls.workers,
         cache_dir=cache_dir,
         options=options,
     )
     from ..planning.answer import plan_answer
-    from .costs import cost_gate, with_ceiling
 
-    table = cost_gate(lambda: plan_answer(request), plan, max_cost, prices)
+    table = money.gate(lambda: plan_answer(request))
     if table is None:
         return
-    result = with_ceiling(lambda: run_answer(request, echo=_echo), table, max_cost)
+    result = money.within(lambda: run_answer(request, echo=_echo), table)
     typer.echo(answer_table([result]))
     _fail_if_incomplete(result, "answer run")
 
@@ -225,12 +210,10 @@ def answer_report_command(
 
 
 @grounding_app.command("predict")
+@grouped
 def predict_command(
     ctx: typer.Context,
-    benchmark: str = BENCHMARK,
-    subsets: Optional[list[str]] = SUBSETS,
-    language: Optional[str] = LANGUAGE,
-    revision: Optional[str] = REVISION,
+    domains: Domains = GROUP,
     generator: Optional[str] = GENERATOR,
     box_convention: BoxConventionChoice = typer.Option(
         BoxConventionChoice.auto,
@@ -252,15 +235,7 @@ def predict_command(
     max_output_tokens: Optional[int] = MAX_OUTPUT_TOKENS,
     out_dir: Path = OUT_DIR,
     run_name: Optional[str] = typer.Option(None, "--run-name", help="Run folder (default: the generator)."),
-    workers: int = WORKERS,
-    timeout: Optional[float] = TIMEOUT,
-    max_attempts: Optional[int] = MAX_ATTEMPTS,
-    gemini_tpm: Optional[int] = GEMINI_TPM,
-    gemini_rpm: Optional[int] = GEMINI_RPM,
-    gemini_interval: Optional[float] = GEMINI_INTERVAL,
-    openai_tpm: Optional[int] = OPENAI_TPM,
-    openai_rpm: Optional[int] = OPENAI_RPM,
-    openai_interval: Optional[float] = OPENAI_INTERVAL,
+    calls: LlmCalls = GROUP,
     cache_dir: Path = CACHE_DIR,
 ) -> None:
     """Answer with inline boxes over each query's relevant pages only (unlike the paper: the pages annotators
@@ -268,13 +243,13 @@ def predict_command(
     from ..vidore_paper.grounding import GroundingRequest, grounding_table, run_grounding
     from ..vidore_paper.llm import GenerationSettings
 
-    options = _llm_options(ctx)
+    options = calls.given()
     result = run_grounding(
         GroundingRequest(
-            benchmark=benchmark,
-            subsets=split_list(subsets, "--subsets"),
-            language=language,
-            revision=revision,
+            benchmark=domains.benchmark,
+            subsets=domains.chosen(),
+            language=domains.language,
+            revision=domains.revision,
             generator=generator,
             generation=GenerationSettings(temperature, max_output_tokens),
             box_convention=value_of(box_convention),
@@ -283,7 +258,7 @@ def predict_command(
             max_pixels=max_pixels,
             out_dir=out_dir,
             run_name=run_name,
-            workers=workers,
+            workers=calls.workers,
             cache_dir=cache_dir,
             options=options,
         ),
