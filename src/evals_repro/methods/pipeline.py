@@ -328,11 +328,12 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
         from .plugins import build_checked
 
         built = build_checked(entry, name, ctx)
-        if entry.kind == "embedder":  # batches, budgets, the cache and the exact index, as for a built-in
+        if entry.kind == "embedder":  # batches, budgets, checks, the cache and the exact index, as for a built-in
             from ..embedders.guarded import GuardedEmbedder
             from ..retrieval.dense import DenseRetriever
+            from .plugins import component_label
 
-            return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage), ctx)
+            return DenseRetriever(name, GuardedEmbedder(built, name, ctx.usage, label=component_label(entry)), ctx)
         return built
     if entry.kind == "embedder":
         from ..retrieval.dense import build as build_dense

@@ -17,6 +17,7 @@ import math
 import sys
 from typing import Any
 
+from ..base import contracts
 from ..base.errors import EvalsError, UsageError
 from ..base.io import jsonable
 from ..base.registry import (
@@ -72,6 +73,12 @@ def _signature(protocol: type, member: str) -> str:
     return f"{member}: {hint}" if hint else member
 
 
+def component_label(entry: Entry) -> str:
+    """How a message names a component: kind, name and where it comes from (distribution and target)."""
+    where = entry.plugin.label() if entry.plugin else entry.module
+    return f"{entry.kind} '{entry.name}' ({where})"
+
+
 def check_protocol(obj: Any, entry: Entry) -> Any:
     """`obj` itself when it implements the protocol of the entry's kind; else a UsageError (exit 2) in one
     line naming the object, the missing method or attribute and the signature to add."""
@@ -80,9 +87,8 @@ def check_protocol(obj: Any, entry: Entry) -> Any:
     if gap is None:
         return obj
     what, member = gap
-    where = entry.plugin.label() if entry.plugin else entry.module
     raise UsageError(
-        f"{entry.kind} '{entry.name}' ({where}): object {_object_name(obj)} lacks {what} '{member}' "
+        f"{component_label(entry)}: object {_object_name(obj)} lacks {what} '{member}' "
         f"of the {protocol.__name__} protocol",
         f"add {_signature(protocol, member)} ({README_HINT})",
     )
@@ -96,22 +102,24 @@ def build_checked(entry: Entry, *args: Any) -> Any:
         return built
     checked = check_protocol(built, entry)
     if entry.kind == "reranker":
-        return BilledReranker(checked, entry.name, args[-1].usage)
+        return BilledReranker(checked, entry.name, args[-1].usage, component_label(entry))
     if entry.kind == "method":
-        return BilledRetriever(checked, entry.name, args[-1].usage)
-    return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills its calls
+        return BilledRetriever(checked, entry.name, args[-1].usage, component_label(entry))
+    return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills and checks its calls
 
 
 class BilledRetriever:
-    """A plugin's or Python object's whole first stage as the run calls it: each subset's queries bill
-    their estimated tokens as provider `plugin` and the retriever's name (what it spends indexing and
-    searching is its own business), so its cost is "price unknown" until a `--prices` file prices it."""
+    """A plugin's or Python object's whole first stage as the run calls it: its Run is checked (contracts.py)
+    and each subset's queries bill their estimated tokens as provider `plugin` and the retriever's name (what it
+    spends indexing and searching is its own business), so its cost is "price unknown" until a `--prices` file
+    prices it."""
 
-    def __init__(self, inner: Any, name: str, usage: Usage):
+    def __init__(self, inner: Any, name: str, usage: Usage, label: str = ""):
         self.inner = inner
         self.name = inner.name
         self.billed_as = name  # the name it is run under (a Python object's `name=`)
         self.usage = usage
+        self.label = label or f"method '{name}'"  # how a broken contract names it
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.inner, attribute)
@@ -120,11 +128,16 @@ class BilledRetriever:
         return self.inner.describe()
 
     def run(self, subset: Any, queries: list[Any], top_k: int) -> Any:
-        found = self.inner.run(subset, queries, top_k)
+        try:
+            found = self.inner.run(subset, queries, top_k)
+        except EvalsError:
+            raise
+        except Exception as exc:
+            raise contracts.raised(self.label, "run()", exc) from exc
         if queries:
             tokens = sum(_tokens(query.text) for query in queries)
             self.usage.bill(GUARDED_PROVIDER, self.billed_as, {"input_tokens": tokens})
-        return found
+        return contracts.checked_run(found, self.label, subset, queries, top_k)
 
     def plan(self, subset: Any, queries: list[Any], top_k: int, plan: Plan) -> None:
         if queries:
@@ -134,16 +147,18 @@ class BilledRetriever:
 
 
 class BilledReranker:
-    """A plugin's or Python object's reranker as the run calls it: each call bills its estimated input
-    tokens (the query once per document, plus the documents) as provider `plugin` and its `model`, so its
-    cost is "price unknown" until a `--prices` file prices it, never $0; `plan` counts the same."""
+    """A plugin's or Python object's reranker as the run calls it: its scores are checked (contracts.py), and
+    each call bills its estimated input tokens (the query once per document, plus the documents) as provider
+    `plugin` and its `model`, so its cost is "price unknown" until a `--prices` file prices it, never $0;
+    `plan` counts the same."""
 
-    def __init__(self, inner: Any, name: str, usage: Usage):
+    def __init__(self, inner: Any, name: str, usage: Usage, label: str = ""):
         self.inner = inner
         self.name = inner.name
         self.billed_as = name  # the name it is run under (usage counts `<name>_requests`)
         self.model = inner.model
         self.usage = usage
+        self.label = label or f"reranker '{name}'"  # how a broken contract names it
 
     def __getattr__(self, attribute: str) -> Any:  # workers, preflight, ... as the object has them
         return getattr(self.inner, attribute)
@@ -152,12 +167,17 @@ class BilledReranker:
         return self.inner.describe()
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        scores = self.inner.rerank(query, documents)
+        try:
+            scores = self.inner.rerank(query, documents)
+        except EvalsError:
+            raise
+        except Exception as exc:
+            raise contracts.raised(self.label, "rerank()", exc) from exc
         if documents:
             tokens = _pair_tokens(_tokens(query), [_tokens(d) for d in documents])
             self.usage.add(f"{self.billed_as}_requests")
             self.usage.bill(GUARDED_PROVIDER, self.model, {"input_tokens": tokens})
-        return scores
+        return contracts.checked_scores(scores, len(documents), self.label, query)
 
     def plan(
         self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: float | None = None
