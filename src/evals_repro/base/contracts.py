@@ -192,7 +192,8 @@ def checked_rows(result: Any, items: list[Any], input_type: str, component: str,
         return np.asarray(result, dtype=np.float32)
     n = len(items)
     try:
-        matrix = np.asarray(result, dtype=np.float32)
+        with np.errstate(over="ignore"):  # a value past float32 becomes inf: the non-finite check names it
+            matrix = np.asarray(result, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise ComponentError(
             f"{component}: embed() failed the shape check: it returned {_kind(result)} that is not a matrix of "

@@ -200,11 +200,17 @@ def _fitted(head: str, messages: list[str], subsets: list[list[str]], named: boo
     longest = len(max(messages, key=len))
     for reasons in range(len(messages), 0, -1):  # every reason if it can be, each as long as it can be
         for names in range(max(map(len, subsets)), 0, -1):
-            for width in range(longest, MIN_SHARED - 1, -1):
-                text = _line(head, lead, messages, subsets, named, width, names, reasons)
-                if len(text) <= room:
-                    return text, len(messages)
-    return text[: room - 1] + "…", len(messages)
+            low, high = MIN_SHARED, max(longest, MIN_SHARED)  # the widest cut that fits (the length grows with it)
+            if len(_line(head, lead, messages, subsets, named, low, names, reasons)) > room:
+                continue
+            while low < high:
+                middle = (low + high + 1) // 2
+                if len(_line(head, lead, messages, subsets, named, middle, names, reasons)) <= room:
+                    low = middle
+                else:
+                    high = middle - 1
+            return _line(head, lead, messages, subsets, named, low, names, reasons), len(messages)
+    return _line(head, lead, messages, subsets, named, MIN_SHARED, 1, 1)[: room - 1] + "…", len(messages)
 
 
 _PARENTHESES = re.compile(r"\([^()]{12,}\)")
