@@ -328,3 +328,27 @@ def test_the_checks_can_be_bypassed_for_the_side_by_side_benchmark_only_inside_t
         assert contracts.checked_run(broken, "method 'x'", subset, asked, 5) is broken
     with pytest.raises(ComponentError, match="scores must be finite"):
         contracts.checked_run(broken, "method 'x'", subset, asked, 5)
+
+
+def test_a_corpus_on_disk_checks_a_runs_page_ids_in_one_lookup(tmp_path):
+    """A PageStore corpus (MS MARCO-scale text sets) answers the run check in bulk: `missing` finds exactly the
+    ids that name no page (an empty id, one longer than any stored, a near miss) and the check names them."""
+    from evals_repro.base import contracts
+    from evals_repro.base.pagestore import build_store
+
+    pages = [("d2", "wing"), ("d10", "plate"), ("a", "slab")]
+    store = build_store(tmp_path / "store", iter(pages), source={"kind": "test"})
+    assert store.missing(["d10", "d1", "", "a", "d100000", "a\0", "d2"]) == ["d1", "", "d100000", "a\0"]
+    assert store.missing([]) == []
+    queries = [evals_repro.Query("q1", "x", "english"), evals_repro.Query("q2", "y", "english")]
+    subset = evals_repro.Subset("b", "s", "english", store, queries, {})
+    good = {"q1": {"d2": 1.0, "a": 0.5}, "q2": {"d10": np.float32(2.0)}}
+    assert contracts.checked_run(good, "method 'x'", subset, queries, 5) == {
+        "q1": {"d2": 1.0, "a": 0.5},
+        "q2": {"d10": 2.0},
+    }
+    with pytest.raises(ComponentError) as caught:
+        contracts.checked_run({"q1": {"d2": 1.0}, "q2": {"d1": 1.0, "d10": 0.5}}, "method 'x'", subset, queries, 5)
+    assert caught.value.message == (
+        "method 'x': run() returned 1 page id(s) for query 'q2' that are not in the corpus of b/s: 'd1'"
+    )

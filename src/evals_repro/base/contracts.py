@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from .data import StoredPages
 from .errors import ComponentError
 
 if TYPE_CHECKING:
@@ -103,8 +104,8 @@ def checked_run(run: Any, component: str, subset: Subset, queries: list[Query], 
             f"{component}: run() returned {len(stray)} query id(s) that were not asked on {where}: {_listed(stray)}",
             f"return pages only for the {len(asked)} queries run() was given",
         )
-    pages = subset.page_by_id()
-    known = pages.keys() if isinstance(pages, dict) else None  # a dict's key view compares in C
+    store = subset.pages if isinstance(subset.pages, StoredPages) else None  # a corpus on disk answers in bulk
+    known = {page.id for page in subset.pages} if store is None else None
     checked: Run = {}
     for qid, rows in run.items():
         if not isinstance(rows, Mapping):
@@ -118,19 +119,33 @@ def checked_run(run: Any, component: str, subset: Subset, queries: list[Query], 
                 "it was given",
                 "return at most top_k pages per query, the best ones",
             )
-        if not (rows.keys() <= known if known is not None else all(pid in pages for pid in rows)):
-            unknown = [pid for pid in rows if pid not in pages]
-            raise ComponentError(
-                f"{component}: run() returned {len(unknown)} page id(s) for query {qid!r} that are not in the corpus "
-                f"of {where}: {_listed(unknown)}",
-                "return ids of subset.pages (Page.id)",
-            )
+        if known is not None and not rows.keys() <= known:
+            _outside(component, where, qid, [pid for pid in rows if pid not in known])
         values = rows.values()
-        if set(map(type, values)) <= {float} and math.isfinite(sum(values)):
+        kinds = set(map(type, values))
+        if kinds <= {float} and math.isfinite(sum(values)):
             checked[qid] = rows if type(rows) is dict else dict(rows)
             continue
-        checked[qid] = {pid: _score(component, qid, pid, score) for pid, score in rows.items()}
+        if all(issubclass(kind, numbers.Real) and kind is not bool for kind in kinds):  # numpy scores, ints
+            floats = list(map(float, values))
+            if math.isfinite(sum(floats)):
+                checked[qid] = dict(zip(rows.keys(), floats))
+                continue
+        checked[qid] = {pid: _score(component, qid, pid, score) for pid, score in rows.items()}  # names the culprit
+    if store is not None:  # every page id of the run looked up at once
+        absent = set(store.missing(set().union(*checked.values())))
+        if absent:
+            qid = next(q for q, rows in checked.items() if not absent.isdisjoint(rows))
+            _outside(component, where, qid, [pid for pid in checked[qid] if pid in absent])
     return checked
+
+
+def _outside(component: str, where: str, qid: str, unknown: list[Any]) -> None:
+    raise ComponentError(
+        f"{component}: run() returned {len(unknown)} page id(s) for query {qid!r} that are not in the corpus "
+        f"of {where}: {_listed(unknown)}",
+        "return ids of subset.pages (Page.id)",
+    )
 
 
 def _score(component: str, qid: str, pid: Any, score: Any) -> float:
