@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .data import StoredPages
 from .errors import ComponentError
@@ -140,7 +140,7 @@ def checked_run(run: Any, component: str, subset: Subset, queries: list[Query], 
     return checked
 
 
-def _outside(component: str, where: str, qid: str, unknown: list[Any]) -> None:
+def _outside(component: str, where: str, qid: str, unknown: list[Any]) -> NoReturn:
     raise ComponentError(
         f"{component}: run() returned {len(unknown)} page id(s) for query {qid!r} that are not in the corpus "
         f"of {where}: {_listed(unknown)}",

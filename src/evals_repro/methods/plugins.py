@@ -2,7 +2,8 @@
 
 Both arrive as registry entries carrying a `PluginOrigin` (registry.py). Here they are held to the
 protocols the built-ins implement (`Retriever`, `Embedder`, `Reranker`): an object missing a member is
-refused in one line naming the object and the member, before any work. What a result records of them
+refused in one line naming the object and the member, before any work; what it hands back, and what it
+raises, is checked where it hands it back (base/contracts.py: one ComponentError line, exit 5). What a result records of them
 (`pipeline_plugins`) is part of what decides whether a result covers a request: the distribution and
 version of a plugin (upgrading it re-runs on `--resume`), and for a Python object, which has no
 version, its class and its own `describe()`.
