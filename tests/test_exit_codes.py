@@ -75,7 +75,7 @@ def test_a_single_subset_bug_is_exit_1_naming_the_subset():
     error = failed_run([failure("heat-pumps", 1, "boom")], 1)
     assert error is not None and error.exit_code == 1
     assert error.one_line() == (
-        "heat-pumps: RuntimeError: boom: an unexpected error: rerun with --verbose and report the traceback"
+        "heat-pumps: RuntimeError: boom: an unexpected error: please report it with its traceback (--verbose shows it)"
     )
 
 

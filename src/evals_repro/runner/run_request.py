@@ -139,7 +139,7 @@ CLASSES = {
 }
 LAST_LINE = 200  # characters of the run's last line, `error: ` included
 MIN_SHARED = 20  # characters of a reason worth showing (and of an opening reasons share, to say it once)
-BUG_HINT = "an unexpected error: rerun with --verbose and report the traceback"
+BUG_HINT = "an unexpected error: please report it with its traceback (--verbose shows it)"
 
 
 def failed_run(failures: list[SubsetOutcome], total: int) -> EvalsError | None:
