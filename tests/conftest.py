@@ -25,6 +25,7 @@ ORIGINAL_ENVIRON = dict(os.environ)
 # A fake Hugging Face Hub for the whole session (tests/fakehub.py). huggingface_hub and datasets
 # read HF_ENDPOINT/HF_HOME/HF_HUB_OFFLINE once, at import, so this runs before any test imports them.
 from fakehub import FakeHub, install_environment  # noqa: E402
+from plugin_venv import venv  # noqa: E402, F401  (the session's plugin venv, tests/plugin_venv.py)
 
 FAKE_HUB = FakeHub()
 FAKE_HUB_HOME = install_environment(FAKE_HUB)

@@ -48,7 +48,7 @@ def test_every_option_and_argument_of_every_command_has_help():
     assert len(ALL_COMMANDS) > 10 and missing == []
 
 
-EXPECTED_EXIT_CODES = {0, 1, 2, 3, 4, 130, 143}
+EXPECTED_EXIT_CODES = {0, 1, 2, 3, 4, 5, 130, 143}
 
 
 def test_exit_codes_are_documented_in_help_and_readme(capsys):

@@ -36,6 +36,7 @@ BASE_ORDER = [
     "matrix_file",
     "call_journal",
     "data",
+    "contracts",
     "context",
     "identity",
     "registry",

@@ -50,6 +50,7 @@ def test_wheel_carries_the_benchmarks_folder_byte_for_byte(wheel):
             assert packed in names, packed
             assert archive.read(packed) == path.read_bytes(), packed
         assert "evals_repro/cli/__init__.py" in names
+        assert "evals_repro/py.typed" in names  # PEP 561: type checkers read the package's own hints
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         assert "evals-repro = evals_repro.cli:main" in archive.read(entry_points).decode()
         requirements = _requirements(archive)

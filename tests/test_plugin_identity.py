@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from evals_repro.cli import main
-from test_plugins import DEMO, DEMO_ENTRY_POINTS, Venv, line_with, records, write_package
+from plugin_venv import DEMO, DEMO_ENTRY_POINTS, Venv, line_with, records, write_package
 
 NOT_REUSED = "; nothing computed by its previous identity is reused"
 

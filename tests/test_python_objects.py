@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import evals_repro
-from evals_repro.base.errors import ProviderError, UsageError
+from evals_repro.base.errors import ComponentError, UsageError
 from evals_repro.base.registry import EMBEDDERS, METHODS, RERANKERS
 from evals_repro.base.usage import Usage
 from evals_repro.embedders.guarded import GuardedEmbedder
@@ -173,7 +173,12 @@ def test_an_object_that_raises_fails_its_subset_and_the_others_go_on(tmp_path):
     )
     status = {o.subset: o.status for o in summary.outcomes}
     assert status == {"heat-pumps": "written", "railway-maintenance": "failed", "clinical-trials": "written"}
-    assert [f.reason for f in summary.failures] == ["RuntimeError: length reranker refuses 'voies'"]
+    assert [f.reason for f in summary.failures] == [
+        "reranker 'picky' (Python object test_python_objects:LengthReranker): rerank() raised RuntimeError: "
+        "length reranker refuses 'voies': fix the component (--verbose shows its traceback)"
+    ]
+    assert summary.failures[0].error.exit_code == 5  # the user's code failed: neither a provider nor a bug of ours
+    assert summary.error().exit_code == 4  # the others are written
 
 
 def test_an_oracle_retriever_object_and_resume(tmp_path, caplog):
@@ -307,17 +312,22 @@ class Wide:
 
 
 def test_guarded_embedder_checks_every_call():
+    """Each call's rows, one check at a time (base/contracts.py), the check named: shape, width."""
     items = [evals_repro.EmbedItem(text=f"item {i}") for i in range(4)]
     rows = GuardedEmbedder(Wide([3, 3]), "wide", Usage()).embed(items, "document")
     assert rows.shape == (4, 3) and np.allclose(np.linalg.norm(rows, axis=1), 1.0)
-    with pytest.raises(ProviderError, match="returned rows of width 5, earlier rows have 3"):
+    with pytest.raises(
+        ComponentError, match="embed[(][)] failed the width check: rows of width 5, earlier rows have 3"
+    ):
         GuardedEmbedder(Wide([3, 5]), "wide", Usage()).embed(items, "document")
 
     class Short(Wide):
         def embed(self, items, input_type):
             return np.ones((len(items) - 1, 3))
 
-    with pytest.raises(ProviderError, match=r"embedder 'wide' returned shape \(1, 3\) .* for 2 items"):
+    with pytest.raises(
+        ComponentError, match=r"failed the shape check: it returned shape \(1, 3\) for 2 document items"
+    ):
         GuardedEmbedder(Short([]), "wide", Usage()).embed(items, "document")
 
     class BadBudget(Wide):
@@ -453,3 +463,81 @@ def test_what_an_embedder_accepts_is_read_from_its_supports_images():
     assert accepted_contents(plugin_entry(PictureBagEmbedder)) == ("markdown", "images")
     assert accepted_contents(plugin_entry(lambda: BagEmbedder())) is None
     assert accepted_contents(EMBEDDERS.require("minilm")) == ("markdown",)  # a built-in: its registered contents
+
+
+# -- the Python API's own surface ------------------------------------------------------------------------
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_the_valid_ones(tmp_path):
+    with pytest.raises(TypeError) as caught:
+        evals_repro.run("bm25", results_dir=tmp_path / "r", workerz=4)
+    message = str(caught.value)
+    assert message.startswith("run() got an unexpected keyword argument 'workerz' (did you mean 'workers'?); it takes")
+    assert all(f" {name}," in message or message.endswith(f" {name}") for name in ("workers", "voyage_tpm", "subsets"))
+    assert not (tmp_path / "r").exists()  # refused before any work
+    with pytest.raises(TypeError, match=r"'subset' \(did you mean 'subsets'\?\), and 1 more \('topk'\)"):
+        evals_repro.run("bm25", results_dir=tmp_path / "r", subset=["heat-pumps"], topk=5)
+
+
+def test_the_api_takes_the_run_commands_options_and_no_others():
+    """Every option `evals-repro run` has is a keyword of `evals_repro.run` (the command's flags, underscored):
+    the list the API checks against cannot drift from the command."""
+    import inspect
+
+    from evals_repro.cli import command_tree
+    from evals_repro.runner.run_request import RUN_OPTIONS
+
+    command = command_tree().commands["run"]
+    flags = {param.name for param in command.params}
+    cli_only = {"plan", "max_cost", "prices"}  # the cost gate is the command's (`run --plan` / `--max-cost`)
+    renamed = {"subsets": "subsets", "measure": "measures"}
+    keywords = set(inspect.signature(evals_repro.run).parameters) - {
+        "options",
+        "retriever",
+        "embedder",
+        "reranker",
+        "name",
+    }
+    assert {renamed.get(flag, flag) for flag in flags - cli_only} == keywords | set(RUN_OPTIONS)
+
+
+def test_a_clash_of_the_rerankers_own_name_says_to_rename_the_reranker(tmp_path):
+    """With a first-stage object, name= names the first stage and the reranker is filed under its .name: a
+    clash of that .name is fixed on the reranker, not by another name=."""
+
+    class Cohere(LengthReranker):
+        name = "cohere"  # a built-in reranker's name
+
+    with pytest.raises(UsageError) as caught:
+        evals_repro.run(retriever=Oracle(), name="tfidf-dev2", reranker=Cohere(), results_dir=tmp_path / "r")
+    line = caught.value.one_line()
+    assert "reranker 'cohere' (Python object test_python_objects:" in line and "clashes with the built-in" in line
+    assert line.endswith(
+        "set another .name on the reranker object Cohere (it is filed under its .name 'cohere'; name='tfidf-dev2' "
+        "names the first stage)"
+    )
+    assert "another name=" not in line
+    # alone, the reranker is filed under name=, and name= is what to change
+    with pytest.raises(UsageError) as alone:
+        evals_repro.run("bm25", reranker=Cohere(), name="cohere", results_dir=tmp_path / "r")
+    assert alone.value.hint.startswith("give your object another name=")
+
+
+def test_dir_lists_the_public_api_and_it_is_typed():
+    import typing
+
+    from evals_repro.retrieval.base import Retriever
+
+    exported = {"run", "evaluate", "Retriever", "Embedder", "Reranker", "EmbedItem", "InputType", "MethodContext"}
+    assert dir(evals_repro) == sorted(evals_repro.__all__) and exported <= set(dir(evals_repro))
+    assert set(evals_repro.__all__) == set(evals_repro._EXPORTS)
+    assert "Any" not in dir(evals_repro) and "annotations" not in dir(evals_repro)
+    hints = typing.get_type_hints(evals_repro.run)
+    assert hints["retriever"] == Retriever | None and hints["top_k"] is int
+    # what type checkers see: every export imported under TYPE_CHECKING, and the package marked as typed
+    source = Path(evals_repro.__file__)
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    imported = {alias.name for node in guarded.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == set(evals_repro.__all__)
+    assert (source.parent / "py.typed").is_file()

@@ -114,17 +114,51 @@ def test_a_dead_replica_has_its_calls_sent_to_the_live_one():
         assert built.ctx.usage.get("rerank-api_retries") == 0  # a failover is not a retry
 
 
-def test_malformed_answers_are_retried_then_fail_in_one_line():
+def test_an_unreadable_answer_is_retried_a_rejected_request_is_not():
     from fakes.base import Reply
 
     with FakeOpenAICompatible(MODEL) as fake:
         built = reranker([fake.url], max_attempts=2)
-        fake.script(Reply(200, {"results": [{"index": 5, "relevance_score": 0.1}]}, path="/rerank"))
+        fake.script(Reply(200, raw=b'{"results": [{"index": 0, "relev', path="/rerank"))  # cut short
         assert len(built.rerank("heat pump", ["a", "b"])) == 2
         assert built.ctx.usage.get("rerank-api_retries") == 1
         fake.fail(400, path="/rerank")
         with pytest.raises(ProviderError, match=r"rejected \(HTTP 400\): scripted 400"):
             built.rerank("heat pump", ["a", "b"])
+
+
+@pytest.mark.parametrize(
+    "results, wrong",
+    [
+        (
+            [{"index": 5, "relevance_score": 0.1}, {"index": 0, "relevance_score": 0.2}],
+            "answered index 5 for 2 documents",
+        ),
+        (
+            [{"index": 0, "relevance_score": 0.1}, {"index": 0, "relevance_score": 0.2}],
+            "answered index 0 for 2 documents",
+        ),
+        ([{"index": 1, "relevance_score": 0.1}], "scored 1 of 2 documents"),
+        ([{"index": 0, "relevance_score": "high"}, {"index": 1, "relevance_score": 0.2}], "answered score 'high'"),
+    ],
+)
+def test_a_whole_answer_that_breaks_the_contract_fails_at_once(results, wrong):
+    """Asked again, a server gives the same wrong answer: one request, no retry, no backoff (it was six
+    attempts and about a minute of waiting), one line that says why it was not retried."""
+    from fakes.base import Reply
+
+    with FakeOpenAICompatible(MODEL) as fake:
+        built = reranker([fake.url])  # the default attempts (6)
+        sent = len(fake.requests)
+        fake.script(Reply(200, {"id": "r", "model": MODEL, "results": results}, path="/rerank"))
+        with pytest.raises(ProviderError) as caught:
+            built.rerank("heat pump", ["a", "b"])
+        assert [r.path for r in fake.requests[sent:] if r.path == "/rerank"] == ["/rerank"]  # (and a /tokenize)
+        assert built.ctx.usage.get("rerank-api_retries") == 0 and built.ctx.usage.get("rerank-api_wait_seconds") == 0
+    assert (
+        caught.value.one_line().startswith(f"rerank-api {MODEL}: POST /rerank {wrong}")
+        and "breaks the rerank contract; not retried" in caught.value.one_line()
+    )
 
 
 @pytest.mark.parametrize(

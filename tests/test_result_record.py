@@ -153,7 +153,10 @@ def test_failing_subsets_do_not_stop_the_run_and_each_is_named(tmp_path, monkeyp
     assert cli(data, tmp_path) == 4
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("error: 2 subset(s) failed (alpha: RuntimeError: scripted failure on alpha; gamma:")
+    assert last == (
+        "error: 2 of 3 subsets failed: RuntimeError: scripted failure on alpha (alpha); RuntimeError: scripted failure "
+        "on gamma (gamma): fix each, then rerun with --resume (it runs only those)"
+    )
     assert (tmp_path / "results/bench/scripted/beta.json").exists()
     assert not (tmp_path / "results/bench/scripted/alpha.json").exists()
 

@@ -372,10 +372,11 @@ def test_every_broken_subset_of_a_folder_is_said_once_then_exit_2(tmp_path, caps
     line, err = one_error_line(capsys)
     assert code == 2
     assert line == (
-        "error: all 2 subsets failed on their data or options (each reason above): "
-        "fix what each names, then run the command again"
+        "error: all 2 subsets failed on their data or options: 1 duplicate page ids, first: d1: "
+        "fix it, then run the command again"
     )
-    assert err.count("1 duplicate page ids") == 2  # one line per subset (each names its own folder), no repeat
+    # one line per subset as it happened (each names its own folder), then the shared reason once
+    assert err.count("1 duplicate page ids") == 3
     assert "--resume" not in err and "revision" not in err
 
 
@@ -396,7 +397,7 @@ def test_a_partly_failed_run_still_exits_4_and_advises_resume(tmp_path, capsys):
         ]
     )
     line, err = one_error_line(capsys)
-    assert code == 4 and line.startswith("error: 1 subset(s) failed (bad: ") and "--resume" in line
+    assert code == 4 and line.startswith("error: 1 of 2 subsets failed (bad): subset mine/bad (") and "--resume" in line
     assert (tmp_path / "r" / "mine" / "bm25" / "good.json").exists()
 
 
@@ -425,8 +426,8 @@ def test_a_plan_of_a_folder_whose_every_subset_is_broken_says_each_once_then_exi
         beir(tmp_path / "mine" / name, corpus, queries, qrels)
     code = main(plan_args(tmp_path, tmp_path / "mine", "--plan"))
     line, err = one_error_line(capsys)
-    assert code == 2 and line.startswith("error: all 2 subsets failed on their data or options")
-    assert err.count("1 duplicate page ids") == 2 and "download" not in err
+    assert code == 2 and line.startswith("error: all 2 subsets failed on their data or options: 1 duplicate page")
+    assert err.count("1 duplicate page ids") == 3 and "download" not in err  # each subset's line, then the last
 
 
 def test_a_plan_with_one_broken_subset_counts_the_others_and_names_the_reason(tmp_path, capsys, monkeypatch):
@@ -457,7 +458,7 @@ def test_max_cost_with_a_broken_subset_says_its_reason_once(tmp_path, capsys, mo
         monkeypatch.setenv("VOYAGE_BASE_URL", fake.url + "/v1")
         code = main(plan_args(tmp_path, tmp_path / "mine", "--max-cost", "1"))
     line, err = one_error_line(capsys)
-    assert code == 4 and line.startswith("error: 1 subset(s) failed (bad: ")
+    assert code == 4 and line.startswith("error: 1 of 2 subsets failed (bad): subset mine/bad (")
     assert err.count("1 duplicate page ids") == 2  # "bad: failed: ..." as it happened, and the final line
 
 

@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from .base.errors import UsageError
+from .embedders.base import Embedder
+from .rerankers.base import Reranker
+from .retrieval.base import Retriever
 from .runner.evaluation import run_benchmark
-from .runner.run_request import RunRequest, RunSummary
+from .runner.run_request import RUN_OPTIONS, RunRequest, RunSummary
 
 
 @dataclass(frozen=True)
@@ -51,24 +54,28 @@ def run(
     resume: bool = False,
     content: str = "markdown",
     revision: str | None = None,
+    language: str | None = None,
     tie_rule: str = "group-mean",
     score_precision: str = "float32",
     rerank: str | None = None,
     rerank_depth: int | None = None,
-    retriever: Any = None,
-    embedder: Any = None,
-    reranker: Any = None,
+    retriever: Retriever | None = None,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
     name: str | None = None,
     **options: Any,
 ) -> RunSummary:
     """Evaluate `method` on `benchmark` (see `evals-repro run --help`); `options` are the provider and
-    method options (`workers=4`, `voyage_tpm=...`, `rerank_top_k=10`, ...).
+    method options, the command's flags with underscores (`workers=4`, `voyage_tpm=...`, `rerank_top_k=10`,
+    ...): any other keyword is a TypeError naming the valid ones.
 
     Instead of a method name, give your own first stage as `retriever=` (a `Retriever`) or `embedder=`
     (an `Embedder`: it gets the embedding cache and the exact index), filed under `name`; `reranker=`
     (a `Reranker`) reranks any first stage, a method name or your object (it is filed under `name`
     when it is the only object, else under its own `.name`). An object missing a protocol member is
-    refused before any work (UsageError); one that raises fails its subset and the others go on."""
+    refused before any work (UsageError); one that raises, or returns what its protocol does not allow,
+    fails its subset (a ComponentError in `summary.failures`) and the others go on."""
+    _check_keywords(options)
     with _objects(method, retriever, embedder, reranker, name) as (method_name, rerank_name):
         if rerank_name is not None:
             if rerank is not None:
@@ -86,6 +93,7 @@ def run(
             content=content,
             revision=revision,
             measures=list(measures) if measures else None,
+            language=language,
             tie_rule=tie_rule,
             score_precision=score_precision,
             rerank=rerank,
@@ -93,6 +101,25 @@ def run(
             options=dict(options),
         )
         return run_benchmark(request)
+
+
+def _check_keywords(options: dict[str, Any]) -> None:
+    """A keyword `run` does not take is a TypeError (as Python says it for any function), naming the valid ones."""
+    unknown = sorted(set(options) - set(RUN_OPTIONS))
+    if not unknown:
+        return
+    import difflib
+    import inspect
+
+    parameters = [p for p in inspect.signature(run).parameters if p not in ("method", "benchmark", "options")]
+    valid = sorted(parameters) + sorted(RUN_OPTIONS)
+    close = difflib.get_close_matches(unknown[0], valid, n=1)
+    raise TypeError(
+        f"run() got an unexpected keyword argument {unknown[0]!r}"
+        + (f" (did you mean {close[0]!r}?)" if close else "")
+        + (f", and {len(unknown) - 1} more ({', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else "")
+        + f"; it takes method, benchmark and the keywords {', '.join(valid)}"
+    )
 
 
 @contextmanager
@@ -124,8 +151,18 @@ def _objects(
         rerank_name = None
         if reranker is not None:
             rerank_name = name if not first else getattr(reranker, "name", "")
-            entry = object_entry("reranker", str(rerank_name), reranker)
-            stack.enter_context(REGISTRIES["reranker"].temporarily(entry))
+            try:
+                entry = object_entry("reranker", str(rerank_name), reranker)
+                stack.enter_context(REGISTRIES["reranker"].temporarily(entry))
+            except UsageError as exc:
+                if not first:
+                    raise
+                # name= names the first stage here: the reranker is filed under its own .name, so that is what to change
+                raise UsageError(
+                    exc.message,
+                    f"set another .name on the reranker object {type(reranker).__name__} (it is filed under its "
+                    f".name {rerank_name!r}; name={name!r} names the first stage)",
+                ) from None
         assert method_name is not None
         yield method_name, rerank_name
 

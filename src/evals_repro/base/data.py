@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -76,6 +76,7 @@ class StoredPages(Protocol):
     @property
     def n_empty(self) -> int: ...
     def by_id(self) -> Mapping[str, Page]: ...
+    def missing(self, page_ids: Iterable[str]) -> list[str]: ...
     def __len__(self) -> int: ...
     def __contains__(self, page_id: object) -> bool: ...
 

@@ -2,8 +2,10 @@
 
 The CLI prints `error: <message> (<hint>)` and exits non-zero; `--verbose` adds the traceback.
 Exit codes (documented in the README and `evals-repro --help`): 0 success, 1 unexpected error,
-2 usage/data/configuration error (a full disk included), 3 provider error, 4 some subsets of a run failed,
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM, as schedulers send it).
+2 usage/data/configuration error (a full disk included), 3 provider error, 4 some subsets of a multi-subset run
+failed (the others are done), 5 a component of the user's own (a plugin or Python object) failed or broke its
+protocol, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM, as schedulers send it). A run whose every subset
+failed exits with its failures' own code (`runner.run_request.failed_run`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ EXIT_UNEXPECTED = 1
 EXIT_USAGE = 2
 EXIT_PROVIDER = 3
 EXIT_SUBSETS_FAILED = 4
+EXIT_COMPONENT = 5
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
@@ -55,17 +58,20 @@ class WriteError(EvalsError):
     so the command stops; what was being written was left as it was."""
 
 
+class ComponentError(EvalsError):
+    """A component of the user's own (a plugin's or Python object's retriever, embedder or reranker) raised, or
+    handed back what its protocol does not allow (base/contracts.py): its code to fix, not a provider's or ours."""
+
+    exit_code = EXIT_COMPONENT
+
+
 class SubsetsFailed(EvalsError):
-    """Some subsets of a run failed; the others' results were written. Each failure is listed."""
+    """Subsets of a run failed (`runner.run_request.failed_run` words it): exit 4 when others are done, else
+    the failures' own class."""
 
-    exit_code = EXIT_SUBSETS_FAILED
-
-    def __init__(self, failures) -> None:
-        listed = "; ".join(f"{f.subset}: {f.reason}" for f in failures)
-        super().__init__(
-            f"{len(failures)} subset(s) failed ({listed})",
-            "fix what each names, then rerun with --resume to run only those",
-        )
+    def __init__(self, message: str, hint: str, exit_code: int) -> None:
+        super().__init__(message, hint)
+        self.exit_code = exit_code
 
 
 def choices(values) -> str:

@@ -119,10 +119,30 @@ class PageStore(Sequence[Page]):
         return self._ids
 
     # -- lookup by id ------------------------------------------------------------------------
-    def index_of(self, page_id: str) -> int | None:
+    def _sorted_ids(self) -> np.ndarray:
         if self._sorted is None:
             self._sorted = np.load(self.directory / "ids_sorted.npy", mmap_mode="r")
             self._order = np.load(self.directory / "ids_order.npy", mmap_mode="r")
+        return self._sorted
+
+    def missing(self, page_ids: Iterable[str]) -> list[str]:
+        """The ids among `page_ids` that name no page, found in one vectorised search (a run's millions of
+        page ids are checked against the corpus without a lookup each)."""
+        known = self._sorted_ids()
+        asked = list(page_ids)
+        if not asked or not len(known):
+            return asked
+        keys = [page_id.encode("utf-8") if isinstance(page_id, str) else b"" for page_id in asked]
+        width = known.dtype.itemsize
+        unusable = [not key or len(key) > width or key.endswith(b"\0") for key in keys]
+        wanted = np.array([b"" if bad else key for key, bad in zip(keys, unusable)], dtype=known.dtype)
+        at = np.minimum(np.searchsorted(known, wanted), len(known) - 1)
+        absent = (known[at] != wanted) | np.asarray(unusable)
+        return [asked[i] for i in np.flatnonzero(absent)]
+
+    def index_of(self, page_id: str) -> int | None:
+        self._sorted_ids()
+        assert self._sorted is not None
         key = page_id.encode("utf-8")
         if not key or len(key) > self._sorted.dtype.itemsize or key.endswith(b"\0"):
             return None

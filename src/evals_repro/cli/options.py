@@ -141,8 +141,11 @@ EXIT_CODES = {
     1: "unexpected error (a bug: rerun with --verbose and report the traceback)",
     2: "usage, data or configuration error (bad option, unknown name, missing or garbled file, missing key, "
     "no Hub access, a full or read-only disk)",
-    3: "provider error (a hosted API refused the request or failed after retries)",
-    4: "some subsets of a run failed (the others' results are written; each failure is listed)",
+    3: "provider error (a hosted API or a server refused the request, failed after retries, or answered wrong)",
+    4: "some subsets of a run failed, the others are done (rerun with --resume; when none is done, the failures' "
+    "own code)",
+    5: "your component failed (a plugin's or Python object's retriever, embedder or reranker raised, or returned "
+    "what its protocol does not allow)",
     130: "interrupted (finished subsets and records are kept; rerun with --resume)",
     143: "terminated by SIGTERM (handled as an interrupt)",
 }

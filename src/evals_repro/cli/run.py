@@ -184,9 +184,9 @@ def run_command(
     if table is None:
         return
     summary = money.within(lambda: run_benchmark(request, echo=echo), table)
-    refusal = summary.refusal()
-    if refusal is not None and not summary.usage.as_dict():
-        raise refusal  # every subset refused on its data or options, nothing spent: that reason is the answer
+    failed = summary.error()
+    if failed is not None and summary.refusal() is not None and not summary.usage.as_dict():
+        raise failed  # every subset refused on its data or options, nothing spent: that reason is the answer
     counts = {status: sum(o.status == status for o in summary.outcomes) for status in STATUSES}
     shown = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "written")
     from ..providers.prices import spend_text
@@ -198,9 +198,5 @@ def run_command(
         highlight=False,
         soft_wrap=True,
     )
-    if refusal is not None:
-        raise refusal
-    if summary.failures:
-        from ..base.errors import SubsetsFailed
-
-        raise SubsetsFailed(summary.failures)
+    if failed is not None:
+        raise failed  # its exit code is the failures' class, or 4 when other subsets are done

@@ -3,9 +3,10 @@
 The user's `embed` sees calls of at most `batch_size` items (its attribute; 64 when it has none), under
 the per-minute budgets it declares with the attributes `requests_per_minute`, `items_per_minute` and
 `tokens_per_minute` (tokens estimated from the text as for the providers; 0 or absent: no budget),
-through the same throttle the hosted providers use. Each call's rows are checked (one finite row per
-item, one width throughout), unit-normalised, and handed to the embedding cache the moment the call
-returns, so a run killed later keeps what was computed. Calls and items are counted in the run's
+through the same throttle the hosted providers use. Each call's rows are checked (base/contracts.py: one
+finite, non-zero row per item, one width throughout; a failed check is one line naming it and the items),
+unit-normalised, and handed to the embedding cache the moment the call returns, so a run killed later keeps
+what was computed. Calls and items are counted in the run's
 usage as `<name>_requests` and `<name>_items`, waits as `<name>_wait_seconds`.
 
 What it costs is outside evals-repro's price table, so it is never taken as free: each call bills its
@@ -20,7 +21,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..base.errors import ProviderError, UsageError
+from ..base import contracts
+from ..base.errors import EvalsError, UsageError
 from ..base.identity import ComponentIdentity
 from ..base.rendering import PageStyle
 from ..base.usage import Usage
@@ -56,11 +58,18 @@ class GuardedEmbedder:
     """The Embedder protocol around a user's embedder: batches, budgets, checked unit rows, usage."""
 
     def __init__(
-        self, inner: Embedder, name: str, usage: Usage, window: float = 60.0, identity: ComponentIdentity | None = None
+        self,
+        inner: Embedder,
+        name: str,
+        usage: Usage,
+        window: float = 60.0,
+        identity: ComponentIdentity | None = None,
+        label: str = "",
     ):
         self.inner = inner
         self.component_identity = identity  # what the embedding cache keys on (cache_keys.settings_digest)
         self.name = name
+        self.label = label or f"embedder '{name}'"  # how a broken contract names it
         self.provider = PROVIDER
         self.model = inner.model
         self.dimension = inner.dimension
@@ -76,8 +85,6 @@ class GuardedEmbedder:
         return self.inner.describe()
 
     def _call(self, items: list[EmbedItem], input_type: InputType) -> np.ndarray:
-        import numpy as np
-
         ticket = None
         tokens = sum(estimate_tokens(item.text) for item in items)
         if self.throttle is not None:
@@ -86,25 +93,18 @@ class GuardedEmbedder:
                 self.usage.add(f"{self.name}_wait_seconds", waited)
         try:
             result = self.inner.embed(items, input_type)
+        except EvalsError:
+            raise
+        except Exception as exc:
+            raise contracts.raised(self.label, "embed()", exc) from exc
         finally:
             if ticket is not None and self.throttle is not None:
                 self.throttle.release(ticket)
         self.usage.add(f"{self.name}_requests")
         self.usage.add(f"{self.name}_items", len(items))
         self.usage.bill(PROVIDER, self.model, {"input_tokens": tokens})
-        matrix = np.asarray(result, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[0] != len(items) or not np.isfinite(matrix).all():
-            raise ProviderError(
-                f"embedder '{self.name}' returned shape {matrix.shape} (or non-finite values) for {len(items)} items",
-                "embed() must return one finite row per item, in order",
-            )
-        if self._width is None:
-            self._width = matrix.shape[1]
-        elif matrix.shape[1] != self._width:
-            raise ProviderError(
-                f"embedder '{self.name}' returned rows of width {matrix.shape[1]}, earlier rows have {self._width}",
-                "embed() must return one width throughout a run",
-            )
+        matrix = contracts.checked_rows(result, items, input_type, self.label, self._width)
+        self._width = matrix.shape[1]
         return normalise(matrix)
 
     def plan(self, items: list[EmbedItem], input_type: InputType, plan: Plan, what: str = "") -> None:

@@ -332,11 +332,14 @@ def _build_first(name: str, content: str, ctx: MethodContext) -> Retriever:
         from .plugins import build_checked, identity_of
 
         built = build_checked(entry, name, ctx)
-        if entry.kind == "embedder":  # batches, budgets, the cache (keyed by its identity) and the exact index
+        if entry.kind == "embedder":  # batches, budgets, checks, the cache (keyed by its identity), the exact index
             from ..embedders.guarded import GuardedEmbedder
             from ..retrieval.dense import DenseRetriever
+            from .plugins import component_label
 
-            guarded = GuardedEmbedder(built, name, ctx.usage, identity=identity_of(entry, built))
+            guarded = GuardedEmbedder(
+                built, name, ctx.usage, identity=identity_of(entry, built), label=component_label(entry)
+            )
             return DenseRetriever(name, guarded, ctx)
         return built
     if entry.kind == "embedder":

@@ -2,11 +2,12 @@
 
 Both arrive as registry entries carrying a `PluginOrigin` (base/identity.py). Here they are held to the
 protocols the built-ins implement (`Retriever`, `Embedder`, `Reranker`): an object missing a member is
-refused in one line naming the object and the member, before any work. Once built, each gets its
-`ComponentIdentity` (`identity_of`: distribution, version, target, `describe()`, and a digest of its package's
-files when installed from a folder or file), once per process; results record it, `--resume`, the embedding
-cache and the rerank-call journal key on it, and a change from the identity last built under the same cache
-folder is said in one line.
+refused in one line naming the object and the member, before any work; what it hands back, and what it
+raises, is checked where it hands it back (base/contracts.py: one ComponentError line, exit 5). Once built,
+each gets its `ComponentIdentity` (`identity_of`: distribution, version, target, `describe()`, and a digest of its
+package's files when installed from a folder or file), once per process; results record it, `--resume`, the
+embedding cache and the rerank-call journal key on it, and a change from the identity last built under the same
+cache folder is said in one line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import threading
 from typing import Any
 
+from ..base import contracts
 from ..base.errors import EvalsError, UsageError
 from ..base.identity import OBJECT_GROUP, ComponentIdentity, distribution_of_module, identify, note_identity
 from ..base.registry import (
@@ -71,6 +73,12 @@ def _signature(protocol: type, member: str) -> str:
     return f"{member}: {hint}" if hint else member
 
 
+def component_label(entry: Entry) -> str:
+    """How a message names a component: kind, name and where it comes from (distribution and target)."""
+    where = entry.plugin.label() if entry.plugin else entry.module
+    return f"{entry.kind} '{entry.name}' ({where})"
+
+
 def check_protocol(obj: Any, entry: Entry) -> Any:
     """`obj` itself when it implements the protocol of the entry's kind; else a UsageError (exit 2) in one
     line naming the object, the missing method or attribute and the signature to add."""
@@ -79,9 +87,8 @@ def check_protocol(obj: Any, entry: Entry) -> Any:
     if gap is None:
         return obj
     what, member = gap
-    where = entry.plugin.label() if entry.plugin else entry.module
     raise UsageError(
-        f"{entry.kind} '{entry.name}' ({where}): object {_object_name(obj)} lacks {what} '{member}' "
+        f"{component_label(entry)}: object {_object_name(obj)} lacks {what} '{member}' "
         f"of the {protocol.__name__} protocol",
         f"add {_signature(protocol, member)} ({README_HINT})",
     )
@@ -102,27 +109,29 @@ def build_checked(entry: Entry, *args: Any) -> Any:
         log.info(changed)
     wrapped: BilledReranker | BilledRetriever
     if entry.kind == "reranker":
-        wrapped = BilledReranker(checked, entry.name, ctx.usage)
+        wrapped = BilledReranker(checked, entry.name, ctx.usage, component_label(entry))
     elif entry.kind == "method":
-        wrapped = BilledRetriever(checked, entry.name, ctx.usage)
+        wrapped = BilledRetriever(checked, entry.name, ctx.usage, component_label(entry))
     else:
-        return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills its calls
+        return checked  # an embedder: pipeline.py puts it behind GuardedEmbedder, which bills and checks its calls
     wrapped.component_identity = identity
     return wrapped
 
 
 class BilledRetriever:
-    """A plugin's or Python object's whole first stage as the run calls it: each subset's queries bill
-    their estimated tokens as provider `plugin` and the retriever's name (what it spends indexing and
-    searching is its own business), so its cost is "price unknown" until a `--prices` file prices it."""
+    """A plugin's or Python object's whole first stage as the run calls it: its Run is checked (contracts.py)
+    and each subset's queries bill their estimated tokens as provider `plugin` and the retriever's name (what it
+    spends indexing and searching is its own business), so its cost is "price unknown" until a `--prices` file
+    prices it."""
 
     component_identity: ComponentIdentity | None = None
 
-    def __init__(self, inner: Any, name: str, usage: Usage):
+    def __init__(self, inner: Any, name: str, usage: Usage, label: str = ""):
         self.inner = inner
         self.name = inner.name
         self.billed_as = name  # the name it is run under (a Python object's `name=`)
         self.usage = usage
+        self.label = label or f"method '{name}'"  # how a broken contract names it
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self.inner, attribute)
@@ -131,11 +140,16 @@ class BilledRetriever:
         return self.inner.describe()
 
     def run(self, subset: Any, queries: list[Any], top_k: int) -> Any:
-        found = self.inner.run(subset, queries, top_k)
+        try:
+            found = self.inner.run(subset, queries, top_k)
+        except EvalsError:
+            raise
+        except Exception as exc:
+            raise contracts.raised(self.label, "run()", exc) from exc
         if queries:
             tokens = sum(_tokens(query.text) for query in queries)
             self.usage.bill(GUARDED_PROVIDER, self.billed_as, {"input_tokens": tokens})
-        return found
+        return contracts.checked_run(found, self.label, subset, queries, top_k)
 
     def plan(self, subset: Any, queries: list[Any], top_k: int, plan: Plan) -> None:
         if queries:
@@ -145,18 +159,20 @@ class BilledRetriever:
 
 
 class BilledReranker:
-    """A plugin's or Python object's reranker as the run calls it: each call bills its estimated input
-    tokens (the query once per document, plus the documents) as provider `plugin` and its `model`, so its
-    cost is "price unknown" until a `--prices` file prices it, never $0; `plan` counts the same."""
+    """A plugin's or Python object's reranker as the run calls it: its scores are checked (contracts.py), and
+    each call bills its estimated input tokens (the query once per document, plus the documents) as provider
+    `plugin` and its `model`, so its cost is "price unknown" until a `--prices` file prices it, never $0;
+    `plan` counts the same."""
 
     component_identity: ComponentIdentity | None = None  # what its rerank-call journal keys on
 
-    def __init__(self, inner: Any, name: str, usage: Usage):
+    def __init__(self, inner: Any, name: str, usage: Usage, label: str = ""):
         self.inner = inner
         self.name = inner.name
         self.billed_as = name  # the name it is run under (usage counts `<name>_requests`)
         self.model = inner.model
         self.usage = usage
+        self.label = label or f"reranker '{name}'"  # how a broken contract names it
 
     def __getattr__(self, attribute: str) -> Any:  # workers, preflight, ... as the object has them
         return getattr(self.inner, attribute)
@@ -165,12 +181,17 @@ class BilledReranker:
         return self.inner.describe()
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        scores = self.inner.rerank(query, documents)
+        try:
+            scores = self.inner.rerank(query, documents)
+        except EvalsError:
+            raise
+        except Exception as exc:
+            raise contracts.raised(self.label, "rerank()", exc) from exc
         if documents:
             tokens = _pair_tokens(_tokens(query), [_tokens(d) for d in documents])
             self.usage.add(f"{self.billed_as}_requests")
             self.usage.bill(GUARDED_PROVIDER, self.model, {"input_tokens": tokens})
-        return scores
+        return contracts.checked_scores(scores, len(documents), self.label, query)
 
     def plan(
         self, query_tokens: int, doc_tokens: list[int], plan: Plan, what: str = "rerank", prior: float | None = None

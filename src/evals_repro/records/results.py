@@ -152,6 +152,7 @@ class ResultRecord(_Model):
     per_query: dict[str, QueryEntry]
     n_queries: int
     skipped_queries: list[str] = Field(default_factory=list)
+    empty_queries: list[str] = Field(default_factory=list)  # ranked, but the method returned no page for them
     unpooled_queries: list[str] | None = None
     variants: dict[str, LanguageBlock] | None = None  # per instruction variant (FollowIR: og, changed)
     timings: dict[str, float] = Field(default_factory=dict)

@@ -312,21 +312,28 @@ class ApiReranker:
             items, key = (answer.get("data") if isinstance(answer, dict) else None), "score"
         where = ENDPOINT_PATHS[self.endpoint]
         if not isinstance(items, list):
-            raise MalformedAnswer(f"{where} answered no list of scores")
+            raise MalformedAnswer(f"{where} answered no list of scores")  # a body cut short: retried
         scores: list[float | None] = [None] * len(documents)
-        for item in items:
+        for item in items:  # a whole answer that is wrong fails at once: asking again gets the same answer
             index = item.get("index") if isinstance(item, dict) else None
             value = item.get(key) if isinstance(item, dict) else None
             if not isinstance(index, int) or not 0 <= index < len(documents) or scores[index] is not None:
-                raise MalformedAnswer(f"{where} answered index {index!r} for {len(documents)} documents")
+                raise self._wrong(f"{where} answered index {index!r} for {len(documents)} documents")
             if not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise MalformedAnswer(f"{where} answered score {value!r}")
+                raise self._wrong(f"{where} answered score {value!r} for document {index}")
             scores[index] = float(value)
         if any(score is None for score in scores):
-            raise MalformedAnswer(f"{where} scored {len(items)} of {len(documents)} documents")
+            raise self._wrong(f"{where} scored {len(items)} of {len(documents)} documents")
         usage = (answer.get("usage") if isinstance(answer, dict) else None) or {}
         tokens = usage.get("total_tokens") or usage.get("prompt_tokens")
         return [float(s) for s in scores if s is not None], tokens if isinstance(tokens, int) else None
+
+    def _wrong(self, what: str) -> ProviderError:
+        """An answer that arrived whole but breaks the rerank contract: not retried (exit 3, a server's failure)."""
+        return ProviderError(
+            f"rerank-api {self.model}: {what} (an answer that breaks the rerank contract; not retried)",
+            "check the server and the model it serves (--rerank-endpoint must match its API)",
+        )
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
         if not documents:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.context import MethodContext
+from ..base.contracts import SHOWN
+from ..base.data import Query, Run
 from ..base.errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
 from ..base.io import DISK_REFUSALS, ensure_directories, jsonable, write_error
 from ..base.locks import unit_lock
@@ -46,7 +48,7 @@ from ..retrieval.base import Retriever
 from .pooling import pool_plan
 from .resume import resume_verdict, subset_coverage
 from .run_request import SETTINGS, RunRequest, RunSummary, SubsetOutcome, say_failure
-from .scoring import ranked_queries, retrieve
+from .scoring import empty_queries, ranked_queries, retrieve
 from .subset_result import asked_metrics, report_line, saved_run, write_result
 
 log = logging.getLogger(__name__)
@@ -174,6 +176,17 @@ def _run_subsets(
             bar.advance()
 
 
+def say_empty(name: str, method: str, run: Run, queries: list[Query]) -> None:
+    """One warning line naming the queries a method returned no page for (allowed; the record lists them)."""
+    empty = empty_queries(run, queries)
+    if empty:
+        shown = ", ".join(empty[:SHOWN]) + (f" and {len(empty) - SHOWN} more" if len(empty) > SHOWN else "")
+        log.warning(
+            f"{name}: {method} returned no page for {len(empty)} of {len(queries)} queries ({shown}); "
+            "each scores 0 where judged (listed in the record's empty_queries)"
+        )
+
+
 def _run_subset(
     request: RunRequest,
     decl: BenchmarkDeclaration,
@@ -242,6 +255,7 @@ def _run_subset(
     started = time.perf_counter()
     run = retrieve(subset, retriever, queries, plan.top_k)
     retrieval_seconds = time.perf_counter() - started
+    say_empty(name, spec.label, run, queries)
     spent = {k: v - before.get(k, 0) for k, v in ctx.usage.as_dict().items() if v != before.get(k, 0)}
     billed = {k: v - billed_before.get(k, 0) for k, v in ctx.usage.billed().items() if v != billed_before.get(k, 0)}
     served = [f"{p} {m}" for (p, m), calls in ctx.usage.served().items() if calls != served_before.get((p, m), 0)]

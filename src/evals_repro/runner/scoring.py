@@ -1,8 +1,8 @@
 """Scoring one subset's run into the blocks of a result record: which queries a setting ranks, the
 run cut to the judged pools, and per-query, per-language and per-variant metrics.
 
-Every query the qrels judge is scored (a query without results scores 0 and counts, trec_eval -c);
-monolingual scores the native language, crosslingual every query language, each weighing the same.
+Every query the qrels judge is scored (a query without results scores 0 and counts, trec_eval -c; the record
+lists such queries as `empty_queries`); monolingual scores the native language, crosslingual every query language, each weighing the same.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ def retrieve(subset: Subset, retriever: Retriever, queries: list[Query], top_k: 
 
     run = retriever.run(subset, queries, top_k)
     return run if subset.pools is None else restrict_to_pools(run, subset.pools)
+
+
+def empty_queries(run: Run, queries: list[Query]) -> list[str]:
+    """The queries the run holds no page for (allowed: each scores 0 where judged, as in trec_eval -c)."""
+    return sorted(q.id for q in queries if not run.get(q.id))
 
 
 def ranked_queries(subset: Subset, languages: list[str]) -> tuple[list[Query], list[Query]]:
@@ -102,5 +107,6 @@ def score_run(
         "per_query": per_query,
         "n_queries": len(per_query),
         "skipped_queries": sorted(q.id for q in queries if q.id not in per_query),
+        "empty_queries": empty_queries(run, queries),
         **({"variants": variants} if variants is not None else {}),
     }
