@@ -55,6 +55,12 @@ def report_command(
         "--plots",
         help="Write figures here (PNG and SVG): bars per method with 95% intervals; language x subset heatmaps.",
     ),
+    published: bool = typer.Option(
+        False,
+        "--published",
+        help="Add the published figures of this benchmark (evals-repro reproduce) as rows, without significance, "
+        "and the reproduction matrix to an .html --output.",
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -85,11 +91,12 @@ def report_command(
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
+    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html or published):
         from ..base.errors import UsageError
 
         raise UsageError(
-            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
+            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots, --published or an "
+            ".html --output",
             "run them separately",
         )
     if by is not None:
@@ -132,6 +139,12 @@ def report_command(
             cost=cost,
             seed=seed,
         )
+        extra: list[tuple[str, str]] = []
+        if published:
+            from ..reproduce.beside import add_published, matrix_section
+
+            bundle.notes += add_published(bundle.tables, decl.name, tie_rule, bundle.results, results_dir)
+            extra = matrix_section(decl.name, results_dir) if output_html else []
         try:
             for note in bundle.notes:
                 typer.echo(f"note: {note}", err=True)
@@ -148,7 +161,7 @@ def report_command(
                 if output_html:
                     from ..reporting.html_report import report_html
 
-                    write_output_text(output, report_html(bundle, decimals), "--output")
+                    write_output_text(output, report_html(bundle, decimals, extra), "--output")
                 else:
                     write_output_text(
                         output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
@@ -164,6 +177,12 @@ def report_command(
         measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost)
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
+    if published:
+        from ..reporting.report import select_results
+        from ..reproduce.beside import add_published
+
+        results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+        notes += add_published(tables, decl.name, tie_rule, results, results_dir)
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)

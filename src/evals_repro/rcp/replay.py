@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..base.progress import progress_bar
 from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
-from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
+from ..benchmarks.rcp_tables import read_pools, read_qrels, run_groups
 from ..metrics.protocol import running_mean
 from ..metrics.published.ndcg_float import TIE_RULES, ndcg_float_at_k
 
@@ -85,30 +85,33 @@ def replay(
     languages: Iterable[str] = LANGUAGES,
     tie_rules: Iterable[str] = TIE_RULES,
 ) -> Replay:
+    """The card's per-subset means from `provenance-runs`, one domain at a time, its runs streamed one model and
+    query at a time (`run_groups`): memory is bounded by one domain's rows as Arrow columns, time linear in them."""
     domains, languages, tie_rules = list(domains), list(languages), list(tie_rules)
     result = Replay(revision=str(release.revision), domains=domains, languages=languages)
-    with progress_bar("replaying provenance-runs", len(domains) * len(languages)) as bar:
+    with progress_bar("replaying provenance-runs (domains)", len(domains)) as bar:
         for domain in domains:
-            runs = read_runs(release, domain)
-            for language in languages:
-                subset = f"{domain}__{language}"
-                judged = read_qrels(release, subset)
-                pools = read_pools(release, subset)
-                result.queries[(domain, language)] = len(judged.gains)
-                for model, run in runs.items():
-                    scored = [qid for qid in judged.gains if qid in run]
-                    if not scored:
-                        continue
+            judged = {lang: read_qrels(release, f"{domain}__{lang}") for lang in languages}
+            pools = {lang: read_pools(release, f"{domain}__{lang}") for lang in languages}
+            judged_in: dict[str, list[str]] = {}  # qid -> the languages whose subset judges it
+            for lang in languages:
+                result.queries[(domain, lang)] = len(judged[lang].gains)
+                for qid in judged[lang].gains:
+                    judged_in.setdefault(qid, []).append(lang)
+            scored: dict[tuple[str, str, str], dict[str, tuple[float, float]]] = {}
+            for model, qid, run in run_groups(release, domain):
+                for lang in judged_in.get(qid, ()):
+                    j = judged[lang]
                     for rule in tie_rules:
-                        pairs = [
-                            score_query(run[q], pools.get(q), judged.gains[q], judged.qrels.get(q, {}), rule)
-                            for q in scored
-                        ]
-                        result.means[(model, domain, language, rule)] = {
-                            "rcp_ndcg_at_10": running_mean(p[0] for p in pairs),
-                            "qrel_ndcg_at_10": running_mean(p[1] for p in pairs),
-                        }
-                bar.advance()
+                        pair = score_query(run, pools[lang].get(qid), j.gains[qid], j.qrels.get(qid, {}), rule)
+                        scored.setdefault((model, lang, rule), {})[qid] = pair
+            for (model, lang, rule), by_query in scored.items():
+                pairs = [by_query[q] for q in judged[lang].gains if q in by_query]  # the qrels' query order
+                result.means[(model, domain, lang, rule)] = {
+                    "rcp_ndcg_at_10": running_mean(p[0] for p in pairs),
+                    "qrel_ndcg_at_10": running_mean(p[1] for p in pairs),
+                }
+            bar.advance()
     return result
 
 

@@ -194,8 +194,9 @@ def _spend(usd: str, usage: dict[str, float]) -> str:
     return f"{usd} ({counts})" if counts else usd
 
 
-def report_html(bundle, decimals: int = 1) -> str:
-    """`report -o report.html`: tables and comparisons, plots, protocol, provenance."""
+def report_html(bundle, decimals: int = 1, extra: Sequence[tuple[str, str]] = ()) -> str:
+    """`report -o report.html`: tables and comparisons, plots, protocol, provenance; `extra` sections (heading, HTML)
+    follow them (`report --published`: the reproduction matrix of the benchmark's published figures)."""
     from .report import method_costs
     from .significance import DEFAULT_RESAMPLES
 
@@ -260,4 +261,6 @@ def report_html(bundle, decimals: int = 1) -> str:
             ),
         ),
     ]
-    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections)
+    return page(
+        f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, [*sections, *extra]
+    )
