@@ -50,6 +50,7 @@ REFUSALS = {
     "bad size": ["run", "bm25", "--index-ram", "lots"],
     "study keys": ["rerank-study", "quality", "-b", "sample"],
     "answer keys": ["answer", "--judge", "openai:gpt-5.2", "--retriever", "bm25", "--generator", "gemini:gemini-3-pro"],
+    "unknown source": ["reproduce", "nowhere"],
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..records.results import ResultRecord
 from ..reporting.report import Table
-from .figures import Figure, Source, load_sources
+from .figures import Figure, Source, load_sources, table_id
 from .rcp_claims import MEAN
 from .rerun import check_revision
 
@@ -35,16 +35,13 @@ def _card_rows(source: Source, table: Table, tie_rule: str | None) -> list[tuple
         return []
     metric, rule = CARD_MEASURES[table.measure]
     rule = rule or tie_rule
-    figures = {(f.label.split(", ")[0], f.id.rsplit("/", 1)[1]): f for f in source.figures if f.route == "replay"}
+    figures = {f.id: f for f in source.figures if f.route == "replay"}
     rows = []
-    for reranker in dict.fromkeys(name for name, _ in figures):
-        cells: list[float | None] = []
-        for column in table.columns:
-            fig = figures.get((reranker, column))
-            match = fig is not None and (fig.view, fig.measure, fig.tie_rule) == (view, metric, rule)
-            cells.append(fig.value / 100 if match and fig is not None else None)
+    for reranker in dict.fromkeys(f.label.split(", ")[0] for f in figures.values()):
+        cells = [figures.get(table_id(view, metric, rule, reranker, column)) for column in table.columns]
         if any(c is not None for c in cells):
-            rows.append((f"{reranker} (published: {source.name})", cells))
+            values = [None if c is None else c.value / 100 for c in cells]
+            rows.append((f"{reranker} (published: {source.name})", values))
     return rows
 
 

@@ -90,6 +90,9 @@ def _run_one(request, say: Callable[[str], None], ceiling: float | None) -> tupl
         if ceiling is not None:
             install_guard(None)
     spent = _spent(summary)
+    from ..providers.prices import spend_text
+
+    say(f"reproduce: {request.method} spent {spend_text(summary.usage.summary(), summary.usage.billed())}")
     if summary.failures:
         failed = "; ".join(f"{f.subset}: {f.reason}" for f in summary.failures[:3])
         return Outcome(not_run=f"{len(summary.failures)} subsets of its run failed ({failed})"), spent
@@ -101,7 +104,7 @@ def _run_reruns(
 ) -> dict[str, Outcome]:
     """`--run` for the card's models: local ones with a GPU, paid ones cheapest first under `--max-cost`."""
     from ..providers.prices import usd_text
-    from .rerun import gpu_need, gpu_reachable, has_key, request_for, rerun_cells
+    from .rerun import gpu_need, gpu_reachable, has_key, key_need, request_for, rerun_cells
 
     ran: dict[str, Outcome] = {}
     todo = []
@@ -117,7 +120,7 @@ def _run_reruns(
             if why is not None:
                 ran[method.method] = why
         elif method.key is not None and not has_key(method.key):
-            ran[method.method] = Outcome(cannot=f"{method.key} (the key of a paid model)")
+            ran[method.method] = Outcome(cannot=key_need(method.key))
         else:
             todo.append(method)
     left = request.max_cost

@@ -99,6 +99,10 @@ def has_key(name: str) -> bool:
     return any(os.environ.get(n, "").strip() for n in (name, *ALIASES.get(name, ())))
 
 
+def key_need(name: str) -> str:
+    return f"{name} (the key of a paid model)"
+
+
 def gpu_reachable(local: str) -> bool:
     """A local reranker can run: its replicas are named in the environment, or this machine has an NVIDIA GPU."""
     from ..rerankers.local_models import LOCAL_RERANKERS
@@ -165,10 +169,10 @@ def outcomes(
             if method.gpu is not None:
                 free = f"free (local {method.gpu}): {command}"
                 why = Outcome(not_run=free) if gpu_reachable(method.gpu) else Outcome(cannot=gpu_need(method.gpu))
+            elif method.key is not None and not has_key(method.key):
+                why = Outcome(cannot=key_need(method.key))
             else:
-                _, cost = plan(method)
-                key = "" if method.key is None or has_key(method.key) else f"; needs {method.key}"
-                why = Outcome(not_run=f"paid, {cost}: {command}{key}")
+                why = Outcome(not_run=f"paid, {plan(method)[1]}: {command}")
         for fig in mine:
             out[fig.id] = Outcome(cells[fig.id]) if fig.id in cells else (why or Outcome())
     return out
