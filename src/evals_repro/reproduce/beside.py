@@ -33,8 +33,10 @@ def _card_rows(source: Source, table: Table, tie_rule: str | None) -> list[tuple
     view = _view(table)
     if view is None or table.measure not in CARD_MEASURES:
         return []
-    metric, rule = CARD_MEASURES[table.measure]
-    rule = rule or tie_rule
+    metric, fixed = CARD_MEASURES[table.measure]
+    rule = fixed or tie_rule
+    if rule is None:  # `report` without a tie rule mixes results of both: no printed cell is of them
+        return []
     figures = {f.id: f for f in source.figures if f.route == "replay"}
     rows = []
     for reranker in dict.fromkeys(f.label.split(", ")[0] for f in figures.values()):
