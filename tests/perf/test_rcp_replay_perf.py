@@ -9,7 +9,7 @@ A synthetic release (rcp_release_scale.py: 14 models, 48 subsets, 302 queries a 
 
     uv run pytest -m perf -s tests/perf/test_rcp_replay_perf.py
     smaller: EVALS_REPRO_PERF_RCP_QUERIES=60 (queries a subset; 302 is the card's size)
-    EVALS_REPRO_PERF_RCP_ROUNDS=2 (interleaved pairs); EVALS_REPRO_PERF_DIR=/big/disk (default: pytest's tmp dir)
+    EVALS_REPRO_PERF_RCP_ROUNDS=3 (interleaved pairs); EVALS_REPRO_PERF_DIR=/big/disk (default: pytest's tmp dir)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import rcp_release_scale
 pytestmark = pytest.mark.perf
 
 QUERIES = int(os.environ.get("EVALS_REPRO_PERF_RCP_QUERIES", "302"))
-ROUNDS = int(os.environ.get("EVALS_REPRO_PERF_RCP_ROUNDS", "2"))
+ROUNDS = int(os.environ.get("EVALS_REPRO_PERF_RCP_ROUNDS", "3"))
 MEMORY_GOAL = 2 << 30
 LINEAR_GOAL = 1.15
 CHILD = Path(__file__).with_name("replay_child.py")

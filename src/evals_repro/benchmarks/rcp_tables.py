@@ -94,8 +94,9 @@ def run_groups(release: Release, domain: str) -> Iterator[tuple[str, str, dict[s
     doc_codes, docs = codes("corpus-id")
     scores = table["score"].to_numpy()
     table = None  # the codes and scores hold what is left to read
-    order = np.lexsort((query_codes, model_codes))
-    key = model_codes[order].astype(np.int64) * max(1, len(queries)) + query_codes[order]
+    key = model_codes.astype(np.int64) * max(1, len(queries)) + query_codes  # one sort key: model, then query
+    order = np.argsort(key, kind="stable")  # stable: a repeated page keeps its last row
+    key = key[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.array([], np.int64)
     ends = np.append(starts[1:], len(key))
     for start, end in zip(starts.tolist(), ends.tolist()):

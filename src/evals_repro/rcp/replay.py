@@ -120,8 +120,10 @@ def replay(
             for model, qid, run in run_groups(release, domain):
                 for lang in judged_in.get(qid, ()):
                     j = judged[lang]
-                    pairs = score_query_rules(run, pools[lang].get(qid), j.gains[qid], j.qrels.get(qid, {}), tie_rules)
-                    for rule, pair in pairs.items():
+                    by_rule = score_query_rules(
+                        run, pools[lang].get(qid), j.gains[qid], j.qrels.get(qid, {}), tie_rules
+                    )
+                    for rule, pair in by_rule.items():
                         scored.setdefault((model, lang, rule), {})[qid] = pair
             for (model, lang, rule), by_query in scored.items():
                 pairs = [by_query[q] for q in judged[lang].gains if q in by_query]  # the qrels' query order
