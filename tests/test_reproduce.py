@@ -365,3 +365,16 @@ def test_an_anchor_of_other_settings_is_a_reference_never_counted(tmp_path, caps
     # columns fiqa, trec-covid, hotpotqa, nq, scifact, dl19, dl20, avg: bm25s's five, nothing for DL nor the average
     assert "| bm25s-beir (published, reference: other settings) | 25.1 | 62.3 | 56.9 | 28.5 | 68.7 |  |  |  |" in out
     assert "| bm25 |  |  |  |  | 65.4 |  |  |  |" in out
+
+
+def test_the_paper_figures_quoted_by_the_grounding_commands_are_the_declared_ones():
+    """`grounding agreement` and `grounding predict` print the paper's figures beside theirs: the same values."""
+    from evals_repro.vidore_paper import agreement, grounding
+
+    paper = {f.id: f.value for f in load_sources(["vidore-v3-paper"])[0].figures}
+    assert grounding.PUBLISHED["human_f1"] == paper["paper.grounding_human_f1.f1"]
+    assert grounding.PUBLISHED["models"] == {
+        "Qwen3-VL": paper["paper.grounding_qwen3vl_f1.f1"],
+        "Gemini 3 Pro": paper["paper.grounding_gemini_f1.f1"],
+    }
+    assert agreement.PUBLISHED_F1 == round(paper["paper.grounding_human_f1.f1"], 2)
