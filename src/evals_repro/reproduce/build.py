@@ -166,7 +166,7 @@ def _run_results(source: Source, request: ReproduceRequest, say: Callable[[str],
 def source_outcomes(source: Source, request: ReproduceRequest, say: Callable[[str], None]) -> dict[str, Outcome]:
     from . import rerun, results
 
-    ctx = RunContext(request.results_dir, request.cache_dir, request.prices)
+    ctx = RunContext(request.results_dir, request.cache_dir)
     out: dict[str, Outcome] = {}
     if any(f.route in ("replay", "release", "derived") for f in source.figures):
         out |= _card(source, request)

@@ -130,12 +130,6 @@ class Source:
     rerun: tuple[RerunMethod, ...] = ()
     path: Path | None = None
 
-    def figure(self, figure_id: str) -> Figure:
-        for fig in self.figures:
-            if fig.id == figure_id:
-                return fig
-        raise KeyError(figure_id)
-
 
 def table_id(view: str, metric: str, rule: str, reranker: str, domain: str) -> str:
     return f"{view}/{metric}/{rule}/{reranker}/{domain}"
@@ -316,6 +310,7 @@ def load_source(path: Path) -> Source:
     ids = [f.id for f in figures]
     if len(ids) != len(set(ids)):
         raise _bad(path, "two figures share an id")
+    assert all(f.route in ROUTES for f in figures)
     return Source(
         name=name,
         title=decl.get("title", name),

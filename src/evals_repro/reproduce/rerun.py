@@ -27,10 +27,9 @@ from .rcp_claims import MEAN
 class RunContext:
     results_dir: Path
     cache_dir: Path
-    prices: Path | None = None
 
 
-def _subset_means(path: Path, source: Source) -> dict[tuple[str, str], float]:
+def _subset_means(path: Path) -> dict[tuple[str, str], float]:
     """(metric, rule) -> the subset's mean over its judged queries, from the saved run of one result."""
     from ..rcp.replay import score_query
     from ..records.runs import load_saved
@@ -72,7 +71,7 @@ def rerun_cells(results_dir: Path, source: Source, method: str) -> dict[str, flo
             if record is None:
                 continue
             check_revision(path, record, source)
-            means[(domain, lang)] = _subset_means(path, source)
+            means[(domain, lang)] = _subset_means(path)
     cells: dict[str, float] = {}
     for metric in METRICS:
         for rule in RULES:
