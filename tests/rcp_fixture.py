@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import random
 import re
 from pathlib import Path
@@ -244,6 +245,156 @@ def with_card(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def write_snapshot(folder: Path) -> Path:
     for relpath, data in release_files().items():
+        path = folder / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return folder
+
+
+# -- the card's full layout: 8 domains x 6 languages, 14 rerankers, with hand-known table cells -----------------
+#
+# Every subset has one query ("alpha beta") and the pool [a, b, c] of its domain (texts "alpha beta", "alpha gamma",
+# "delta epsilon": a hosted fake reranks them a, b, c). Gains (0.9, 0.5, 0.1) and grades (2, 1, 0), except in the
+# two subsets of PERTURBED, whose gains (1, g, 0) and grades (1, 1, 0) make CTXL-RR-1B's swapped order (b, a, c)
+# score exactly the target there: 99.94 and 99.96 against a printed 100.0. Each model ranks each subset by one
+# PATTERN (scores of a, b, c), chosen by (model, domain, language) index; T ties a and b.
+CARD_DOMAINS = (
+    "computer_science",
+    "energy",
+    "finance_en",
+    "finance_fr",
+    "hr",
+    "industrial",
+    "pharmaceuticals",
+    "physics",
+)
+CARD_LANGUAGES = ("english", "french", "german", "italian", "portuguese", "spanish")
+CARD_MODELS = {  # provenance-runs model -> the card's name, in the card's row order
+    "ctxl-rerank-v2-instruct-multilingual-1b": "CTXL-RR-1B",
+    "ctxl-rerank-v2-instruct-multilingual-2b": "CTXL-RR-2B",
+    "ctxl-rerank-v2-instruct-multilingual-6b": "CTXL-RR-6B",
+    "jina-reranker-v3": "Jina-RR-v3",
+    "Qwen3-Reranker-0.6B": "Qwen3-RR-0.6B",
+    "Qwen3-Reranker-4B": "Qwen3-RR-4B",
+    "Qwen3-Reranker-8B": "Qwen3-RR-8B",
+    "rerank-v4.0-fast": "RR4-Fast",
+    "rerank-v4.0-pro": "RR4-Pro",
+    "rerank-2.5-lite": "Voyage2.5-lt",
+    "rerank-2.5": "Voyage2.5",
+    "zerank-1-small": "zerank-1-sm",
+    "zerank-1": "zerank-1",
+    "zerank-2": "zerank-2",
+}
+PATTERNS = {"P": (3.0, 2.0, 1.0), "R": (1.0, 2.0, 3.0), "T": (2.0, 2.0, 1.0), "S": (2.0, 3.0, 1.0)}
+PERTURBED = {"hr__english": 0.9994, "computer_science__english": 0.9996}  # CTXL-RR-1B's swapped order scores this
+PAGE_TEXTS = {"a": "alpha beta", "b": "alpha gamma", "c": "delta epsilon"}
+QUERY_TEXT = "alpha beta"
+# Extra pages: byte-identical OCR (a page with the same text as the pool's `a`, graded 2 while it is not: different
+# qrels; two unjudged twins: not) and empty OCR (industrial 2, hr 1), none pooled or judged.
+EXTRA_PAGES = {
+    "pharmaceuticals": [
+        ("pharmaceuticals-a2", "alpha beta"),
+        ("pharmaceuticals-y1", "twin"),
+        ("pharmaceuticals-y2", "twin"),
+    ],
+    "physics": [("physics-a2", "alpha beta")],
+    "industrial": [("industrial-e1", ""), ("industrial-e2", "  \n")],
+    "hr": [("hr-e1", None)],
+}
+INJECTED = {("hr", "english"), ("energy", "french")}  # provenance-pool marks c injected for these queries
+CRITERIA_ROWS = 10  # rows of provenance-judge-criteria per domain
+
+
+def card_query(domain: str, language: str) -> str:
+    return f"{domain}-{language}-1"
+
+
+def swap_gain(target: float) -> float:
+    """The gain g of b with a at 1 and c at 0 that makes the order (b, a, c) score `target`:
+    (g + 1/log2 3) / (1 + g/log2 3) = target."""
+    inv = 1 / math.log2(3)
+    return (target - inv) / (1 - target * inv)
+
+
+def card_judgments(domain: str, language: str) -> list[tuple[str, int, float, float | None]]:
+    """(page, grade, gain, theta) of the subset's query."""
+    a, b, c = (f"{domain}-{p}" for p in "abc")
+    subset = f"{domain}__{language}"
+    if subset in PERTURBED:
+        return [(a, 1, 1.0, 2.0), (b, 1, swap_gain(PERTURBED[subset]), 1.9), (c, 0, 0.0, -3.0)]
+    return [(a, 2, 0.9, 1.0), (b, 1, 0.5, 0.0), (c, 0, 0.1, -1.0)]
+
+
+def card_pattern(model_index: int, domain: str, language: str) -> str:
+    subset = f"{domain}__{language}"
+    if model_index == 0 and subset in PERTURBED:
+        return "S"
+    return "PRT"[(model_index + CARD_DOMAINS.index(domain) + CARD_LANGUAGES.index(language)) % 3]
+
+
+def card_release_files() -> dict[str, bytes]:
+    """The fixture release in the card's layout (`write_card_snapshot` writes it to a folder)."""
+    files: dict[str, bytes] = {}
+    image_type = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    for domain in CARD_DOMAINS:
+        pages = [(f"{domain}-{p}", text) for p, text in PAGE_TEXTS.items()] + EXTRA_PAGES.get(domain, [])
+        files[f"{domain}/corpus/test-00000-of-00001.parquet"] = _parquet(
+            {
+                "id": [p for p, _ in pages],
+                "image": [{"bytes": f"PNG-{p}".encode(), "path": f"{p}.png"} for p, _ in pages],
+                "text": [t for _, t in pages],
+            },
+            pa.schema([("id", pa.string()), ("image", image_type), ("text", pa.string())]),
+        )
+        runs: dict[str, list] = {"model": [], "is_judge": [], "query-id": [], "corpus-id": [], "score": []}
+        stages: dict[str, list] = {"query-id": [], "retriever": [], "corpus-id": [], "rank": [], "score": []}
+        pool_rows: dict[str, list] = {"query-id": [], "corpus-id": [], "gt_injected": []}
+        pool = [f"{domain}-{p}" for p in "abc"]
+        for language in CARD_LANGUAGES:
+            subset, qid = f"{domain}__{language}", card_query(domain, language)
+            files[f"{subset}/queries.parquet"] = _parquet({"id": [qid], "text": [QUERY_TEXT]})
+            files[f"{subset}/top_ranked.parquet"] = _parquet({"query-id": [qid], "corpus-ids": [pool]})
+            files[f"{subset}/qrels.parquet"] = qrels_parquet(qid, card_judgments(domain, language))
+            for index, model in enumerate(CARD_MODELS):
+                scores = PATTERNS[card_pattern(index, domain, language)]
+                for page, score in zip(pool, scores):
+                    for key, value in zip(runs, (model, False, qid, page, score)):
+                        runs[key].append(value)
+            for key, value in zip(runs, ("qwen35-judge", True, qid, pool[2], 9.0)):  # a judge row: dropped
+                runs[key].append(value)
+            rankings = {"embed_v4": pool, "bm25": [pool[1], pool[0], pool[2]], "octen": [pool[0], pool[2], pool[1]]}
+            fused = oracle_rrf(list(rankings.values()))
+            for name, ranking in [
+                *((n, [(d, 1.0 - i / 10) for i, d in enumerate(r)]) for n, r in rankings.items()),
+                ("rrf_fused", fused),
+            ]:
+                for rank, (doc, score) in enumerate(ranking, start=1):
+                    for key, value in zip(stages, (qid, name, doc, rank, score)):
+                        stages[key].append(value)
+            for page in pool:
+                pool_rows["query-id"].append(qid)
+                pool_rows["corpus-id"].append(page)
+                pool_rows["gt_injected"].append((domain, language) in INJECTED and page == pool[2])
+        files[f"provenance/runs/{domain}.parquet"] = _parquet(runs)
+        files[f"provenance/first_stage/{domain}.parquet"] = _parquet(stages)
+        files[f"provenance/pool/{domain}.parquet"] = _parquet(pool_rows)
+        files[f"provenance/judge_criteria/{domain}.parquet"] = _parquet(
+            {"query-id": [card_query(domain, "english")] * CRITERIA_ROWS, "criterion": list(range(CRITERIA_ROWS))}
+        )
+    files["provenance/item_params.qwen35.json"] = json.dumps(ITEM_PARAMS).encode()
+    files["provenance/releases.json"] = releases_json(TAGS)
+    files = with_card(files)
+    criteria = "\n".join(
+        ["- config_name: provenance-judge-criteria", "  data_files:"]
+        + [f"  - split: {d}\n    path: provenance/judge_criteria/{d}.parquet" for d in CARD_DOMAINS]
+    )
+    card = files["README.md"].decode().replace("\n---\n# fixture", f"\n{criteria}\n---\n# fixture", 1)
+    files["README.md"] = card.encode()
+    return files
+
+
+def write_card_snapshot(folder: Path) -> Path:
+    for relpath, data in card_release_files().items():
         path = folder / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)

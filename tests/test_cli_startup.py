@@ -53,6 +53,7 @@ REFUSALS = {
     "bad price file": ["prices", "--prices", "no-such-prices.json"],
     "two comparisons": ["report", "-b", "sample", "--baseline", "bm25", "--compare"],
     "permutations alone": ["report", "-b", "sample", "--permutations", "100"],
+    "unknown source": ["reproduce", "nowhere"],
 }
 
 

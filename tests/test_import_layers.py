@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("components", {"embedders", "retrieval", "rerankers", "stores"}),
     ("methods", {"methods", "records"}),
     ("runner", {"runner"}),
-    ("products", {"reporting", "rcp", "serving", "study", "vidore_paper", "planning"}),
+    ("products", {"reporting", "rcp", "serving", "study", "vidore_paper", "planning", "reproduce"}),
     ("interface", {"api", "cli", "__main__", "evals_repro"}),
 ]
 # Inside base, a module imports only those before it.

@@ -363,8 +363,8 @@ def parse_card(text: str, where: str) -> dict[str, Any] | None:
     header, sep, _ = text[3:].partition("\n---")
     if not sep:
         return None
-    try:
-        data = yaml.safe_load(header)
+    try:  # libyaml's safe loader where PyYAML has it: the same documents, ~10x faster on a 48-subset card
+        data = yaml.load(header, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise DataError(f"{where}: the card's YAML header does not parse ({exc})", "pick another revision") from None
     return data if isinstance(data, dict) else None

@@ -62,8 +62,9 @@ def load(decl: BenchmarkDeclaration, name: str, options: LoadOptions) -> Subset:
     view = _view(decl, options)
     release = release_for(decl, name, options)
     text_column = "text" if options.content == "markdown" else None
-    corpus = release.subset_table(name, "corpus", ("id",) + ((text_column,) if text_column else ("image",)))
-    queries_raw = release.subset_table(name, "queries", ("id", "text"))
+    wanted, also = (("id", "text"), ()) if text_column else (("id", "image"), ("text",))
+    corpus = release.subset_table(name, "corpus", wanted, also)
+    queries_raw = release.subset_table(name, "queries", ("id", "text"), ("language",))
     judged = read_qrels(release, name)
     pools = read_pools(release, name)
     images = corpus.get("image") if options.content == "images" else None

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import ConfigurationError, DataError, UsageError, choices
+from ..base.errors import DataError, UsageError, choices
+from .rcp_hub import SPLIT, data_files, declared_splits, download, list_files, read_card
 
 REPO = "fabianschmidt-cohere/rcp-ndcg-vidore-v3"
 # The commit read when no revision is given: the one cohere-ai/rcp-ndcg's paper checks pin
@@ -32,7 +33,6 @@ REPO = "fabianschmidt-cohere/rcp-ndcg-vidore-v3"
 # provenance/releases.json names it v2-nvidia-qwen3.5-397b-a17b-nvfp4.
 PINNED_REVISION = "4e5ca46e2f9c050b18a7f170c23e3ade66f78a4e"
 RELEASES_FILE = "provenance/releases.json"
-SPLIT = "test"
 # Each domain's questions were written in one language; the paper scores those (native view).
 NATIVE_LANGUAGE = {
     "computer_science": "english",
@@ -130,7 +130,7 @@ class Release:
 
         # Online the newest list (on main) also knows tags made after the pin; offline the pinned copy.
         where = PINNED_REVISION if hub.offline() else "main"
-        path = _download(self.repo, RELEASES_FILE, where)
+        path = download(self.repo, RELEASES_FILE, where)
         return parse_releases(path.read_text(encoding="utf-8"), f"{self.repo}@{where}/{RELEASES_FILE}")
 
     def _resolve(self, revision: str | None) -> str:
@@ -152,16 +152,13 @@ class Release:
     def card(self) -> dict[str, Any]:
         """The card's YAML header (`{}` without a card)."""
         if self._card is None:
-            from .hub import parse_card
-
             path: Path | None
             if self.snapshot is not None:
                 candidate = Path(self.snapshot) / "README.md"
                 path = candidate if candidate.is_file() else None
             else:
                 path = self._fetch_optional("README.md")
-            text = path.read_text(encoding="utf-8") if path is not None else ""
-            self._card = parse_card(text, f"{self.label}/README.md") or {}
+            self._card = read_card(path, f"{self.label}/README.md")
         return self._card
 
     def config_files(self, config: str, split: str, fallback: str, *, optional: bool = False) -> list[str]:
@@ -169,7 +166,7 @@ class Release:
 
         With `optional`, a table the release does not have is `[]` instead of an error.
         """
-        patterns = _data_files(self.card(), config, split)
+        patterns = data_files(self.card(), config, split)
         if patterns is None:
             if optional and not self._exists(fallback):
                 return []
@@ -177,7 +174,7 @@ class Release:
         files: list[str] = []
         for pattern in patterns:
             if any(ch in pattern for ch in "*?["):
-                matched = sorted(f for f in self._files() if fnmatch.fnmatch(f, pattern))
+                matched = self._matching(pattern)
                 if not matched:
                     raise DataError(
                         f"{self.label}: no file matches {pattern} (config {config}, split {split})",
@@ -188,33 +185,50 @@ class Release:
                 files.append(pattern)
         return files
 
+    def all_config_files(self, config: str) -> list[str] | None:
+        """Every file of every split the card declares for a config (patterns expanded); None when undeclared."""
+        splits = declared_splits(self.card(), config)
+        if splits is None:
+            return None
+        return list(dict.fromkeys(f for split in splits for f in self.config_files(config, split, "")))
+
     def read(
-        self, config: str, split: str, fallback: str, columns: tuple[str, ...], *, optional: bool = False
+        self,
+        config: str,
+        split: str,
+        fallback: str,
+        columns: tuple[str, ...],
+        *,
+        optional: bool = False,
+        also: tuple[str, ...] = (),
     ) -> dict[str, list] | None:
-        """One config/split as columns (its files concatenated); None for a missing optional table."""
+        """One config/split as columns (its files concatenated); None for a missing optional table. Only `columns`
+        (required) and `also` (when present) are read: a corpus's image bytes stay on disk unless asked for."""
         files = self.config_files(config, split, fallback, optional=optional)
         if not files:
             return None
         out: dict[str, list] = {}
         for relpath in files:
-            for name, values in self.table(relpath, columns).items():
+            for name, values in self.table(relpath, columns, also).items():
                 out.setdefault(name, []).extend(values)
         return out
 
-    def subset_table(self, subset: str, part: str, columns: tuple[str, ...]) -> dict[str, list]:
+    def subset_table(
+        self, subset: str, part: str, columns: tuple[str, ...], also: tuple[str, ...] = ()
+    ) -> dict[str, list]:
         """`{subset}-{part}` (corpus, queries, qrels, top_ranked) at split `test`."""
-        table = self.read(f"{subset}-{part}", SPLIT, f"{subset}/{part}.parquet", columns)
+        table = self.read(f"{subset}-{part}", SPLIT, f"{subset}/{part}.parquet", columns, also=also)
         assert table is not None
         return table
 
     def provenance(
-        self, config: str, domain: str, columns: tuple[str, ...], *, optional: bool = False
+        self, config: str, domain: str, columns: tuple[str, ...], *, optional: bool = False, also: tuple[str, ...] = ()
     ) -> dict[str, list] | None:
         """One domain of a provenance config (runs, first stage, pool)."""
-        key = (config, domain, columns, optional)
+        key = (config, domain, columns, optional, also)
         if self._last is None or self._last[0] != key:
             fallback = f"provenance/{PROVENANCE[config]}/{domain}.parquet"
-            self._last = (key, self.read(config, domain, fallback, columns, optional=optional))
+            self._last = (key, self.read(config, domain, fallback, columns, optional=optional, also=also))
         return self._last[1]
 
     # -- files -------------------------------------------------------------------------------
@@ -223,7 +237,7 @@ class Release:
         if self.snapshot is not None:
             return self._snapshot_path(relpath)
         assert self.revision is not None
-        return _download(self.repo, relpath, self.revision)
+        return download(self.repo, relpath, self.revision)
 
     def _snapshot_path(self, relpath: str) -> Path:
         assert self.snapshot is not None
@@ -241,6 +255,17 @@ class Release:
         except DataError:
             return None
 
+    def has(self, relpath: str) -> bool:
+        """Whether the revision has this file (offline: whether the Hub cache holds it)."""
+        return self._exists(relpath)
+
+    def _matching(self, pattern: str) -> list[str]:
+        """The files a card's pattern names (a snapshot globs only the pattern's folder, not the whole copy)."""
+        if self.snapshot is not None:
+            root = Path(self.snapshot)
+            return sorted(str(p.relative_to(root)) for p in root.glob(pattern) if p.is_file())
+        return sorted(f for f in self._files() if fnmatch.fnmatch(f, pattern))
+
     def _exists(self, relpath: str) -> bool:
         if self.snapshot is not None:
             return (Path(self.snapshot) / relpath).is_file()
@@ -254,106 +279,43 @@ class Release:
                 self._listing = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
             else:
                 assert self.revision is not None
-                self._listing = _list_files(self.repo, self.revision)
+                self._listing = list_files(self.repo, self.revision)
         return self._listing
 
-    def table(self, relpath: str, columns: tuple[str, ...]) -> dict[str, list]:
-        """Read a parquet file into columns, checking the columns the caller needs."""
+    def table(self, relpath: str, columns: tuple[str, ...], also: tuple[str, ...] = ()) -> dict[str, list]:
+        """Read a parquet file's `columns` (checked) and those of `also` it has, as Python lists."""
+        return self.arrow(relpath, columns, also).to_pydict()
+
+    def arrow(self, relpath: str, columns: tuple[str, ...], optional_columns: tuple[str, ...] = ()) -> Any:
+        """One parquet file as Arrow columns, only those asked for (and the optional ones it has): what a
+        streaming reader walks without a Python object per row."""
         import pyarrow.parquet as pq
 
         path = self.path(relpath)
         try:
-            table = pq.read_table(path)
+            names = pq.read_schema(path).names
+            missing = [c for c in columns if c not in names]
+            table = (
+                None
+                if missing
+                else pq.read_table(path, columns=[*columns, *(c for c in optional_columns if c in names)])
+            )
         except Exception as exc:  # pyarrow raises several types for damaged files
             raise DataError(
                 f"{self.label}/{relpath}: not a readable parquet file ({exc})", "delete the cached file and rerun"
             ) from None
-        missing = [c for c in columns if c not in table.column_names]
         if missing:
             raise DataError(
                 f"{self.label}/{relpath}: missing column(s) {', '.join(missing)}",
-                f"found {choices(table.column_names)}; pick a revision of the rcp-ndcg release",
+                f"found {choices(names)}; pick a revision of the rcp-ndcg release",
             )
-        return table.to_pydict()
+        return table
+
+    def provenance_files(self, config: str, domain: str, *, optional: bool = False) -> list[str]:
+        """The files of one domain of a provenance config ([] for a missing optional one)."""
+        return self.config_files(config, domain, f"provenance/{PROVENANCE[config]}/{domain}.parquet", optional=optional)
 
     def item_params(self) -> list[tuple[float, float]]:
         from .rcp_gain import parse_item_params
 
         return parse_item_params(self.path(ITEM_PARAMS))
-
-
-def _data_files(card: dict[str, Any], config: str, split: str) -> list[str] | None:
-    """The path patterns a card's `configs` entry gives one split; None when the card does not declare it."""
-    for entry in card.get("configs") or []:
-        if not isinstance(entry, dict) or entry.get("config_name") != config:
-            continue
-        data_files = entry.get("data_files")
-        if isinstance(data_files, str):
-            return [data_files] if split == SPLIT else None
-        for item in data_files or []:
-            if isinstance(item, dict) and item.get("split") == split:
-                path = item.get("path")
-                return [path] if isinstance(path, str) else [str(p) for p in path or []]
-        return None
-    return None
-
-
-def _offline_or_commit(repo: str, revision: str) -> str:
-    from . import hub
-
-    if hub.offline():
-        if not _SHA.fullmatch(revision):
-            raise ConfigurationError(
-                f"HF_HUB_OFFLINE=1 needs a full commit sha to load {repo}, got '{revision}'",
-                "pass a full sha (or a release tag, resolved from the cached releases.json), or unset HF_HUB_OFFLINE",
-            )
-        return revision
-    return hub.resolve_revision(repo, revision)
-
-
-def _list_files(repo: str, revision: str) -> list[str]:
-    """The files of one revision: the Hub's listing, or offline those in the local Hub cache."""
-    from . import hub
-
-    commit = _offline_or_commit(repo, revision)
-    if hub.offline():
-        from huggingface_hub import constants
-
-        root = Path(constants.HF_HUB_CACHE) / f"datasets--{repo.replace('/', '--')}" / "snapshots" / commit
-        if not root.is_dir():  # nothing of this revision was ever downloaded: every subset would miss its files
-            raise ConfigurationError(
-                f"{repo}@{commit} is not in the offline cache and HF_HUB_OFFLINE=1 is set",
-                "download it once with network access, or pass --snapshot with a local copy of the release",
-            )
-        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    from huggingface_hub import HfApi
-
-    try:
-        return sorted(HfApi().list_repo_files(repo, repo_type="dataset", revision=commit))
-    except Exception as exc:
-        if hub._is_network_error(exc):
-            raise hub.unreachable(repo, commit, type(exc).__name__) from None
-        raise
-
-
-def _download(repo: str, relpath: str, revision: str) -> Path:
-    """One file at one revision through the Hub cache; the same probe and errors as the Hub loaders."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
-
-    from . import hub
-
-    commit = _offline_or_commit(repo, revision)
-    try:
-        return Path(hf_hub_download(repo, relpath, repo_type="dataset", revision=commit))
-    except LocalEntryNotFoundError:  # first: it is a subclass of EntryNotFoundError
-        raise ConfigurationError(
-            f"{repo}@{commit}/{relpath} is not in the offline cache and HF_HUB_OFFLINE=1 is set",
-            "download it once with network access, or pass --snapshot with a local copy of the release",
-        ) from None
-    except EntryNotFoundError:
-        raise DataError(f"{repo}@{commit}: no file {relpath}", "check the subset name and the revision") from None
-    except Exception as exc:
-        if hub._is_network_error(exc):
-            raise hub.unreachable(repo, commit, type(exc).__name__) from None
-        raise

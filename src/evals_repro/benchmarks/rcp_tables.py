@@ -7,7 +7,9 @@ queries of all six languages, so the readers take the query ids a caller wants.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..base.data import Gains, Qrels
 from ..base.errors import DataError
@@ -61,19 +63,47 @@ def read_query_ids(release: Release, subset: str) -> list[str]:
     return [str(q) for q in release.subset_table(subset, "queries", ("id",))["id"]]
 
 
-def read_runs(release: Release, domain: str) -> dict[str, dict[str, dict[str, float]]]:
-    """model -> qid -> page -> score of the stored reranker runs; judge strategies and NaN scores dropped."""
-    cols = release.provenance("provenance-runs", domain, ("model", "query-id", "corpus-id", "score"))
-    assert cols is not None
-    judge = cols.get("is_judge") or [False] * len(cols["model"])
-    runs: dict[str, dict[str, dict[str, float]]] = {}
-    for model, is_judge, qid, doc, score in zip(
-        cols["model"], judge, cols["query-id"], cols["corpus-id"], cols["score"]
-    ):
-        if is_judge or _is_missing(score):
-            continue
-        runs.setdefault(str(model), {}).setdefault(str(qid), {})[str(doc)] = float(score)
-    return runs
+def run_groups(release: Release, domain: str) -> Iterator[tuple[str, str, dict[str, float]]]:
+    """(model, qid, {page: score}) of one domain's stored reranker runs, one model and query at a time; judge
+    strategies and NaN scores dropped, a repeated page keeps its last row.
+
+    Streaming: the domain's rows are held as Arrow columns (ids as dictionary codes, scores as doubles) and grouped
+    by a sort of the codes, so memory grows with the domain's rows at a few dozen bytes each, never a Python object
+    per row; a group becomes Python only while it is scored."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = ("model", "query-id", "corpus-id", "score")
+    tables = [release.arrow(f, columns, ("is_judge",)) for f in release.provenance_files("provenance-runs", domain)]
+    tables = [
+        t if "is_judge" in t.column_names else t.append_column("is_judge", pa.nulls(len(t), pa.bool_())) for t in tables
+    ]
+    table = pa.concat_tables([t.select([*columns, "is_judge"]) for t in tables], promote_options="permissive")
+    score = pc.cast(table["score"], pa.float64())
+    judge = pc.fill_null(pc.cast(table["is_judge"], pa.bool_()), False)
+    keep = pc.fill_null(pc.and_(pc.invert(judge), pc.invert(pc.is_nan(score))), False)  # a null score: dropped too
+    table = table.set_column(table.column_names.index("score"), "score", score).filter(keep)
+
+    def codes(name: str) -> tuple[Any, list[str]]:
+        encoded = pc.dictionary_encode(pc.cast(table[name], pa.string())).combine_chunks()
+        return encoded.indices.to_numpy(zero_copy_only=False), [str(v) for v in encoded.dictionary.to_pylist()]
+
+    model_codes, models = codes("model")
+    query_codes, queries = codes("query-id")
+    doc_codes, docs = codes("corpus-id")
+    scores = table["score"].to_numpy()
+    table = None  # the codes and scores hold what is left to read
+    key = model_codes.astype(np.int64) * max(1, len(queries)) + query_codes  # one sort key: model, then query
+    order = np.argsort(key, kind="stable")  # stable: a repeated page keeps its last row
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.array([], np.int64)
+    ends = np.append(starts[1:], len(key))
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        rows = order[start:end]
+        first = rows[0]
+        pages = [docs[i] for i in doc_codes[rows].tolist()]
+        yield models[model_codes[first]], queries[query_codes[first]], dict(zip(pages, scores[rows].tolist()))
 
 
 def read_first_stage(
@@ -111,7 +141,9 @@ def read_injected(release: Release, domain: str, query_ids: set[str]) -> dict[st
 
     `gt_injected` is a flag per pool row (`query-id`, `corpus-id`, `gt_injected`), or per query the
     list of injected page ids."""
-    cols = release.provenance("provenance-pool", domain, ("query-id", "gt_injected"), optional=True)
+    cols = release.provenance(
+        "provenance-pool", domain, ("query-id", "gt_injected"), optional=True, also=("corpus-id",)
+    )
     if cols is None:
         return None
     injected: dict[str, set[str]] = {}

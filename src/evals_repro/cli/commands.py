@@ -6,6 +6,7 @@ from . import (
     evaluate,  # noqa: F401
     rcp,  # noqa: F401
     report,  # noqa: F401
+    reproduce,  # noqa: F401
     run,  # noqa: F401
     serve,  # noqa: F401
     stores,  # noqa: F401

@@ -23,6 +23,7 @@ MAX_COST_HELP = "Refuse to start past this cost (USD, by the plan); stop before 
 PRICES_HELP = "A price file (JSON, like the shipped table) whose entries override the shipped prices."
 
 PRICES = typer.Option(None, "--prices", show_default="the shipped table", help=PRICES_HELP)
+MAX_COST = typer.Option(None, "--max-cost", min=0, show_default="none: no ceiling", help=MAX_COST_HELP)
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Money(OptionGroup):
     """`--plan`, `--max-cost USD`, `--prices FILE`: what every paid command asks before and while it spends."""
 
     plan: bool = option(False, "--plan", help=PLAN_HELP)
-    max_cost: Optional[float] = option(None, "--max-cost", min=0, show_default="none: no ceiling", help=MAX_COST_HELP)
+    max_cost: Optional[float] = MAX_COST
     prices: Optional[Path] = PRICES
 
     def gate(self, make_plan: Callable[[], Any]) -> Any:

@@ -75,6 +75,12 @@ def report_command(
         "x subset heatmaps on one colour scale. Figures it wrote here earlier that no longer have one are removed "
         "(listed in evals-repro-plots.json); nothing else is touched.",
     ),
+    published: bool = typer.Option(
+        False,
+        "--published",
+        help="Add the published figures of this benchmark (evals-repro reproduce) as rows, without significance, "
+        "and the reproduction matrix to an .html --output.",
+    ),
 ) -> None:
     """Print the monolingual and crosslingual tables (methods x subsets, x100), or a --by breakdown.
 
@@ -107,11 +113,12 @@ def report_command(
     by = value_of(by_choice) if by_choice is not None else None
     decl = get_benchmark(benchmark)
     measures = split_list(measure, "--measure") or ["ndcg_at_10"]
-    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html):
+    if by is not None and (cost or baseline is not None or compare or plots is not None or output_html or published):
         from ..base.errors import UsageError
 
         raise UsageError(
-            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots or an .html --output",
+            "--by breaks scores down; it does not take --cost, --baseline, --compare, --plots, --published or an "
+            ".html --output",
             "run them separately",
         )
     if by is not None:
@@ -157,6 +164,12 @@ def report_command(
             seed=seed,
             methods=chosen,
         )
+        extra: list[tuple[str, str]] = []
+        if published:
+            from ..reproduce.beside import add_published, matrix_section
+
+            bundle.notes += add_published(bundle.tables, decl.name, tie_rule, bundle.results, results_dir)
+            extra = matrix_section(decl.name, results_dir) if output_html else []
         try:
             if cost and bundle.comparisons is not None and output is not None and output.suffix.lower() == ".csv":
                 bundle.notes.append(
@@ -187,7 +200,7 @@ def report_command(
                 if output_html:
                     from ..reporting.html_report import report_html
 
-                    write_output_text(output, report_html(bundle, decimals), "--output")
+                    write_output_text(output, report_html(bundle, decimals, extra), "--output")
                 else:
                     write_output_text(
                         output, bundle.csv(decimals) if output.suffix.lower() == ".csv" else text, "--output"
@@ -203,6 +216,12 @@ def report_command(
         measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, chosen)
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
+    if published:
+        from ..reporting.report import select_results
+        from ..reproduce.beside import add_published
+
+        results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+        notes += add_published(tables, decl.name, tie_rule, results, results_dir)
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     text = "\n".join(to_markdown(t, decimals) for t in tables)

@@ -28,6 +28,7 @@ class PoolCheck:
     queries: int = 0
     fused_reproduced: int = 0  # same id order and scores within 1e-12 of rrf_fused
     fused_mismatch: list[str] = field(default_factory=list)
+    order_mismatch: list[str] = field(default_factory=list)  # of those, the queries whose id order differs
     max_score_diff: float = 0.0
     queries_injected: int = 0
     pages_injected: int = 0
@@ -94,6 +95,8 @@ def check_subset_pools(
             check.fused_reproduced += 1
         else:
             check.fused_mismatch.append(qid)
+            if not same_order:
+                check.order_mismatch.append(qid)
         pool, injected = inject_ground_truth([d for d, _ in fused], judged.qrels.get(qid, {}))
         if injected:
             check.queries_injected += 1

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from ..base.progress import progress_bar
 from ..benchmarks.rcp_release import DOMAINS, LANGUAGES, NATIVE_LANGUAGE, Release
-from ..benchmarks.rcp_tables import read_pools, read_qrels, read_runs
+from ..benchmarks.rcp_tables import read_pools, read_qrels, run_groups
 from ..metrics.protocol import running_mean
-from ..metrics.published.ndcg_float import TIE_RULES, ndcg_float_at_k
+from ..metrics.published.ndcg_float import dcg_many_at_k, idcg_at_k
 
 # Hub model id -> the paper's short name, in the card's row order.
 RERANKERS = {
@@ -35,6 +35,7 @@ RERANKERS = {
     "zerank-2": "zerank-2",
 }
 METRICS = ("rcp_ndcg_at_10", "qrel_ndcg_at_10")
+CARD_TIE_RULES = ("doc-id", "group-mean")  # the card's rules (a) and (b): what it prints, and all a replay computes
 VIEWS = ("native", "mean6")
 K = 10
 
@@ -72,43 +73,65 @@ def score_query(
     scores: dict[str, float], pool: list[str] | None, gains: dict[str, float], grades: dict[str, int], tie_rule: str
 ) -> tuple[float, float]:
     """(RCP-nDCG@10, qrel-nDCG@10) of one query's stored scores, restricted to its pool."""
+    return score_query_rules(scores, pool, gains, grades, (tie_rule,))[tie_rule]
+
+
+def score_query_rules(
+    scores: dict[str, float],
+    pool: list[str] | None,
+    gains: dict[str, float],
+    grades: dict[str, int],
+    tie_rules: Iterable[str],
+) -> dict[str, tuple[float, float]]:
+    """`score_query` under several tie rules: the pool restriction and ideal DCGs once, one ranking per rule for
+    both gain mappings (`ndcg_float.dcg_many_at_k`). The inputs were checked where they were read (gains finite and
+    >= 0 in `read_qrels`, NaN scores dropped), so nothing is re-checked per query."""
     if pool is not None:
         scores = {doc: scores[doc] for doc in pool if doc in scores}
-    rcp = ndcg_float_at_k(scores, gains, K, tie_rule)
-    qrel = ndcg_float_at_k(scores, {d: float(g) for d, g in grades.items()}, K, tie_rule)
-    return rcp, qrel
+    grade_gains = {d: float(g) for d, g in grades.items()}
+    ideal = (idcg_at_k(gains, K), idcg_at_k(grade_gains, K))
+    out = {}
+    for rule in tie_rules:
+        dcg = dcg_many_at_k(scores, (gains, grade_gains), K, rule)
+        out[rule] = (dcg[0] / ideal[0] if ideal[0] > 0 else 0.0, dcg[1] / ideal[1] if ideal[1] > 0 else 0.0)
+    return out
 
 
 def replay(
     release: Release,
     domains: Iterable[str] = DOMAINS,
     languages: Iterable[str] = LANGUAGES,
-    tie_rules: Iterable[str] = TIE_RULES,
+    tie_rules: Iterable[str] = CARD_TIE_RULES,
 ) -> Replay:
+    """The card's per-subset means from `provenance-runs`, one domain at a time, its runs streamed one model and
+    query at a time (`run_groups`): memory is bounded by one domain's rows as Arrow columns, time linear in them."""
     domains, languages, tie_rules = list(domains), list(languages), list(tie_rules)
     result = Replay(revision=str(release.revision), domains=domains, languages=languages)
-    with progress_bar("replaying provenance-runs", len(domains) * len(languages)) as bar:
+    with progress_bar("replaying provenance-runs (domains)", len(domains)) as bar:
         for domain in domains:
-            runs = read_runs(release, domain)
-            for language in languages:
-                subset = f"{domain}__{language}"
-                judged = read_qrels(release, subset)
-                pools = read_pools(release, subset)
-                result.queries[(domain, language)] = len(judged.gains)
-                for model, run in runs.items():
-                    scored = [qid for qid in judged.gains if qid in run]
-                    if not scored:
-                        continue
-                    for rule in tie_rules:
-                        pairs = [
-                            score_query(run[q], pools.get(q), judged.gains[q], judged.qrels.get(q, {}), rule)
-                            for q in scored
-                        ]
-                        result.means[(model, domain, language, rule)] = {
-                            "rcp_ndcg_at_10": running_mean(p[0] for p in pairs),
-                            "qrel_ndcg_at_10": running_mean(p[1] for p in pairs),
-                        }
-                bar.advance()
+            judged = {lang: read_qrels(release, f"{domain}__{lang}") for lang in languages}
+            pools = {lang: read_pools(release, f"{domain}__{lang}") for lang in languages}
+            judged_in: dict[str, list[str]] = {}  # qid -> the languages whose subset judges it
+            for lang in languages:
+                result.queries[(domain, lang)] = len(judged[lang].gains)
+                for qid in judged[lang].gains:
+                    judged_in.setdefault(qid, []).append(lang)
+            scored: dict[tuple[str, str, str], dict[str, tuple[float, float]]] = {}
+            for model, qid, run in run_groups(release, domain):
+                for lang in judged_in.get(qid, ()):
+                    j = judged[lang]
+                    by_rule = score_query_rules(
+                        run, pools[lang].get(qid), j.gains[qid], j.qrels.get(qid, {}), tie_rules
+                    )
+                    for rule, pair in by_rule.items():
+                        scored.setdefault((model, lang, rule), {})[qid] = pair
+            for (model, lang, rule), by_query in scored.items():
+                pairs = [by_query[q] for q in judged[lang].gains if q in by_query]  # the qrels' query order
+                result.means[(model, domain, lang, rule)] = {
+                    "rcp_ndcg_at_10": running_mean(p[0] for p in pairs),
+                    "qrel_ndcg_at_10": running_mean(p[1] for p in pairs),
+                }
+            bar.advance()
     return result
 
 
@@ -117,7 +140,7 @@ _RULE_TITLES = {"doc-id": "rule (a): document-id tie-break", "group-mean": "rule
 _METRIC_TITLES = {"rcp_ndcg_at_10": "RCP-nDCG@10", "qrel_ndcg_at_10": "qrel-nDCG@10"}
 
 
-def format_tables(result: Replay, tie_rules: Iterable[str] = ("doc-id", "group-mean")) -> str:
+def format_tables(result: Replay, tie_rules: Iterable[str] = CARD_TIE_RULES) -> str:
     """Markdown tables in %, one decimal: for each view and tie rule, RCP-nDCG@10 then qrel-nDCG@10."""
     lines = [f"Replayed from provenance-runs at revision {result.revision}."]
     header = "| Reranker | " + " | ".join(result.domains) + " | Mean |"

@@ -202,9 +202,10 @@ def _spend(usd: str, usage: dict[str, float]) -> str:
     return f"{usd} ({counts})" if counts else usd
 
 
-def report_html(bundle, decimals: int = 1) -> str:
+def report_html(bundle, decimals: int = 1, extra: Sequence[tuple[str, str]] = ()) -> str:
     """`report -o report.html`: tables and comparisons, plots, protocol, provenance (with every plugin and Python
-    object a method was built from: distribution, version, how installed, sources, describe())."""
+    object a method was built from: distribution, version, how installed, sources, describe()); `extra` sections
+    (heading, HTML) follow them (`report --published`: the reproduction matrix of the benchmark's published figures)."""
     from .provenance import HEADER as COMPONENT_HEADER
     from .provenance import component_rows
     from .report import method_costs
@@ -280,4 +281,10 @@ def report_html(bundle, decimals: int = 1) -> str:
         ),
     ]
     intro = reading_guide([t.title for t in bundle.tables if t.rows])
-    return page(f"evals-repro report: {bundle.benchmark}", bundle.markdown(decimals), bundle.figures, sections, intro)
+    return page(
+        f"evals-repro report: {bundle.benchmark}",
+        bundle.markdown(decimals),
+        bundle.figures,
+        [*sections, *extra],
+        intro,
+    )

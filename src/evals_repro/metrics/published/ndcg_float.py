@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...base.errors import DataError, UsageError
 from ..protocol import DEFAULT_TIE_RULE, TIE_RULES, check_tie_rule, running_mean
@@ -58,27 +58,35 @@ def idcg_at_k(gains: Mapping[str, float], k: int) -> float:
 def dcg_at_k(
     scores: Mapping[str, float], gains: Mapping[str, float], k: int, tie_rule: str = DEFAULT_TIE_RULE
 ) -> float:
+    return dcg_many_at_k(scores, (gains,), k, tie_rule)[0]
+
+
+def dcg_many_at_k(
+    scores: Mapping[str, float], gain_sets: Sequence[Mapping[str, float]], k: int, tie_rule: str = DEFAULT_TIE_RULE
+) -> list[float]:
+    """DCG@k of one ranking under several gain mappings (RCP gains and integer grades): ranked once."""
     tie_rule = check_tie_rule(tie_rule)
     if not scores:
-        return 0.0
+        return [0.0 for _ in gain_sets]
     discounts = _discounts(min(k, len(scores)))
     if tie_rule != "group-mean":
         if tie_rule == "doc-id":
             order = sorted(scores, key=lambda d: (scores[d], d), reverse=True)[:k]
         else:  # input-order: sorted() is stable
             order = sorted(scores, key=lambda d: -scores[d])[:k]
-        return float(sum(gains.get(d, 0.0) * discounts[i] for i, d in enumerate(order)))
+        return [float(sum(gains.get(d, 0.0) * discounts[i] for i, d in enumerate(order))) for gains in gain_sets]
     order = sorted(scores, key=lambda d: scores[d], reverse=True)
-    total = 0.0
+    totals = [0.0 for _ in gain_sets]
     start = 0
     while start < len(order) and start < k:
         end = start + 1
         while end < len(order) and scores[order[end]] == scores[order[start]]:
             end += 1
-        mean_gain = sum(gains.get(d, 0.0) for d in order[start:end]) / (end - start)
-        total += mean_gain * sum(discounts[start : min(end, k)])
+        weight = sum(discounts[start : min(end, k)])
+        for n, gains in enumerate(gain_sets):
+            totals[n] += sum(gains.get(d, 0.0) for d in order[start:end]) / (end - start) * weight
         start = end
-    return total
+    return totals
 
 
 def ndcg_float_at_k(
