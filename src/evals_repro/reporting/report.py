@@ -37,6 +37,8 @@ class Table:
     setting: str = Setting.MONOLINGUAL.value
     sources: dict[str, dict[str, float]] = field(default_factory=dict)
     cost: dict[str, str] | None = None  # `report --cost`: method -> what its results cost (USD), a last column
+    # Rows that are printed figures of a source (`report --published`), not methods run here: never ranked (bold).
+    references: set[str] = field(default_factory=set)
 
 
 def method_order(results: list[ResultRecord], chosen: Sequence[str] | None = None) -> list[str]:
@@ -300,6 +302,7 @@ def _cell(value: float | None, decimals: int) -> str:
 
 BASELINE_MARK = " (baseline)"  # after the baseline's name in every table (`report --baseline`)
 BOLD_RULE = "Bold: each column's best value as printed; every method tied at it is bold."
+BOLD_RULE_REFERENCES = " Published rows are not ranked."
 
 
 def higher_is_better(measure: str) -> bool:
@@ -322,7 +325,11 @@ def best_cells(table: Table, decimals: int) -> set[tuple[str, str]]:
         return set()
     best: set[tuple[str, str]] = set()
     for k, column in enumerate(table.columns):
-        printed = {method: float(_cell(values[k], decimals)) for method, values in table.rows if values[k] is not None}
+        printed = {
+            method: float(_cell(values[k], decimals))
+            for method, values in table.rows
+            if values[k] is not None and method not in table.references
+        }
         if len(printed) < 2:
             continue
         top = max(printed.values())
@@ -352,7 +359,7 @@ def to_markdown(
     if not table.rows:
         lines.append("| (no results) |" + " |" * len(table.columns + extra))
     if best:
-        lines += ["", BOLD_RULE]
+        lines += ["", BOLD_RULE + (BOLD_RULE_REFERENCES if table.references else "")]
     return "\n".join(lines) + "\n"
 
 

@@ -78,6 +78,7 @@ def add_published(
         for table in tables:
             rows = _card_rows(source, table, tie_rule) + _results_rows(source, table)
             table.rows.extend(rows)
+            table.references.update(name for name, _ in rows)
             if table.cost is not None:
                 table.cost.update({name: "" for name, _ in rows})
             added += len(rows)
