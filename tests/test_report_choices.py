@@ -307,3 +307,18 @@ def test_which_measures_have_a_better_side():
     assert all(higher_is_better(m) for m in ("ndcg_at_10", "map", "recall_at_100", "mrr_at_10", "ndcg_float_at_10"))
     assert not any(higher_is_better(m) for m in ("num_rel", "num_ret", "judged_at_10", "unj_10", "ideal_dcg"))
     assert higher_is_better("a-study-variant-name")  # not a measure the metrics package parses: a quality score
+
+
+def test_a_published_row_is_never_ranked_bold():
+    """`report --published` rows are printed figures, not methods run here: a higher published value takes no
+    bold from the methods, and the rule under the table says so."""
+    from evals_repro.reporting.report import Table, to_markdown
+
+    table = Table("t", ["hr", "avg"], [("a", [0.5, 0.5]), ("b", [0.25, 0.75]), ("paper (published: x)", [0.9, 0.9])])
+    table.measure = "ndcg_at_10"
+    table.references.add("paper (published: x)")
+    lines = to_markdown(table).splitlines()
+    assert "| a | **50.0** | 50.0 |" in lines
+    assert "| b | 25.0 | **75.0** |" in lines
+    assert "| paper (published: x) | 90.0 | 90.0 |" in lines
+    assert lines[-1].endswith("Published rows are not ranked.")
