@@ -1,7 +1,7 @@
 """Foundations every layer stands on: typed errors, atomic files, locks, progress, usage, the data model, names.
 
 Owns the errors with their exit codes (`errors`), crash-safe writes and readers (`io`, `matrix_file`,
-`call_journal`, `locks`), progress bars (`progress`), what was spent (`usage`), the data a method receives
+`call_journal`, `locks`), progress bars (`progress`), image formats by signature (`images`), what was spent (`usage`), the data a method receives
 (`data`: `Subset`, `Query`, `Page`, `Run`; `context`: `MethodContext`), one page rendering (`rendering`,
 `pagestore`) and the registries that resolve a name to its builder (`registry`).
 
