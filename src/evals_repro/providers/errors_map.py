@@ -10,9 +10,10 @@ Per SDK (pinned versions; see the provider wire-format notes):
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
 - openai (any OpenAI-compatible server): the official SDK's APIStatusError / APITimeoutError /
-  APIConnectionError for embeddings and model lists; chat completions are called with httpx: httpx.HTTPStatusError (`response.status_code`,
-  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors. Providers with
-  no classifier of their own (the local vLLM rerankers, also spoken to with httpx) are classified the same way.
+  APIConnectionError for embeddings, model lists and chat completions. Providers with no classifier of their
+  own (the local vLLM rerankers, spoken to with httpx) share its classifier: httpx.HTTPStatusError
+  (`response.status_code`, `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and
+  transport errors.
 
 A 200 whose body cannot be read (truncated or not JSON: voyageai and cohere wrap it in their APIError
 with a 2xx status, google-genai and mixedbread let `json.JSONDecodeError` through, pydantic rejects a
