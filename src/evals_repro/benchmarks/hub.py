@@ -351,22 +351,23 @@ def card_data(repo: str, revision: str) -> dict[str, Any] | None:
         if _is_network_error(exc):
             raise unreachable(repo, commit, type(exc).__name__) from None
         raise
-    return parse_card(Path(path).read_text(encoding="utf-8"), f"{repo}@{commit}/README.md")
+    return read_card(Path(path), f"{repo}@{commit}/README.md")
 
 
-def parse_card(text: str, where: str) -> dict[str, Any] | None:
-    """The front matter (`---` YAML `---`) of a card's text, or None without one."""
+def read_card(path: Path, where: str) -> dict[str, Any] | None:
+    """The metadata block (`---` YAML `---`) of a card file, read by huggingface_hub's own card reader (so a
+    BOM, CRLF line ends or blank lines before the block read as the Hub reads them); None without one."""
     import yaml
+    from huggingface_hub.repocard import metadata_load
 
-    if not text.startswith("---"):
-        return None
-    header, sep, _ = text[3:].partition("\n---")
-    if not sep:
-        return None
     try:
-        data = yaml.safe_load(header)
+        data = metadata_load(path)
     except yaml.YAMLError as exc:
         raise DataError(f"{where}: the card's YAML header does not parse ({exc})", "pick another revision") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{where}: the card is not UTF-8 text", "pick another revision") from None
+    except ValueError:  # a block that is not a mapping (a list, a string): no metadata to read
+        return None
     return data if isinstance(data, dict) else None
 
 
