@@ -1,5 +1,6 @@
-"""A dataset card's metadata block is read by huggingface_hub's own card reader (`repocard.metadata_load`): the
-fixture cards read as their YAML says, and cards the Hub reads (a BOM, CRLF, a blank line first) read here too."""
+"""A dataset card's metadata block is found by huggingface_hub's own rule (what `repocard.metadata_load` uses):
+the fixture cards read as their YAML says, and cards the Hub reads (a BOM, CRLF, a blank line first) read here too,
+as `metadata_load` reads them."""
 
 from __future__ import annotations
 
@@ -8,15 +9,24 @@ import yaml
 
 import rcp_fixture
 from evals_repro.base.errors import DataError
-from evals_repro.benchmarks.hub import card_features, read_card
+from evals_repro.benchmarks.hub import card_features, parse_card
 from evals_repro.benchmarks.rcp_release import _data_files
 from hub_fixtures import RAW_README
 
 
 def card(tmp_path, text: str | bytes):
+    """What this harness reads from a card file, beside what huggingface_hub's `metadata_load` reads from it."""
+    from huggingface_hub.repocard import metadata_load
+
     path = tmp_path / "README.md"
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
-    return read_card(path, "org/repo@abc/README.md")
+    ours = parse_card(path.read_text(encoding="utf-8"), "org/repo@abc/README.md")
+    try:
+        hubs = metadata_load(path)
+    except ValueError:  # a block that is not a mapping: no metadata
+        hubs = None
+    assert ours == (hubs or None)
+    return ours
 
 
 def test_the_raw_vidore_fixture_card_declares_its_columns(tmp_path):
@@ -66,9 +76,7 @@ def test_a_card_without_a_metadata_mapping_has_none(tmp_path, text):
     assert card(tmp_path, text) is None
 
 
-def test_a_block_that_does_not_parse_is_one_line_naming_the_card(tmp_path):
+def test_a_block_that_does_not_parse_is_one_line_naming_the_card():
     with pytest.raises(DataError) as info:
-        card(tmp_path, "---\nlicense: [mit\n---\n")
+        parse_card("---\nlicense: [mit\n---\n", "org/repo@abc/README.md")
     assert info.value.one_line().startswith("org/repo@abc/README.md: the card's YAML header does not parse (")
-    with pytest.raises(DataError, match="org/repo@abc/README.md: the card is not UTF-8 text"):
-        card(tmp_path, b"---\nlicense: \xff\xfe\n---\n")

@@ -152,7 +152,7 @@ class Release:
     def card(self) -> dict[str, Any]:
         """The card's YAML header (`{}` without a card)."""
         if self._card is None:
-            from .hub import read_card
+            from .hub import parse_card
 
             path: Path | None
             if self.snapshot is not None:
@@ -160,7 +160,8 @@ class Release:
                 path = candidate if candidate.is_file() else None
             else:
                 path = self._fetch_optional("README.md")
-            self._card = (read_card(path, f"{self.label}/README.md") if path is not None else None) or {}
+            text = path.read_text(encoding="utf-8") if path is not None else ""
+            self._card = parse_card(text, f"{self.label}/README.md") or {}
         return self._card
 
     def config_files(self, config: str, split: str, fallback: str, *, optional: bool = False) -> list[str]:
