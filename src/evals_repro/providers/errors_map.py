@@ -184,11 +184,13 @@ def _transport(exc: BaseException) -> Failure | None:
 
 
 def _unsendable(exc: BaseException) -> Failure | None:
-    """An exception (anywhere in the chain) that says the request could not even be built: retrying is useless."""
-    import h11
+    """An exception (anywhere in the chain) that says the request could not even be built: retrying is useless.
+
+    h11's own LocalProtocolError (an illegal header value) always reaches us wrapped by the httpx or httpx2 one
+    of the same name, so the stacks the SDKs call are enough."""
     import httpx
 
-    kinds: list[type] = [httpx.LocalProtocolError, httpx.UnsupportedProtocol, h11.LocalProtocolError]
+    kinds: list[type] = [httpx.LocalProtocolError, httpx.UnsupportedProtocol]
     try:
         import requests
 
@@ -316,17 +318,24 @@ _imported = False
 
 def _import_http_stacks() -> None:
     """Import the HTTP stacks the classifiers test against once, under a lock. Worker threads classify their
-    first failures at the same moment; when an SDK does not use httpx (openai uses httpx2), the first of them
-    would import httpx and h11 concurrently in opposite orders (`_unsendable` takes h11 first), and Python's
+    first failures at the same moment; when an SDK does not use one of them (openai uses httpx2, not httpx),
+    several threads would import it concurrently, in different orders with its dependencies, and Python's
     import-deadlock breaker then hands one thread a partially initialised module."""
     global _imported
     if _imported:
         return
     with _IMPORT_LOCK:
         if not _imported:
-            import h11  # noqa: F401
             import httpx  # noqa: F401
 
+            try:  # the stacks some SDKs use; an absent one is not checked
+                import httpx2  # noqa: F401
+            except ImportError:
+                pass
+            try:
+                import requests  # noqa: F401
+            except ImportError:
+                pass
             _imported = True
 
 
