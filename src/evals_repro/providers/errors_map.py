@@ -24,7 +24,6 @@ does not fit the request (wrong count, NaN) the same way.
 
 from __future__ import annotations
 
-import email.utils
 import threading
 import time
 from dataclasses import dataclass
@@ -67,6 +66,8 @@ def parse_retry_after(value, now: float | None = None) -> float | None:
     try:
         seconds = float(text)
     except ValueError:
+        import email.utils  # an HTTP-date (rare): its parser is not imported for every component lookup
+
         try:
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
