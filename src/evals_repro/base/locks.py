@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -78,6 +77,8 @@ class OwnerLock:
                 busy(describe(_read_label(fd)))
                 fcntl.flock(fd, fcntl.LOCK_EX)
             self.previous = _read_label(fd)
+            import socket  # here, not at import: a refusal imports this module and never locks
+
             label = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
