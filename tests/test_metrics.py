@@ -210,6 +210,24 @@ def test_measure_families_load_on_the_first_lookup_in_their_order():
     assert names[7:] == ["ndcg_float", "diversity", "nugget_coverage", "p_mrr", "passage_in_context", "trec_eval"]
 
 
+def test_the_first_lookups_of_several_threads_all_see_every_family():
+    """Threads that name measures at once (a run's workers) wait for the families a first lookup is loading."""
+    code = (
+        "import threading, evals_repro.metrics as M\n"
+        "names = ['alpha_ndcg_at_10', 'P.5,10', 'ndcg_float_at_10', 'judged_at_10', 'gm_map', 'p_mrr'] * 3\n"
+        "barrier, found, failed = threading.Barrier(len(names)), [], []\n"
+        "def look(name):\n"
+        "    barrier.wait()\n"
+        "    try:\n        found.append(M.expand_measure(name))\n"
+        "    except Exception as exc:\n        failed.append(f'{name}: {exc}')\n"
+        "threads = [threading.Thread(target=look, args=(n,)) for n in names]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(len(found), failed)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == "18 []"
+
+
 def test_trec_ranked_orders_like_trec_eval():
     scores = {"a": 1.0 + 1e-9, "b": 1.0, "c": 2.0, "d": 1.0 - 1e-6}
     # a and b are one float32 value: b (> a) first; the original scores are returned unchanged.

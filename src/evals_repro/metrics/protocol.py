@@ -288,22 +288,28 @@ BUILTIN_FAMILIES = (
     "trec.names",
 )
 _builtins_loaded = False
-_BUILTINS_LOCK = threading.RLock()
+_loading = False
+_BUILTINS_LOCK = threading.RLock()  # reentrant: the modules' own register() calls come back here while loading
 
 
 def families() -> list[Family]:
-    """Every registered family, the built-in ones first (imported on the first call)."""
-    global _builtins_loaded
+    """Every registered family, the built-in ones first (imported on the first call; another thread's first
+    call waits until they all are)."""
+    global _builtins_loaded, _loading
     if not _builtins_loaded:
         with _BUILTINS_LOCK:
-            if not _builtins_loaded:
-                _builtins_loaded = True  # before the imports: their own register() calls must not come back here
-                import importlib
+            if not _builtins_loaded and not _loading:
+                _loading = True
+                try:
+                    import importlib
 
-                for name in BUILTIN_FAMILIES:
-                    module = importlib.import_module(f"{__package__}.{name}")
-                    if name == "trec.names":
-                        register(module.FAMILY)
+                    for name in BUILTIN_FAMILIES:
+                        module = importlib.import_module(f"{__package__}.{name}")
+                        if name == "trec.names":
+                            register(module.FAMILY)
+                    _builtins_loaded = True
+                finally:
+                    _loading = False
     return FAMILIES
 
 
