@@ -10,8 +10,9 @@ That is simulated without copying the venv: the child runs with PYTHONDONTWRITEB
 everything to a scratch prefix, of which the standard library's part is kept); "with bytecode" gives the
 child the whole scratch prefix. CPU is the child's user + system time (`os.wait4`), the median of REPEATS
 pairs, each case interleaved with its peer: `python -c "import typer"`, the floor under any typer CLI, run
-under the same condition. Goal (absolute, as the issue states it): <= 0.35 s CPU without bytecode for
-`--help` and every refusal.
+under the same condition. Goal, as the issue states it: <= 0.35 s CPU without bytecode for `--help` and every
+refusal, on this machine, where `import typer` alone takes 0.12 s; held as a ratio to the peer (<= 0.35 / 0.12),
+since CPU seconds on a shared machine rise with its load.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import pytest
 pytestmark = pytest.mark.perf
 
 REPEATS = int(os.environ.get("EVALS_REPRO_PERF_REPEATS", "7"))
-GOAL = 0.35
+GOAL = 0.35  # s of CPU without bytecode ...
+PEER_QUIET = 0.12  # ... where `import typer` takes this: the ratio held is GOAL / PEER_QUIET
 PEER = ["-c", "import typer"]
 KEYS = (
     "VOYAGE_API_KEY",
@@ -103,12 +105,15 @@ def side_by_side(args: list[str], prefix: Path, cwd: Path, code: int, expect: st
 @pytest.mark.parametrize("case", list(CASES))
 def test_help_and_refusals_cost_little_cpu(case, prefixes):
     args, code, expect = CASES[case]
-    figures = {}
+    ratios = {}
     for condition in ("no bytecode", "bytecode"):
         cpu, peer = side_by_side(args, prefixes[condition], prefixes["cwd"], code, expect)
-        figures[condition] = cpu
+        ratios[condition] = cpu / peer
+        scaled = (
+            f"; {cpu / peer * PEER_QUIET:.2f} s where typer takes {PEER_QUIET} s" if condition == "no bytecode" else ""
+        )
         print(
-            f"\n{case}, {condition}: {cpu:.3f} s CPU (peer `import typer` {peer:.3f} s, ratio {cpu / peer:.2f}), "
+            f"\n{case}, {condition}: {cpu:.3f} s CPU (peer `import typer` {peer:.3f} s, ratio {cpu / peer:.2f}{scaled}), "
             f"medians of {REPEATS} interleaved pairs"
         )
-    assert figures["no bytecode"] <= GOAL
+    assert ratios["no bytecode"] <= GOAL / PEER_QUIET
