@@ -83,6 +83,7 @@ class ChatClient:
         self.settings = provider_settings(spec.provider, options)
         self.generation = generation
         self._client: Any = None
+        self._keyless = False
 
     def _estimate(self, system: str, parts: list[Part]) -> int:
         estimate = self.estimate_units(system, parts)
@@ -155,9 +156,12 @@ class ChatClient:
 
     # -- OpenAI-compatible chat completions (the official SDK, its retries off) ---------------------
     def _openai(self, system: str, parts: list[Part]) -> Completion:
-        from ..providers.clients import openai_client
+        import openai
+
+        from ..providers.clients import openai_client, openai_key
 
         if self._client is None:
+            self._keyless = openai_key(self.settings.base_url) is None  # a server of your own, started without a key
             self._client = openai_client(self.settings)
         content: list[dict[str, Any]] = []
         for p in parts:
@@ -172,6 +176,8 @@ class ChatClient:
             given["temperature"] = self.generation.temperature
         if self.generation.max_output_tokens is not None:
             given["max_completion_tokens"] = self.generation.max_output_tokens
+        if self._keyless:  # no Authorization header at all (the SDK would send its placeholder key)
+            given["extra_headers"] = {"Authorization": openai.omit}
         response = self._client.chat.completions.create(model=self.spec.model, messages=messages, **given)
         # The SDK builds its models without validation: a field a server left out is missing, not an error.
         choices: Any = getattr(response, "choices", None)
