@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 # Inside base, a module imports only those before it.
 BASE_ORDER = [
     "errors",
+    "images",
     "usage",
     "io",
     "progress",

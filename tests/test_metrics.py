@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -190,6 +191,41 @@ def test_import_is_light():
     code = "import sys, evals_repro.metrics; print('pytrec_eval' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_measure_families_load_on_the_first_lookup_in_their_order():
+    """Importing the package (or `protocol`, as a refusal's modules do) compiles no family module; the first
+    lookup registers them all, trec_eval's own spellings last (the order error messages list forms in)."""
+    code = (
+        "import json, sys, evals_repro.metrics as M\n"
+        "before = sorted(m for m in sys.modules if m.startswith('evals_repro.metrics.') and m.count('.') == 3)\n"
+        "M.get_measure('nDCG@10')\n"
+        "from evals_repro.metrics.protocol import FAMILIES\n"
+        "print(json.dumps([before, [f.name for f in FAMILIES]]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, names = json.loads(done.stdout)
+    assert before == ["evals_repro.metrics.trec.complete", "evals_repro.metrics.trec_io.write"]
+    assert names[:7] == ["judged", "ndcg", "map", "recall", "precision", "rr", "success"]
+    assert names[7:] == ["ndcg_float", "diversity", "nugget_coverage", "p_mrr", "passage_in_context", "trec_eval"]
+
+
+def test_the_first_lookups_of_several_threads_all_see_every_family():
+    """Threads that name measures at once (a run's workers) wait for the families a first lookup is loading."""
+    code = (
+        "import threading, evals_repro.metrics as M\n"
+        "names = ['alpha_ndcg_at_10', 'P.5,10', 'ndcg_float_at_10', 'judged_at_10', 'gm_map', 'p_mrr'] * 3\n"
+        "barrier, found, failed = threading.Barrier(len(names)), [], []\n"
+        "def look(name):\n"
+        "    barrier.wait()\n"
+        "    try:\n        found.append(M.expand_measure(name))\n"
+        "    except Exception as exc:\n        failed.append(f'{name}: {exc}')\n"
+        "threads = [threading.Thread(target=look, args=(n,)) for n in names]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(len(found), failed)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == "18 []"
 
 
 def test_trec_ranked_orders_like_trec_eval():

@@ -160,7 +160,7 @@ def test_torn_last_line_recovered_and_second_writer_refused(study, providers, tm
     counts = run_quality(request, echo=QUIET)
     assert counts["sent"] == 1  # only the torn request is sent again
     assert len(read_jsonl(study / QUALITY)) == len(lines)
-    from evals_repro.study.lock import StudyLock
+    from evals_repro.base.locks import StudyLock
 
     with StudyLock(study, "evals-repro rerank-study quality"):  # a live writer (the OS lock is held)
         with pytest.raises(UsageError, match=f"pid {os.getpid()}"):

@@ -6,10 +6,14 @@ A component registers its names beside its code with a decorator::
     def build(name, ctx): ...
 
 so adding a model is a one-file change: a new module in the package, nothing else to edit. A registry
-finds its components lazily, on the first lookup, by importing the modules of its packages whose
-source mentions `<REGISTRY>.register` (a cheap text check keeps numba kernels and other heavy
-modules out). Component modules keep SDK imports inside functions, so looking up a name never
-loads an SDK, and `evals-repro --help` never imports a component at all.
+finds its components lazily: on the first lookup it reads the sources of its packages' modules for their
+`@<REGISTRY>.register("name", ...)` lines (no import), and imports a module only when one of its names is
+looked up (`get`, `require`) or every entry is listed (`entries`); `names()` and an unknown name's refusal
+import none. So a refusal of `run voyage-4-large` imports the Voyage module, not sixty others, and
+`run --help` lists the rerankers without importing one (a module whose registrations do not spell their
+names as literals is imported to read them, as every module was before). Component modules keep SDK imports
+inside functions, so looking up a name never loads an SDK. tests/test_registry_index.py holds the names read
+from the sources equal to the names the modules register.
 
 Installed packages add components through entry points (group `evals_repro.retrievers`,
 `evals_repro.embedders`, `evals_repro.rerankers`): their names are read from the distributions'
@@ -30,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ConfigurationError, UsageError, choices
 from .identity import ComponentIdentity, PluginOrigin
@@ -121,6 +125,9 @@ class Registry:
         self._refused: dict[str, str] = {}  # plugin name -> why it is refused (a clash)
         self._discovered = False
         self._builtins_found = False
+        self._declared: dict[str, str] = {}  # built-in name -> the module whose source registers it
+        self._prefix_modules: dict[str, str] = {}  # a family's prefix (`openai:`) -> its module
+        self._no_options: set[str] = set()  # built-in names whose registration passes no `options=`
         self._lock = threading.RLock()
         self.namespace: tuple[Registry, ...] = (self,)  # registries whose names must not clash
 
@@ -153,6 +160,8 @@ class Registry:
         """Drop a name (tests register temporary components and remove them afterwards)."""
         with self._lock:
             self._entries.pop(name, None)
+            self._declared.pop(name, None)
+            self._no_options.discard(name)
 
     def _discover(self) -> None:
         if self._discovered:
@@ -167,30 +176,61 @@ class Registry:
                 registry._discovered = True
 
     def _discover_builtins(self) -> None:
+        """Read which module registers which names from the sources of the registry's packages (no import)."""
         with self._lock:
             if self._builtins_found:
                 return
             self._builtins_found = True
-            marker = f"{self.attribute}.register"
             for package_name in self.packages:
                 package = importlib.import_module(package_name)
                 for info in pkgutil.iter_modules(package.__path__):
                     if info.ispkg:
                         continue
-                    path = Path(package.__path__[0]) / f"{info.name}.py"
                     try:
-                        source = path.read_text(encoding="utf-8")
+                        source = (Path(package.__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")
                     except OSError:
                         continue
-                    if marker in source:
-                        importlib.import_module(f"{package_name}.{info.name}")
+                    module = f"{package_name}.{info.name}"
+                    read = registered_names(source, self.attribute)
+                    if read is None:  # names the source does not spell out: the module registers them itself
+                        importlib.import_module(module)
+                        continue
+                    for registration in read:
+                        for name in registration.names:
+                            self._declared.setdefault(name, module)
+                            if not registration.has_options:
+                                self._no_options.add(name)
+                        if registration.prefix is not None:
+                            self._prefix_modules.setdefault(registration.prefix, module)
+
+    def _builtin(self, name: str) -> Entry | None:
+        """The entry of a built-in name, its module imported on this first use."""
+        entry = self._entries.get(name)
+        module = self._declared.get(name)
+        if entry is None and module is not None:
+            importlib.import_module(module)
+            entry = self._entries.get(name)
+        return entry
 
     def get(self, name: str) -> Entry | None:
         self._discover()
-        entry = self._entries.get(name)
-        if entry is None and self.__dict__.get("_prefixes"):
-            return self._family(name)
+        entry = self._builtin(name)
+        if entry is None:
+            for prefix, module in self._prefix_modules.items():
+                if name.startswith(prefix):
+                    importlib.import_module(module)
+            if self.__dict__.get("_prefixes"):
+                return self._family(name)
         return entry
+
+    def options_of(self, name: str) -> tuple[str, ...] | None:
+        """The run options a first stage takes beyond the common ones (its registration's `options=`), None when
+        `name` is not registered here; a built-in registered without `options=` is answered without its import."""
+        self._discover()
+        if name in self._no_options and name not in self._entries:
+            return ()
+        entry = self.get(name)
+        return None if entry is None else tuple(entry.extra.get("options", ()))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
@@ -224,11 +264,14 @@ class Registry:
         return None
 
     def names(self) -> list[str]:
+        """Every name, built-ins read from their sources: nothing is imported."""
         self._discover()
-        return sorted(self._entries)
+        return sorted(set(self._entries) | set(self._declared))
 
     def entries(self) -> list[Entry]:
-        return [self._entries[name] for name in self.names()]
+        """Every entry (every built-in module imported)."""
+        found = [self.get(name) for name in self.names()]
+        return [entry for entry in found if entry is not None]
 
     def require(self, name: str, hint: str = "") -> Entry:
         """The entry for `name`, or a UsageError listing the valid names (or why a plugin is refused)."""
@@ -287,6 +330,44 @@ class Registry:
 
 
 _DISCOVERY = threading.RLock()
+
+
+class Registration(NamedTuple):
+    """One registration as read from a source: its names, a family's prefix, whether it passes `options=`."""
+
+    names: tuple[str, ...]
+    prefix: str | None = None
+    has_options: bool = False
+
+
+def registered_names(source: str, attribute: str) -> list[Registration] | None:
+    """The registrations a module's source makes through `attribute` (e.g. "EMBEDDERS"), read without importing
+    it: for each `@EMBEDDERS.register("a", "b", ...)` its names, for `@EMBEDDERS.register_prefix("openai:",
+    "openai:<model>", ...)` the name it is listed under and its prefix, and whether the call passes `options=`.
+    Names are the leading string literals; None when a registration's names are not literals
+    (`register(SPEC.name)`): the module must be imported to know them."""
+    import re
+
+    found: list[Registration] = []
+    literal = r'"[^"\\\n]*"'
+    call = re.compile(rf"^[ \t]*@{re.escape(attribute)}\.register(_prefix)?\(\s*", re.MULTILINE)
+    leading = re.compile(rf"((?:{literal}\s*(?:,\s*|(?=\))))*)")
+    block_end = re.compile(r"^[ \t]*(?:@|def |async def |class )", re.MULTILINE)  # the next decorator or the def
+    for match in call.finditer(source):
+        literals = tuple(re.findall(r'"([^"\\\n]*)"', leading.match(source, match.end()).group(1)))  # type: ignore[union-attr]
+        ends = block_end.search(source, match.end())
+        options = re.search(r"\boptions\s*=", source[match.end() : ends.start() if ends else len(source)]) is not None
+        if match.group(1):  # register_prefix(prefix, shown, ...)
+            if len(literals) < 2:
+                return None
+            found.append(Registration((literals[1],), literals[0], options))
+        elif literals:
+            found.append(Registration(literals, None, options))
+        else:
+            return None
+    return found
+
+
 UNUSABLE_IN_NAMES = "+@:[]/ "  # the method grammar's own characters (pipeline.py), and spaces
 
 
@@ -354,7 +435,7 @@ def _discover_plugins(namespace: tuple[Registry, ...]) -> None:
             )
             claims.setdefault(entry_point.name, []).append((registry, entry))
     for name, claimants in claims.items():
-        builtin = next((r._entries[name] for r in namespace if name in r._entries), None)
+        builtin = next((found for r in namespace if (found := r._builtin(name)) is not None), None)
         if builtin is not None:
             for registry, entry in claimants:
                 message = _clash(entry, builtin)

@@ -35,9 +35,15 @@ GROUPS = ("rerank-study", "rcp", "grounding")  # commands with subcommands
 
 def command_tree():
     """`app` as the click command tree it runs as, with one change to its help: a flag (`--resume`, `--help`)
-    shows no `<bool>` type, since it takes no value."""
+    shows no `<bool>` type, since it takes no value; and typer's imports that start-up does not need left out
+    (`startup`: option values converted without pydantic where typer's result is known, help rendered without
+    rich's Markdown and tracebacks)."""
     import typer
     import typer.main
+
+    from .startup import install, lean_help
+
+    lean_help()
 
     root = typer.main.get_command(app)
     pending = [root]
@@ -48,6 +54,7 @@ def command_tree():
         for param in [*command.params, *([help_option] if help_option is not None else [])]:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""
+            install(param)
     return root
 
 

@@ -1,4 +1,4 @@
-"""Image bytes as providers take them: MIME type from the magic number, data URIs, pixel counts."""
+"""Image bytes as providers take them: data URIs (MIME type from base.images), pixel counts."""
 
 from __future__ import annotations
 
@@ -6,28 +6,12 @@ import base64
 import io
 from collections.abc import Callable
 
-from ..base.errors import DataError
-
-MAGIC = [
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-]
-
-
-def image_mime(data: bytes) -> str:
-    for magic, mime in MAGIC:
-        if data.startswith(magic):
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    raise DataError("page image is not PNG, JPEG, WEBP or GIF", "re-export the page images in one of those formats")
+from ..base.images import provider_image_mime
 
 
 def data_uri(data: bytes) -> str:
     """The original bytes as a data URI (no re-encoding: the provider sees exactly the stored image)."""
-    return f"data:{image_mime(data)};base64,{base64.b64encode(data).decode()}"
+    return f"data:{provider_image_mime(data)};base64,{base64.b64encode(data).decode()}"
 
 
 def image_pixels(data: bytes) -> int:

@@ -174,9 +174,9 @@ class PipelineSpec:
         `store_prefix`): given to another method they would change nothing but the result's recorded
         options, so `--resume` would later recompute for nothing. Refused, naming the methods that take them."""
 
-        def takes(name: str) -> tuple[str, ...]:
-            entry = first_stage_entry(name)
-            return tuple(entry.extra.get("options", ())) if entry is not None else ()
+        def takes(name: str) -> tuple[str, ...]:  # read without importing a component that declares none
+            found = METHODS.options_of(name)
+            return found if found is not None else (EMBEDDERS.options_of(name) or ())
 
         declared = {option for name in first_stage_names() for option in takes(name)}
         for key in sorted(declared):

@@ -15,20 +15,20 @@ Public API:
 - `trec_ranked(scores, top_k=None, precision="float32")`: one query's ranking in trec_eval order.
 - `diversity.alpha_ndcg_at_k(subtopic_qrels, run, k)`, `diversity.err_ia_at_k(...)`: ndeval measures.
 
-Importing this package is cheap: pytrec_eval, pyndeval and NumPy load on first evaluation.
+Importing this package is cheap: the measure families load on the first lookup of a measure name
+(`protocol.families()`), the TREC file readers on first use, pytrec_eval, pyndeval and NumPy on first
+evaluation; so `from ..metrics.protocol import ScoringProtocol` in a module a refusal imports costs little.
 
 Layer: sources. May import base only; read by every layer above.
 """
 
 from __future__ import annotations
 
-# Registration order is the order of the valid forms in error messages; trec_eval's spellings come last.
-# isort: off
-from .trec import ours, judged  # noqa: F401
-from .published import ndcg_float, diversity, coverage, p_mrr, passage_in_context  # noqa: F401
-from .trec import names as trec_names
+from typing import TYPE_CHECKING, Any
 
-# isort: on
+# `evaluate` is also the name of a submodule: bound here, before anything can import that submodule and leave
+# the module object where the function belongs.
+from .evaluate import aggregate, evaluate, judged_queries, mean, scored_queries  # noqa: E402
 from .protocol import (
     DEFAULT_MEASURES,
     FAMILIES,
@@ -43,13 +43,22 @@ from .protocol import (
     parse_measures,
     register,
 )
-
-register(trec_names.FAMILY)
-
-from .evaluate import aggregate, evaluate, judged_queries, mean, scored_queries  # noqa: E402
 from .ranking import trec_ranked  # noqa: E402
-from .trec_io.read import iter_columns, read_trec_qrels, read_trec_run  # noqa: E402
 from .trec_io.write import trec_eval_lines  # noqa: E402
+
+if TYPE_CHECKING:
+    from .trec_io.read import iter_columns, read_trec_qrels, read_trec_run
+
+_READERS = ("iter_columns", "read_trec_qrels", "read_trec_run")  # gzip and zlib: loaded when a file is read
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READERS:
+        from .trec_io import read
+
+        return getattr(read, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MEASURES",

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
@@ -275,11 +276,49 @@ class Family:
 
 FAMILIES: list[Family] = []
 _CACHE: dict[str, list[Measure]] = {}
+# The built-in families' modules, registered in this order on the first lookup (the order of the valid forms in
+# error messages; trec_eval's spellings come last): importing `protocol` or `ranking` alone loads none of them,
+# so a refusal that never names a measure never compiles them. `trec.names` is registered here, the others
+# register themselves when imported.
+BUILTIN_FAMILIES = (
+    "trec.ours",
+    "trec.judged",
+    "published.ndcg_float",
+    "published.diversity",
+    "published.coverage",
+    "published.p_mrr",
+    "published.passage_in_context",
+    "trec.names",
+)
+_builtins_loaded = False
+_loading = False
+_BUILTINS_LOCK = threading.RLock()  # reentrant: the modules' own register() calls come back here while loading
+
+
+def families() -> list[Family]:
+    """Every registered family, the built-in ones first (imported on the first call; another thread's first
+    call waits until they all are)."""
+    global _builtins_loaded, _loading
+    if not _builtins_loaded:
+        with _BUILTINS_LOCK:
+            if not _builtins_loaded and not _loading:
+                _loading = True
+                try:
+                    import importlib
+
+                    for name in BUILTIN_FAMILIES:
+                        module = importlib.import_module(f"{__package__}.{name}")
+                        if name == "trec.names":
+                            register(module.FAMILY)
+                    _builtins_loaded = True
+                finally:
+                    _loading = False
+    return FAMILIES
 
 
 def register(family: Family) -> Family:
-    """Add a family; later families may not reuse an existing family's name."""
-    if any(existing.name == family.name for existing in FAMILIES):
+    """Add a family (after the built-in ones); later families may not reuse an existing family's name."""
+    if any(existing.name == family.name for existing in families()):
         raise ValueError(f"measure family {family.name} is already registered")
     FAMILIES.append(family)
     _CACHE.clear()
@@ -287,7 +326,7 @@ def register(family: Family) -> Family:
 
 
 def measure_forms() -> list[str]:
-    return [form for family in FAMILIES for form in family.forms]
+    return [form for family in families() for form in family.forms]
 
 
 def _normalise(name: str) -> str:
@@ -311,7 +350,7 @@ def expand_measure(name: str | Measure) -> list[Measure]:
     if cached is not None:
         return cached
     for candidate in dict.fromkeys((text, _normalise(text))):
-        for family in FAMILIES:
+        for family in families():
             parsed = family.parse(candidate)
             if parsed is not None:
                 found = parsed if isinstance(parsed, list) else [parsed]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..base.errors import ConfigurationError, EvalsError
 from ..providers.plan import Plan
-from ..records.results import Action, DamagedResult, read_record, result_path
+from ..records.units import Action, DamagedResult, result_path
 from ..runner.evaluation import prepare_run
 from ..runner.resume import resume_verdict, subset_coverage
 from ..runner.run_request import RunRequest, SubsetOutcome, all_refused, say_failure
@@ -22,6 +22,7 @@ def plan_run(request: RunRequest, say: Callable[[str], None] = lambda line: None
     """What `run` would send for this request, subset by subset; with `--resume`, kept results send nothing."""
     from ..benchmarks import load_subset
     from ..providers.calibration import ratios
+    from ..records.results import read_record
     from ..runner.pooling import pool_plan
     from ..runner.scoring import ranked_queries
 

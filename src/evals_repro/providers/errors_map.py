@@ -10,9 +10,10 @@ Per SDK (pinned versions; see the provider wire-format notes):
 - mixedbread: RateLimitError / InternalServerError / APIStatusError (`status_code`, `response.headers`),
   APITimeoutError / APIConnectionError.
 - openai (any OpenAI-compatible server): the official SDK's APIStatusError / APITimeoutError /
-  APIConnectionError for embeddings and model lists; chat completions are called with httpx: httpx.HTTPStatusError (`response.status_code`,
-  `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and transport errors. Providers with
-  no classifier of their own (the local vLLM rerankers, also spoken to with httpx) are classified the same way.
+  APIConnectionError for embeddings, model lists and chat completions. Providers with no classifier of their
+  own (the local vLLM rerankers, spoken to with httpx) share its classifier: httpx.HTTPStatusError
+  (`response.status_code`, `response.headers`, body `{"error": {"message": ...}}`), httpx timeouts and
+  transport errors.
 
 A 200 whose body cannot be read (truncated or not JSON: voyageai and cohere wrap it in their APIError
 with a 2xx status, google-genai and mixedbread let `json.JSONDecodeError` through, pydantic rejects a
@@ -23,7 +24,6 @@ does not fit the request (wrong count, NaN) the same way.
 
 from __future__ import annotations
 
-import email.utils
 import threading
 import time
 from dataclasses import dataclass
@@ -66,6 +66,8 @@ def parse_retry_after(value, now: float | None = None) -> float | None:
     try:
         seconds = float(text)
     except ValueError:
+        import email.utils  # an HTTP-date (rare): its parser is not imported for every component lookup
+
         try:
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
@@ -183,11 +185,13 @@ def _transport(exc: BaseException) -> Failure | None:
 
 
 def _unsendable(exc: BaseException) -> Failure | None:
-    """An exception (anywhere in the chain) that says the request could not even be built: retrying is useless."""
-    import h11
+    """An exception (anywhere in the chain) that says the request could not even be built: retrying is useless.
+
+    h11's own LocalProtocolError (an illegal header value) always reaches us wrapped by the httpx or httpx2 one
+    of the same name, so the stacks the SDKs call are enough."""
     import httpx
 
-    kinds: list[type] = [httpx.LocalProtocolError, httpx.UnsupportedProtocol, h11.LocalProtocolError]
+    kinds: list[type] = [httpx.LocalProtocolError, httpx.UnsupportedProtocol]
     try:
         import requests
 
@@ -315,17 +319,24 @@ _imported = False
 
 def _import_http_stacks() -> None:
     """Import the HTTP stacks the classifiers test against once, under a lock. Worker threads classify their
-    first failures at the same moment; when an SDK does not use httpx (openai uses httpx2), the first of them
-    would import httpx and h11 concurrently in opposite orders (`_unsendable` takes h11 first), and Python's
+    first failures at the same moment; when an SDK does not use one of them (openai uses httpx2, not httpx),
+    several threads would import it concurrently, in different orders with its dependencies, and Python's
     import-deadlock breaker then hands one thread a partially initialised module."""
     global _imported
     if _imported:
         return
     with _IMPORT_LOCK:
         if not _imported:
-            import h11  # noqa: F401
             import httpx  # noqa: F401
 
+            try:  # the stacks some SDKs use; an absent one is not checked
+                import httpx2  # noqa: F401
+            except ImportError:
+                pass
+            try:
+                import requests  # noqa: F401
+            except ImportError:
+                pass
             _imported = True
 
 

@@ -16,10 +16,7 @@ killed run or a full disk never leaves a partial file, nor a record beside files
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -29,13 +26,23 @@ from ..base.errors import DataError
 from ..base.io import atomic_write_text
 from ..metrics.protocol import ScoringProtocol
 
+# Where a result lives and what --resume decides about it, owned by `units` (no pydantic: refusals import it
+# alone); named here too, beside the record that uses them.
+from .units import (  # noqa: F401
+    RERUN_HINT,
+    Action,
+    Coverage,
+    DamagedResult,
+    Setting,
+    Verdict,
+    method_folder,
+    method_of_folder,
+    migrate_method_folder,
+    result_path,
+    run_paths,
+)
+
 SCHEMA_VERSION: Final = 2
-RERUN_HINT: Final = "rerun that subset with `run ... --resume`, which recomputes it in place"
-
-
-class Setting(StrEnum):
-    MONOLINGUAL = "monolingual"
-    CROSSLINGUAL = "crosslingual"
 
 
 class _Model(BaseModel):
@@ -238,106 +245,6 @@ def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -
         if changed:
             return "; ".join(changed)
     return "its method configuration differs"
-
-
-class Action(StrEnum):
-    KEEP = "keep"
-    RESCORE = "rescore"
-    RERUN = "rerun"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    action: Action
-    reason: str = ""
-
-    @classmethod
-    def keep(cls) -> Verdict:
-        return cls(Action.KEEP)
-
-    @classmethod
-    def rescore(cls, reason: str) -> Verdict:
-        return cls(Action.RESCORE, reason)
-
-    @classmethod
-    def rerun(cls, reason: str) -> Verdict:
-        return cls(Action.RERUN, reason)
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """What a run asks of a subset's result, compared field by field by `ResultRecord.covers`."""
-
-    setting: Setting
-    pipeline: dict[str, Any]
-    options: dict[str, Any]
-    top_k: int
-    revision: str | None
-    data_digest: str
-    protocol: ScoringProtocol
-
-
-# -- paths and reading ------------------------------------------------------------------------------
-
-
-# Characters a method label keeps in its folder name: every other one (`:` of `rrf:` and `reranker:model`, the
-# `/` of a Hub model id, `%` itself) is percent-encoded, so the name is valid on Windows and in sync tools and
-# maps back to exactly one label (`method_of_folder`). Letters, digits and `_.-~` are always kept.
-FOLDER_SAFE: Final = "+@[],="
-
-
-def method_folder(label: str) -> str:
-    """The portable folder name of a method label: `rrf:bm25+minilm` -> `rrf%3Abm25+minilm`."""
-    from urllib.parse import quote
-
-    return quote(label, safe=FOLDER_SAFE)
-
-
-def method_of_folder(name: str) -> str:
-    """The method label a results folder holds (the inverse of `method_folder`)."""
-    from urllib.parse import unquote
-
-    return unquote(name)
-
-
-def result_path(results_dir: Path, benchmark: str, label: str, subset: str) -> Path:
-    return Path(results_dir) / benchmark / method_folder(label) / f"{subset}.json"
-
-
-def migrate_method_folder(results_dir: Path, benchmark: str, label: str) -> str | None:
-    """Results an earlier version wrote under the label itself (`rrf:bm25+minilm/`) are moved to the portable
-    name, so `--resume` finds them; returns what was done, for the user, or None when there was nothing to do."""
-    root = Path(results_dir) / benchmark
-    old, new = root / label, root / method_folder(label)  # a `/` in the label made `old` nested
-    if old == new or not old.is_dir():
-        return None
-    if new.exists():
-        return (
-            f"note: {old} holds results of {label} under its old folder name; {new} is used, "
-            f"move what you need from the old folder into it"
-        )
-    try:
-        os.rename(old, new)
-    except OSError as exc:
-        return f"note: could not rename {old} to {new} ({exc.strerror}); rename it yourself to reuse its results"
-    for parent in old.parents:
-        if parent == root or not parent.is_relative_to(root):
-            break
-        try:
-            parent.rmdir()  # the folders a `/` in the label created, once empty
-        except OSError:
-            break
-    return f"moved {old} to {new} (portable folder name: no ':' or '/')"
-
-
-def run_paths(path: Path) -> tuple[Path, Path, Path]:
-    """The saved run, qrels and gains beside a result file."""
-    stem = Path(path).name.removesuffix(".json")
-    return tuple(Path(path).with_name(f"{stem}.{kind}.gz") for kind in ("run", "qrels", "gains"))  # type: ignore[return-value]
-
-
-class DamagedResult(DataError):
-    """A result file that exists but does not validate (torn, hand-edited, wrong types)."""
 
 
 def load_record(path: Path) -> ResultRecord:

@@ -9,6 +9,7 @@ page's own inline styles and images, so the page cannot make a request even if s
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import re
 from collections.abc import Iterable, Sequence
@@ -37,74 +38,46 @@ figcaption { font-size: 0.85em; color: #555; } code { background: #f3f3f3; paddi
 MARKERS = {"▲": "better", "▼": "worse"}
 
 
+@functools.cache
+def _markdown() -> Any:
+    """CommonMark with pipe tables, as the Markdown reads on GitHub; raw HTML is escaped (never passed through),
+    and links and images stay text, so nothing in a method or subset name can make the page fetch anything."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).enable("table").disable(["link", "image", "autolink"])
+
+    def text(self, tokens, idx, options, env) -> str:  # the better/worse markers get their colour
+        out = html.escape(tokens[idx].content)
+        for mark, css in MARKERS.items():
+            out = out.replace(mark, f'<span class="{css}">{mark}</span>')
+        return out
+
+    def cell(self, tokens, idx, options, env) -> str:  # a right-aligned column is a number column
+        token = tokens[idx]
+        right = "text-align:right" in str(token.attrs.get("style", ""))
+        token.attrs.pop("style", None)
+        return f'<{token.tag} class="num">' if right and token.tag == "td" else f"<{token.tag}>"
+
+    def row(self, tokens, idx, options, env) -> str:  # the baseline's row (`report --baseline`) is shaded
+        first = tokens[idx + 2] if idx + 2 < len(tokens) else None
+        baseline = first is not None and first.type == "inline" and first.content.endswith(BASELINE_MARK)
+        return '<tr class="baseline">' if baseline else "<tr>"
+
+    md.add_render_rule("text", text)
+    md.add_render_rule("tr_open", row)
+    md.add_render_rule("td_open", cell)
+    md.add_render_rule("th_open", cell)
+    return md
+
+
 def _inline(text: str) -> str:
-    """Escape, then `code` spans, **bold** (a column's best value) and the better/worse markers."""
-    out = html.escape(text, quote=False)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
-    for mark, css in MARKERS.items():
-        out = out.replace(mark, f'<span class="{css}">{mark}</span>')
-    return out
-
-
-def _cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+    """One line of Markdown (a caption) as inline HTML."""
+    return _markdown().renderInline(text)
 
 
 def markdown_to_html(text: str) -> str:
-    """The Markdown this package writes (headings, pipe tables, paragraphs) as HTML."""
-    out: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    paragraph: list[str] = []
-
-    def flush() -> None:
-        if paragraph:
-            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
-            paragraph.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        heading = re.match(r"^(#{1,6}) (.*)$", line)
-        if heading:
-            flush()
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif line.startswith("|"):
-            flush()
-            block = []
-            while i < len(lines) and lines[i].startswith("|"):
-                block.append(lines[i])
-                i += 1
-            out.append(_table(block))
-            continue
-        elif not line.strip():
-            flush()
-        else:
-            paragraph.append(line.strip())
-        i += 1
-    flush()
-    return "\n".join(out)
-
-
-def _table(block: list[str]) -> str:
-    header = _cells(block[0])
-    rules = _cells(block[1]) if len(block) > 1 and set(block[1]) <= set("|-: ") else None
-    body = block[2:] if rules is not None else block[1:]
-    right = [r.endswith(":") for r in rules] if rules else [False] * len(header)
-    rows = ["<tr>" + "".join(f"<th>{_inline(h)}</th>" for h in header) + "</tr>"]
-    for line in body:
-        cells = _cells(line)
-        baseline = bool(cells) and cells[0].endswith(BASELINE_MARK)  # the row every other is compared with
-        rows.append(
-            ('<tr class="baseline">' if baseline else "<tr>")
-            + "".join(
-                f'<td class="num">{_inline(c)}</td>' if k < len(right) and right[k] else f"<td>{_inline(c)}</td>"
-                for k, c in enumerate(cells)
-            )
-            + "</tr>"
-        )
-    return "<table>\n" + "\n".join(rows) + "\n</table>"
+    """The Markdown this package writes (headings, pipe tables, paragraphs, lists, code) as HTML."""
+    return _markdown().render(text)
 
 
 def _scoped_svg(svg: str, prefix: str) -> str:

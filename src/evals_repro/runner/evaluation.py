@@ -33,17 +33,7 @@ from ..benchmarks.registry import resolve_subsets
 from ..methods.pipeline import PipelineSpec
 from ..metrics.protocol import ScoringProtocol
 from ..providers.ceiling import CostCeilingReached
-from ..records.results import (
-    Action,
-    Cost,
-    DamagedResult,
-    Flags,
-    MethodConfig,
-    Setting,
-    migrate_method_folder,
-    read_record,
-    result_path,
-)
+from ..records.units import Action, DamagedResult, Setting, migrate_method_folder, result_path
 from ..retrieval.base import Retriever
 from .pooling import pool_plan
 from .resume import resume_verdict, subset_coverage
@@ -200,6 +190,8 @@ def _run_subset(
     say: Callable[[str], None],
 ) -> SubsetOutcome:
     """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
+    from ..records.results import Cost, Flags, MethodConfig, read_record  # the models, once there is work
+
     try:
         existing = read_record(path)
     except DamagedResult as exc:

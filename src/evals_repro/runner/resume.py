@@ -9,17 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.context import MethodContext
 from ..base.data import Subset
 from ..benchmarks.declaration import BenchmarkDeclaration
 from ..methods.pipeline import PipelineSpec
 from ..metrics.protocol import ScoringProtocol
-from ..records.results import Action, Coverage, ResultRecord, Setting, Verdict
+from ..records.units import Action, Coverage, Setting, Verdict
 from .pooling import measures_for
 from .run_request import RESULT_OPTIONS, RunRequest
 from .scoring import languages_for
+
+if TYPE_CHECKING:
+    from ..records.results import ResultRecord
 
 
 def resume_verdict(existing: ResultRecord, coverage: Coverage, path: Path) -> Verdict:

@@ -23,7 +23,7 @@ from ..base.errors import (
     SubsetsFailed,
 )
 from ..base.usage import Usage
-from ..records.results import Setting
+from ..records.units import Setting
 
 SETTINGS = tuple(s.value for s in Setting)
 # Run options that change what a method returns (so a result computed with others does not cover a request).

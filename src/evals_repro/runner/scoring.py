@@ -12,7 +12,7 @@ from typing import Any
 from ..base.data import Query, Run, Subset
 from ..benchmarks.declaration import BenchmarkDeclaration
 from ..metrics.protocol import ScoringProtocol, running_mean
-from ..records.results import LanguageBlock, QueryEntry, Setting
+from ..records.units import Setting
 from ..retrieval.base import Retriever
 
 
@@ -59,6 +59,7 @@ def score_run(
     queries the qrels do not mention are listed as skipped.
     """
     from .. import metrics as M
+    from ..records.results import LanguageBlock, QueryEntry
 
     judged = [q for q in queries if q.id in subset.qrels]
     qrels = {q.id: subset.qrels[q.id] for q in judged}

@@ -7,14 +7,18 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..base.data import Query, Run, Subset
 from ..base.io import write_unit
 from ..benchmarks.declaration import BenchmarkDeclaration
 from ..methods.pipeline import PipelineSpec
 from ..metrics.protocol import ScoringProtocol
-from ..records.results import Cost, DataDigest, Flags, MethodConfig, ResultRecord, SavedRun, Setting, run_paths
+from ..records.units import Setting, run_paths
 from .scoring import score_run
+
+if TYPE_CHECKING:
+    from ..records.results import Cost, Flags, MethodConfig, ResultRecord
 
 
 def package_versions() -> dict[str, str]:
@@ -74,6 +78,7 @@ def write_result(
 ) -> ResultRecord:
     """Score the run, then write the record with its run, qrels and gains files as one unit (io.write_unit):
     all four whole under temporary names, then renamed, the record last (it points to them)."""
+    from ..records.results import DataDigest, ResultRecord, SavedRun
     from ..records.runs import encode_gains, encode_qrels, encode_run
 
     started = time.perf_counter()

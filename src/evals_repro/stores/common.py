@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.data import Page
-from ..base.errors import UsageError, choices
+from ..base.errors import DataError, UsageError, choices
+from ..base.images import JPEG, PNG, WEBP, image_format
 from ..base.rendering import PageStyle, page_text
 from ..base.usage import Usage
 
@@ -23,6 +24,7 @@ PARSING = ("fast", "high_quality")
 TERMINAL = ("completed", "failed", "cancelled")
 LIST_PAGE_SIZE = 100
 MAX_LIST_PAGES = 100_000  # a bound on the pagination loop, far above any benchmark
+STORE_FORMATS = (PNG, JPEG, WEBP)  # page images uploaded as they are; others are re-encoded to PNG once
 
 
 def default_prefix(benchmark: str) -> str:
@@ -46,16 +48,6 @@ def upload_command(benchmark: str, subset: str, content: str, prefix: str) -> st
     if prefix != default_prefix(benchmark):
         command += f" --store-prefix {prefix}"
     return command
-
-
-def _image_type(data: bytes) -> tuple[str, str]:
-    if data.startswith(b"\x89PNG"):
-        return "png", "image/png"
-    if data.startswith(b"\xff\xd8"):
-        return "jpg", "image/jpeg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp", "image/webp"
-    raise ValueError("unknown image format")
 
 
 def _safe_filename(page_id: str) -> str:
@@ -91,17 +83,23 @@ def page_payload(page: Page, content: str) -> Payload | None:
         return Payload(f"{_safe_filename(page.id)}.md", text.encode("utf-8"), "text/markdown")
     if page.image is None:
         return None
-    try:
-        extension, mime = _image_type(page.image)
-    except ValueError:
+    found = image_format(page.image)
+    if found not in STORE_FORMATS:
         import io
 
         from PIL import Image  # unusual formats are re-encoded once, losslessly
 
         buffer = io.BytesIO()
-        Image.open(io.BytesIO(page.image)).save(buffer, format="PNG")
+        try:
+            Image.open(io.BytesIO(page.image)).save(buffer, format="PNG")
+        except (OSError, ValueError, SyntaxError) as exc:  # Pillow's "cannot identify" is an OSError
+            raise DataError(
+                f"page {page.id}: its image cannot be read ({type(exc).__name__}: {exc})",
+                "re-export the corpus's page images as PNG or JPEG (the dataset's image column)",
+            ) from None
         return Payload(f"{_safe_filename(page.id)}.png", buffer.getvalue(), "image/png")
-    return Payload(f"{_safe_filename(page.id)}.{extension}", page.image, mime)
+    assert found is not None
+    return Payload(f"{_safe_filename(page.id)}.{found.extension}", page.image, found.mime)
 
 
 def page_metadata(page: Page, payload: Payload) -> dict[str, Any]:

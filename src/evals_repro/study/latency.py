@@ -23,6 +23,7 @@ from typing import Any
 
 from ..base.errors import EvalsError, UsageError
 from ..base.io import JsonlAppender, atomic_write_json, read_jsonl
+from ..base.locks import study_writer
 from ..base.progress import progress_bar
 from ..base.usage import Usage
 from ..providers.calibration import save as save_calibration
@@ -30,7 +31,6 @@ from ..providers.ceiling import CostCeilingReached
 from ..providers.prices import spend_text
 from .candidates import Candidate
 from .costs import bill_into, call_bill, study_costs
-from .lock import study_writer
 from .manifest import MANIFEST, recorded_session, require_same, save_manifest
 from .models import (
     DEFAULT_MODELS,

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..base.context import MethodContext
 from ..base.errors import UsageError, choices
+from ..base.locks import study_writer
 from ..base.progress import progress_bar
 from ..base.rendering import page_text, query_text
 from ..benchmarks import LoadOptions, get_benchmark, list_benchmarks, load_subset
@@ -30,7 +31,6 @@ from ..records.runs import ordered, write_trec_run
 from ..rerankers.pipeline import PAGE_STYLE
 from ..runner.subset_result import package_versions
 from .candidates import Candidate, candidates_path, read_candidates, write_candidates
-from .lock import study_writer
 from .manifest import PROTOCOL_VERSION, host_description, load_manifest, recorded_session, require_same, save_manifest
 
 log = logging.getLogger(__name__)

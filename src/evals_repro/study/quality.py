@@ -18,6 +18,7 @@ from typing import Any
 
 from ..base.errors import EvalsError, UsageError
 from ..base.io import JsonlAppender, read_jsonl
+from ..base.locks import study_writer
 from ..base.progress import progress_bar
 from ..base.usage import Usage
 from ..providers.calibration import save as save_calibration
@@ -26,7 +27,6 @@ from ..providers.prices import spend_text
 from ..rerankers.fitting import DocumentTooLong
 from .candidates import Candidate, candidates_path, read_candidates, read_texts
 from .costs import bill_into, call_bill, study_costs
-from .lock import study_writer
 from .manifest import load_manifest, recorded_session, require_same
 from .models import (
     DEFAULT_MODELS,

@@ -1,5 +1,5 @@
-"""Generators and judges: `gemini:<model>` through google-genai, `openai:<model>` through any
-OpenAI-compatible `/v1/chat/completions` server (OpenAI itself, or a vLLM replica) with httpx.
+"""Generators and judges: `gemini:<model>` through google-genai, `openai:<model>` through the openai
+SDK from any OpenAI-compatible `/v1/chat/completions` server (OpenAI itself, or a vLLM replica).
 
 Every call goes through `providers.retry.call_with_retries`: the provider's shared throttle, the
 harness's retries (429, 5xx, timeouts, dropped connections; Retry-After honoured), one-line errors.
@@ -16,7 +16,7 @@ from typing import Any
 from ..base.errors import ProviderError, UsageError, choices
 from ..base.usage import Usage
 from ..providers.batching import estimate_tokens
-from ..providers.clients import OPENAI_DEFAULT_BASE_URL, openai_key, openai_key_required
+from ..providers.clients import openai_key_required
 from ..providers.retry import call_with_retries
 from ..providers.settings import KEY_ENV, provider_settings
 from .render import Part
@@ -83,6 +83,7 @@ class ChatClient:
         self.settings = provider_settings(spec.provider, options)
         self.generation = generation
         self._client: Any = None
+        self._keyless = False
 
     def _estimate(self, system: str, parts: list[Part]) -> int:
         estimate = self.estimate_units(system, parts)
@@ -153,17 +154,15 @@ class ChatClient:
             finish_reason=str(finish.value if hasattr(finish, "value") else finish) if finish else None,
         )
 
-    # -- OpenAI-compatible chat completions (httpx) -------------------------------------------
+    # -- OpenAI-compatible chat completions (the official SDK, its retries off) ---------------------
     def _openai(self, system: str, parts: list[Part]) -> Completion:
-        import httpx
+        import openai
+
+        from ..providers.clients import openai_client, openai_key
 
         if self._client is None:
-            key = openai_key(self.settings.base_url)
-            self._client = httpx.Client(
-                base_url=self.settings.base_url or OPENAI_DEFAULT_BASE_URL,
-                timeout=self.settings.timeout,
-                headers={"Authorization": f"Bearer {key}"} if key else {},
-            )
+            self._keyless = openai_key(self.settings.base_url) is None  # a server of your own, started without a key
+            self._client = openai_client(self.settings)
         content: list[dict[str, Any]] = []
         for p in parts:
             if p.image is not None:
@@ -172,30 +171,35 @@ class ChatClient:
             else:
                 content.append({"type": "text", "text": p.text or ""})
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
-        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        given: dict[str, Any] = {}
         if self.generation.temperature is not None:
-            body["temperature"] = self.generation.temperature
+            given["temperature"] = self.generation.temperature
         if self.generation.max_output_tokens is not None:
-            body["max_completion_tokens"] = self.generation.max_output_tokens
-        response = self._client.post("/chat/completions", json=body)
-        response.raise_for_status()
-        data = response.json()
-        try:
-            choice = data["choices"][0]
-            usage = data["usage"]
-            details = usage.get("completion_tokens_details") or {}
-            return Completion(
-                text=choice["message"].get("content") or "",
-                tokens_in=int(usage["prompt_tokens"]),
-                tokens_out=int(usage["completion_tokens"]),
-                reasoning_tokens=int(details.get("reasoning_tokens") or 0),
-                finish_reason=choice.get("finish_reason"),
-            )
-        except (KeyError, IndexError, TypeError) as exc:
+            given["max_completion_tokens"] = self.generation.max_output_tokens
+        if self._keyless:  # no Authorization header at all (the SDK would send its placeholder key)
+            given["extra_headers"] = {"Authorization": openai.omit}
+        response = self._client.chat.completions.create(model=self.spec.model, messages=messages, **given)
+        # The SDK builds its models without validation: a field a server left out is missing, not an error.
+        choices: Any = getattr(response, "choices", None)
+        usage = getattr(response, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        first = choices[0] if choices else None
+        message = getattr(first, "message", None)
+        if message is None or not isinstance(prompt, int) or not isinstance(completion, int):
+            missing = "choices[0].message" if message is None else "usage.prompt_tokens/completion_tokens"
             raise ProviderError(
-                f"openai {self.spec.model}: the answer lacks {exc} (choices[0].message, usage)",
+                f"openai {self.spec.model}: the answer lacks {missing}",
                 "the server is not OpenAI-compatible; check OPENAI_BASE_URL (with /v1)",
-            ) from None
+            )
+        details = getattr(usage, "completion_tokens_details", None)
+        return Completion(
+            text=getattr(message, "content", None) or "",
+            tokens_in=prompt,
+            tokens_out=completion,
+            reasoning_tokens=int(getattr(details, "reasoning_tokens", None) or 0),
+            finish_reason=getattr(first, "finish_reason", None),
+        )
 
     def close(self) -> None:
         if self.spec.provider == "openai" and self._client is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..base.data import Page
-from ..base.errors import DataError
+from ..base.images import provider_image_mime
 
 
 @dataclass(frozen=True)
@@ -19,19 +19,6 @@ class Part:
     text: str | None = None
     image: bytes | None = None
     mime_type: str | None = None
-
-
-def image_mime_type(data: bytes) -> str:
-    """The MIME type of encoded image bytes, read from their signature."""
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    raise DataError("a page image is not PNG, JPEG, WEBP or GIF", "check the corpus image column")
 
 
 def page_parts(page: Page, kind: str, label: str) -> list[Part]:
@@ -45,5 +32,5 @@ def page_parts(page: Page, kind: str, label: str) -> list[Part]:
         rendered = render_page(page, PageStyle.IMAGE)
         assert rendered.image is not None
         head = f"{label}: {rendered.text}" if rendered.text else f"{label}:"
-        return [Part(text=head), Part(image=rendered.image, mime_type=image_mime_type(rendered.image))]
+        return [Part(text=head), Part(image=rendered.image, mime_type=provider_image_mime(rendered.image))]
     raise ValueError(f"unknown page kind {kind!r}")

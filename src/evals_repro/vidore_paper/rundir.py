@@ -1,4 +1,4 @@
-"""A run directory: one writer at a time (study/lock.py), a manifest that refuses mixed inputs.
+"""A run directory: one writer at a time (base/locks.py), a manifest that refuses mixed inputs.
 
 `manifest.json` holds the run's configuration (models, prompts and their digests, pipeline) and,
 per domain, the dataset it was computed on; a resumed run must match both, otherwise it stops and
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base.errors import UsageError
 from ..base.io import atomic_write_json
-from ..study.lock import study_writer
+from ..base.locks import study_writer
 from ..study.manifest import MANIFEST, recorded_session
 
 
@@ -43,7 +43,7 @@ def run_directory(
 ) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
     """Lock `run_dir`, check its configuration, record the session; yields (manifest, outcome)."""
     run_dir = Path(run_dir)
-    with study_writer(run_dir, echo) as command:
+    with study_writer(run_dir, echo, what="run directory", option="--out-dir") as command:
         manifest = _load(run_dir)
         same_or_refuse(run_dir, "the configuration", manifest.get("config"), config)
         manifest["config"] = config
