@@ -157,7 +157,7 @@ def candidate_values(param, tmp_path):
             values += [member, member.value, str(member.value).upper(), member.name]
     (tmp_path / "file.txt").write_text("x")
     values += [str(tmp_path), str(tmp_path / "file.txt"), str(tmp_path / "absent"), tmp_path, "-"]
-    if getattr(param, "multiple", False):
+    if getattr(param, "multiple", False) or param.nargs == -1:  # a repeated option or a variadic argument
         values = [None, (), ("a",), ("a", "b"), ["x"], ("a", 1), *values]
     return values
 

@@ -10,7 +10,7 @@ import yaml
 import rcp_fixture
 from evals_repro.base.errors import DataError
 from evals_repro.benchmarks.hub import card_features, parse_card
-from evals_repro.benchmarks.rcp_release import _data_files
+from evals_repro.benchmarks.rcp_hub import data_files as _data_files
 from hub_fixtures import RAW_README
 
 

@@ -128,7 +128,10 @@ def bundle_bold(page: str) -> int:
     its column's highest (of two or more); returns how many are."""
     bold = 0
     for table in re.findall(r"\(x100\)</h3>\s*<table>(.*?)</table>", page, flags=re.S):
-        rows = [re.findall(r'<td class="num">(.*?)</td>', row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)]
+        rows = [
+            re.findall(r'<td class="num">(.*?)</td>', row)
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, flags=re.S)
+        ]
         for column in zip(*[r for r in rows if r]):
             values = [float(re.sub(r"<[^>]+>|▲|▼", "", c)) if c else None for c in column]
             top = max((v for v in values if v is not None), default=None)

@@ -65,7 +65,7 @@ class FastOption:
             return UNKNOWN
         annotation = self.descriptor.annotation
         if many:
-            if param.nargs == -1 or not isinstance(value, (list, tuple)) or annotation != list[str]:
+            if not isinstance(value, (list, tuple)) or annotation != list[str]:
                 return UNKNOWN
             return list(value) if all(type(item) is str for item in value) else UNKNOWN
         if param.nargs != 1:

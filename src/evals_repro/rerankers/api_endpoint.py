@@ -383,7 +383,7 @@ class ApiReranker:
 
 
 @RERANKERS.register(
-    PROVIDER,
+    "rerank-api",  # PROVIDER, spelled out so that listing the names reads it from this source without an import
     description="any /rerank (vLLM, Infinity) or /score (vLLM) server: +rerank-api:<model>@50, --rerank-base-url",
 )
 def build(name: str, model: str | None, ctx: MethodContext) -> ApiReranker:

@@ -320,13 +320,13 @@ class VllmReranker:
 
 
 @RERANKERS.register(
-    QWEN3_8B.name,
+    "qwen3-8b",  # QWEN3_8B.name, spelled out so that listing the names reads it from this source without an import
     description=f"{QWEN3_8B.checkpoint} on vLLM replicas ({QWEN3_8B.urls_env}; `evals-repro serve-reranker`)",
     models=(QWEN3_8B.model_id,),
     study_models={QWEN3_8B.name: QWEN3_8B.model_id},  # the study records checkpoint@revision as the model id
 )
 @RERANKERS.register(
-    ZERANK_2.name,
+    "zerank-2",  # ZERANK_2.name, likewise
     description=f"{ZERANK_2.checkpoint} on vLLM replicas ({ZERANK_2.urls_env}; `evals-repro serve-reranker`)",
     models=(ZERANK_2.model_id,),
     study_models={ZERANK_2.name: ZERANK_2.model_id},
