@@ -164,7 +164,8 @@ def test_replica_killed_mid_run_loses_nothing_and_pays_nothing_twice(tmp_path, c
         stop(dying)
 
 
-def test_every_replica_down_is_one_provider_error(tmp_path):
+def test_every_replica_down_is_one_provider_error(tmp_path, caplog):
+    """One short error line; each replica is named once, in the warning said as it stopped answering."""
     from evals_repro.base.errors import ProviderError
 
     first, first_url = spawn_replica()
@@ -174,8 +175,12 @@ def test_every_replica_down_is_one_provider_error(tmp_path):
     finally:
         stop(first)
         stop(second)
-    with pytest.raises(ProviderError, match=r"every replica is down \(http://127.0.0.1:\d+/v1, http://127"):
+    with pytest.raises(ProviderError, match=r"every replica is down \(2 replicas, named above; last: ") as failed:
         built.embed([EmbedItem(text="x")], "query")
+    assert len(failed.value.one_line()) <= 200
+    stopped = [r.getMessage() for r in caplog.records if "stopped answering" in r.getMessage()]
+    for url in (first_url, second_url):
+        assert sum(f"replica {url}/v1 stopped answering" in line for line in stopped) == 1, stopped
 
 
 def free_port_url() -> str:

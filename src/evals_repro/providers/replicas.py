@@ -222,9 +222,10 @@ class ReplicaPool:
                 self.release(replica)
             self.mark_up(replica, what)
             return result
-        urls = ", ".join(r.url for r in self.replicas)
-        detail = f" (last: {type(last).__name__}: {last})" if last is not None else ""
+        # Each replica was named as it went down (mark_down's warning): the error stays one short line.
+        which = self.replicas[0].url if len(self.replicas) == 1 else f"{len(self.replicas)} replicas, named above"
+        detail = f"; last: {type(last).__name__}" if last is not None else ""
         raise ProviderError(
-            f"{what}: every replica is down ({urls}){detail}",
-            "start the servers again (or fix --base-url / the *_URLS variable), then rerun: finished work is kept",
+            f"{what}: every replica is down ({which}{detail})",
+            "start the servers (or fix --base-url / *_URLS) and rerun: finished work is kept",
         )
