@@ -107,29 +107,22 @@ def file_sha256(path: Path) -> str:
 
 
 def read_saved_run(path: Path) -> dict[str, dict[str, float]]:
-    """A saved run as `{qid: {doc: score}}` (the writer's own format: six fields, gzip)."""
-    return _read_saved(path, fields=6, value=4)
+    """A saved run as `{qid: {doc: score}}`, read by `evaluate`'s reader (an empty run is `{}`)."""
+    from ..metrics.trec_io.read import RUN, read_table
+
+    return read_table(path, RUN, empty_ok=True)[0]
 
 
 def read_saved_qrels(path: Path) -> dict[str, dict[str, int]]:
-    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_saved(path, fields=4, value=3).items()}
+    from ..metrics.trec_io.read import QRELS, read_table
+
+    return read_table(path, QRELS, empty_ok=True)[0]  # type: ignore[return-value]
 
 
 def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
-    return _read_saved(path, fields=4, value=3)
+    from ..metrics.trec_io.read import SAVED_GAINS, read_table
 
-
-def _read_saved(path: Path, fields: int, value: int) -> dict[str, dict[str, float]]:
-    """`{qid: {doc: float}}` from one of the writer's gzip files: runs and judgments alike hold the query id
-    in column 0 and the doc id in column 2; `value` is the column of the number, lines with fewer than
-    `fields` columns are skipped."""
-    table: dict[str, dict[str, float]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            columns = line.split()
-            if len(columns) >= fields:
-                table.setdefault(columns[0], {})[columns[2]] = float(columns[value])
-    return table
+    return read_table(path, SAVED_GAINS, empty_ok=True)[0]
 
 
 @dataclass(frozen=True)
