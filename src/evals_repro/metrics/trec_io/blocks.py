@@ -44,12 +44,16 @@ class Layout:
     tag: int | None = None  # a column whose last value is kept (a run's tag)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Block:
-    """Whole lines of a file: `data` ends with a newline, its first line is line `first` of the file."""
+    """Whole lines of a file: `data` ends with a newline, its first line is line `first` of the file.
+
+    A reader that counted the block's lines sets `lines`, which spares read_blocks counting them again.
+    """
 
     first: int
     data: bytes
+    lines: int | None = None
 
 
 def where(path: str | Path) -> str:
@@ -98,7 +102,7 @@ def read_failure(name: str, kind: str, exc: BaseException) -> DataError:
     return DataError(f"{name}: cannot read the {kind} file ({why})", "check that the file is complete and readable")
 
 
-def read_blocks(path: str | Path, kind: str, layout: str, size: int = BLOCK_BYTES) -> Iterator[Block]:
+def read_blocks(path: str | Path, kind: str, layout: str) -> Iterator[Block]:
     """The file as blocks of whole lines (a last line without a newline gets one).
 
     A line still unfinished past MAX_LINE_BYTES is refused after the lines before it were handed on,
@@ -110,15 +114,16 @@ def read_blocks(path: str | Path, kind: str, layout: str, size: int = BLOCK_BYTE
         number = 1
         pending = b""
         while True:
-            data = handle.read(size)
+            data = handle.read(BLOCK_BYTES)
             if not data:
                 break
             if pending:
                 data = pending + data
             cut = data.rfind(b"\n") + 1
             if cut:
-                yield Block(number, data if cut == len(data) else data[:cut])
-                number += data.count(b"\n", 0, cut)
+                block = Block(number, data if cut == len(data) else data[:cut])
+                yield block
+                number += block.data.count(b"\n") if block.lines is None else block.lines
             pending = data[cut:]
             if len(pending) > MAX_LINE_BYTES:
                 raise long_line(name, number, kind, layout)
@@ -141,6 +146,7 @@ def block_lines(
     """
     lines = block.data.split(b"\n")
     lines.pop()  # the block ends with a newline: nothing follows it
+    block.lines = len(lines)
     for number, raw in enumerate(lines, start=block.first):
         if len(raw) > MAX_LINE_BYTES:
             raise long_line(name, number, kind, layout)

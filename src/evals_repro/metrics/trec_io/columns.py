@@ -38,6 +38,7 @@ class Columns:
     docs: list[str]
     values: list
     tag: str | None  # the tag column of the last data line (None without one)
+    lines: int  # lines in the block, data or not
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,8 @@ class _Fields:
     tag: tuple[int, int] | None
 
 
-def _regular(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, layout: Layout) -> _Fields | None:
+def _regular(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, lines: int, layout: Layout) -> _Fields | None:
     """The usual block: every line holds the same number of fields, one whitespace byte apart, no comment."""
-    lines = int(np.count_nonzero(newline))
     per_line = len(seps) // lines
     if (
         per_line * lines != len(seps)
@@ -78,7 +78,7 @@ def _regular(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, layout: La
     return _Fields(starts, ends, tag)
 
 
-def _general(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, layout: Layout) -> _Fields | None:
+def _general(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, lines: int, layout: Layout) -> _Fields | None:
     """Any block: fields found between whitespace runs, blank and `#` lines dropped, column counts checked."""
     before = np.empty_like(seps)
     before[0] = -1
@@ -87,7 +87,7 @@ def _general(data: np.ndarray, seps: np.ndarray, newline: np.ndarray, layout: La
     field_ends = seps[closes]
     field_starts = before[closes] + 1
     line_of = (np.cumsum(newline) - newline)[closes]
-    per_line = np.bincount(line_of, minlength=int(np.count_nonzero(newline)))
+    per_line = np.bincount(line_of, minlength=lines)
     firsts = (np.cumsum(per_line) - per_line)[per_line > 0]
     counts = per_line[per_line > 0]
     data_lines = data[field_starts[firsts]] != ord("#")
@@ -168,13 +168,14 @@ def split_block(block: bytes, layout: Layout) -> Columns | None:
     newline = kinds == 2
     if len(block) > MAX_LINE_BYTES + 1 and int(np.diff(seps[newline], prepend=-1).max()) > MAX_LINE_BYTES + 1:
         return None
-    fields = _regular(data, seps, newline, layout) or _general(data, seps, newline, layout)
+    lines = int(np.count_nonzero(newline))
+    fields = _regular(data, seps, newline, lines, layout) or _general(data, seps, newline, lines, layout)
     if fields is None:
         return None
     (qid_starts, doc_starts, value_starts), (qid_ends, doc_ends, value_ends) = fields.starts, fields.ends
     rows = len(qid_starts)
     if rows == 0:
-        return Columns([], [0], [], [], None)
+        return Columns([], [0], [], [], None, lines)
     parsed = (read_ints if layout.integer else read_floats)(block, value_starts, value_ends)
     if parsed is None:
         return None
@@ -185,4 +186,4 @@ def split_block(block: bytes, layout: Layout) -> Columns | None:
     qids = [block[qid_starts[row] : qid_ends[row]].decode("ascii") for row in bounds[:-1]]
     docs = _texts(data, doc_starts, doc_ends)
     tag = None if fields.tag is None else block[fields.tag[0] : fields.tag[1]].decode("ascii")
-    return Columns(qids, bounds, docs, parsed.tolist(), tag)
+    return Columns(qids, bounds, docs, parsed.tolist(), tag, lines)

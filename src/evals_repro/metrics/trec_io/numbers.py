@@ -2,10 +2,11 @@
 
 A score such as `-12.345678` is read as two little-endian words taken from the block where the field starts;
 the sign and the point are cut out with shifts and masks, the digits checked to be digits and turned into
-an integer with three multiplications per word (the SWAR method of simdjson and fast_float). With at most
-15-16 digits that integer D is exact below 2**53, and D / 10**k (k <= 22 digits after the point) is one
-correctly rounded IEEE division of two exact doubles, which is what a correctly rounding parser such as
-float() returns (Clinger's fast path). Anything else (an exponent, more digits, `inf`, `1_000`, a field
+an integer with three multiplications per word (the SWAR method of simdjson and fast_float). A field of
+at most 16 bytes with a point has at most 15 digits, so that integer D is below 2**53 and exact as a double,
+and D / 10**k is one correctly rounded IEEE division of two exact doubles: what a correctly rounding parser
+such as float() returns (Clinger's fast path). Without a point D has up to 16 digits and is rounded once,
+as float() rounds it. Anything else (an exponent, more digits, `inf`, `1_000`, a field
 that is not a number) goes to NumPy's cast from bytes, which calls Python's own parser on it.
 """
 
@@ -25,7 +26,6 @@ _BYTE_INDEX = _U(0x0706050403020100)
 # A little-endian word's lowest n bytes, for n = 0..8.
 LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], np.uint64)
 _POWERS = 10.0 ** np.arange(17)  # exact doubles
-_EXACT = 1 << 53
 
 
 def words_at(block: bytes) -> np.ndarray:
@@ -91,7 +91,6 @@ def _decimals(block: bytes, starts: np.ndarray, ends: np.ndarray):
     pad_high = LOW_BYTES[np.clip(8 - count, 0, 8)]
     ok &= _all_digits(low | (_ZEROS & pad_low)) & _all_digits(high | (_ZEROS & pad_high))
     magnitude = _digits_value(low) * _U(100_000_000) + _digits_value(high)
-    ok &= magnitude <= _U(_EXACT)
     after = np.where(has_point, count - point, 0)
     return magnitude, after, negative, has_point, ok
 

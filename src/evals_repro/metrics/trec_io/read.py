@@ -172,6 +172,7 @@ def read_table(path: str | Path, layout: Layout, empty_ok: bool = False) -> tupl
         columns = split_block(block.data, layout)
         if columns is not None and _merge(table, columns):
             rows, last = len(columns.docs) > 0, columns.tag
+            block.lines = columns.lines
         else:
             rows, last = _read_lines(table, block, path, layout)
         seen = seen or rows
