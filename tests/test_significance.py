@@ -177,3 +177,21 @@ def test_printed_score_and_difference_add_queries_as_trec_eval_does():
     stats = one(a, b, permutations=99, resamples=99)
     assert stats.interval({0: 1.0}, 0).estimate == 0.33333333333333337
     assert stats.compare({0: 1.0}, 0, 1).diff == -0.12222222222222226
+
+
+def test_draws_are_the_same_whatever_the_blas_threads():
+    """The draws' matrix products run on one BLAS thread: with two, OpenBLAS splits the sums and the last bits
+    of an interval move with the machine's cores."""
+    from threadpoolctl import threadpool_limits
+
+    from evals_repro.reporting.significance import _rng, flip_means, resample_means
+
+    scores = np.random.default_rng(3).random((1000, 20))
+    draws = {}
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            draws[threads] = (
+                flip_means(scores, 4000, _rng(42, "s", "randomization")),
+                resample_means(scores, 4000, _rng(42, "s", "bootstrap")),
+            )
+    assert all(np.array_equal(a, b) for a, b in zip(draws[1], draws[2]))
