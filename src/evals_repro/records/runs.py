@@ -125,17 +125,6 @@ def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
     return read_table(path, SAVED_GAINS, empty_ok=True)[0]
 
 
-@dataclass(frozen=True)
-class Saved:
-    """A result record with its saved run, judgments and (float-gain results) gains, checked against the record."""
-
-    record: Any
-    run_path: Path
-    run: dict[str, dict[str, float]]
-    qrels: dict[str, dict[str, int]]
-    gains: dict[str, dict[str, float]] | None
-
-
 def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | None:
     """The first saved file of a result that is missing (`(path, True)`) or not the one its record names
     (`(path, False)`: its sha256 differs); None when the run, judgments and gains are all its own."""
@@ -152,8 +141,9 @@ def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | No
     return None
 
 
-def load_saved(result_path: Path) -> Saved:
-    """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
+def checked_record(result_path: Path) -> Any:
+    """A result's record once its saved run, judgments and gains are checked to be its own (sha256), for
+    re-scoring them; a missing or changed file is a one-line DataError. The files are read by their scorer."""
     from ..base.errors import DataError
     from .results import DamagedResult, load_record
 
@@ -165,7 +155,6 @@ def load_saved(result_path: Path) -> Saved:
             "give a result file written by `evals-repro run` (results/<benchmark>/<method>/<subset>.json); "
             "rerun that subset if it is damaged",
         ) from None
-    folder = Path(result_path).parent
     differs = saved_files_differ(result_path, record)
     if differs is not None:
         path, missing = differs
@@ -175,11 +164,4 @@ def load_saved(result_path: Path) -> Saved:
             f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
             "rerun that subset, or restore the file",
         )
-    gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else None
-    return Saved(
-        record,
-        folder / record.run.path,
-        read_saved_run(folder / record.run.path),
-        read_saved_qrels(folder / record.run.qrels_path),
-        gains,
-    )
+    return record
