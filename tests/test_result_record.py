@@ -183,3 +183,48 @@ def test_python_api_evaluate_matches_hand_values():
     assert scores.per_query["q1"]["ndcg_at_10"] == pytest.approx(INV_LOG2_3)
     assert scores.per_query["q2"] == {"ndcg_at_10": 0.0, "mrr_at_10": 0.0}
     assert scores.mean["mrr_at_10"] == pytest.approx(0.25)
+
+
+def test_a_result_is_parsed_once_and_again_when_its_bytes_change(folder, tmp_path, monkeypatch):
+    """`report` reads every result for its tables, then for its comparisons: one parse per file content."""
+    from evals_repro.records import results
+
+    assert cli(folder, tmp_path) == 0
+    path = tmp_path / "results/bench/scripted/alpha.json"
+    parses = []
+    parse = ResultRecord.model_validate_json
+    monkeypatch.setattr(ResultRecord, "model_validate_json", lambda text: parses.append(1) or parse(text))
+    results._READ.clear()
+    first = results.load_record(path)
+    assert results.load_record(path) is first and len(parses) == 1
+    data = json.loads(path.read_text())
+    data["metrics"]["ndcg_at_10"] = 0.25 if first.metrics["ndcg_at_10"] != 0.25 else 0.5
+    path.write_text(json.dumps(data))  # in place, the same inode: its bytes tell it changed
+    again = results.load_record(path)
+    assert again.metrics["ndcg_at_10"] == data["metrics"]["ndcg_at_10"] and len(parses) == 2
+
+
+def test_report_parses_each_result_file_once(folder, tmp_path, monkeypatch, capsys):
+    from evals_repro.records import results
+
+    assert cli(folder, tmp_path) == 0
+    parses = []
+    for name in ("model_validate_json", "model_validate"):
+        original = getattr(ResultRecord, name)
+        monkeypatch.setattr(
+            ResultRecord, name, lambda data, original=original, name=name: parses.append(name) or original(data)
+        )
+    results._READ.clear()
+    assert main(["report", "-b", str(folder), "--results-dir", str(tmp_path / "results"), "--compare"]) == 0
+    files = list((tmp_path / "results").rglob("*.json"))
+    assert len(parses) == len(files) == 1
+
+
+def test_a_result_file_that_is_not_utf8_is_named_in_one_line(folder, tmp_path, capsys):
+    assert cli(folder, tmp_path) == 0
+    path = tmp_path / "results/bench/scripted/alpha.json"
+    path.write_bytes(b'{"schema_version": 2, "method": "caf\xe9"}')
+    capsys.readouterr()
+    assert main(["report", "-b", str(folder), "--results-dir", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: result file is damaged (not UTF-8)") and len(err.splitlines()) == 1

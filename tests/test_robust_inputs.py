@@ -287,6 +287,7 @@ def test_an_rcp_benchmark_offline_without_a_cache_is_one_line(tmp_path, benchmar
     _, code, err = modules_loaded_by(args, {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}, tmp_path)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert err.startswith("error: fabianschmidt-cohere/rcp-ndcg-vidore-v3@") and "not in the offline cache" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # a refusal creates nothing: no results, no cache
 
 
 @pytest.mark.parametrize("offline", [True, False])
@@ -304,6 +305,33 @@ def test_a_hub_benchmark_without_a_cache_is_refused_before_datasets_is_imported(
     assert code == 2
     assert ("is not in the offline cache" if offline else "cannot reach the Hugging Face Hub") in err
     assert sorted(m for m in HEAVY if m in loaded) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # a refusal creates nothing: no results, no cache
+
+
+# A refusal creates nothing: `run`'s results and cache folders are made once nothing is left to refuse (the
+# first subset loaded), report's --plots folder when the figures are written.
+REFUSALS_IN_AN_EMPTY_FOLDER = {
+    "unknown language": ["run", "bm25", "--language", "klingon"],
+    "missing key": ["run", "voyage-4-large"],
+    "missing reranker key": ["run", "bm25", "-b", "sample", "--rerank", "cohere"],
+    "unknown benchmark": ["run", "bm25", "-b", "nosuchbench"],
+    "unknown subset": ["run", "bm25", "-b", "sample", "-s", "nosuch"],
+    "unknown measure": ["run", "bm25", "-b", "sample", "-m", "ndcg_at_x"],
+    "bad option": ["run", "bm25", "--top-k", "0"],
+    "nested results dir": ["run", "voyage-4-large", "--results-dir", "a/b/results", "--cache-dir", "x/cache"],
+    "report, unknown benchmark": ["report", "--plots", "figs", "-b", "nosuchbench"],
+    "report, no results": ["report", "-b", "sample", "--baseline", "bm25", "--plots", "figs", "-o", "out/t.html"],
+    "report, bad output": ["report", "-b", "sample", "--plots", "figs", "-o", "t.xyz"],
+    "evaluate, missing files": ["evaluate", "--qrels", "qrels.txt", "--run", "run.txt"],
+    "evaluate, bad measure": ["evaluate", "--qrels", "q.txt", "--run", "r.txt", "-m", "ndcg_at_x"],
+}
+
+
+@pytest.mark.parametrize("args", list(REFUSALS_IN_AN_EMPTY_FOLDER.values()), ids=list(REFUSALS_IN_AN_EMPTY_FOLDER))
+def test_a_refusal_creates_nothing(no_keys, no_loading, capsys, args):
+    assert main(args) == 2
+    one_error_line(capsys)
+    assert sorted(p.name for p in no_keys.iterdir()) == []
 
 
 # -- item 6: rerank-study report --resamples ----------------------------------------------------------------

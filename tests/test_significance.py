@@ -263,3 +263,21 @@ def test_interval_and_marker_always_agree(seed):
     for (w, a, b), p_adjusted, factor in zip(family, adjusted, factors):
         low, high = stats.shift_interval(w, a, b, factor)
         assert (low > 0 or high < 0) == (p_adjusted < 0.05), (w, a, b, low, high, p_adjusted)
+
+
+def test_draws_are_the_same_whatever_the_blas_threads():
+    """The draws' matrix products run on one BLAS thread: with two, OpenBLAS splits the sums and the last bits
+    of an interval move with the machine's cores."""
+    from threadpoolctl import threadpool_limits
+
+    from evals_repro.reporting.significance import _rng, flip_means, resample_means
+
+    scores = np.random.default_rng(3).random((1000, 20))
+    draws = {}
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            draws[threads] = (
+                flip_means(scores, 4000, _rng(42, "s", "randomization")),
+                resample_means(scores, 4000, _rng(42, "s", "bootstrap")),
+            )
+    assert all(np.array_equal(a, b) for a, b in zip(draws[1], draws[2]))

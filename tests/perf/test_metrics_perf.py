@@ -1,21 +1,25 @@
-"""Metrics overhead against raw pytrec_eval on the same synthetic run: CPU-time ratio, asserted <= 1.2.
+"""Metrics overhead against raw pytrec_eval on the same synthetic run: CPU-time ratio, asserted <= 1.10.
 
 Run with `flock /work/coord/perf.lock uv run pytest -m perf -s tests/perf/test_metrics_perf.py`.
 Both sides score the same qrels and run in this process, with the same trec_eval measures; the
-harness's per-query values must equal pytrec_eval's (MRR@10 read off recip_rank), and its CPU
-time, best of several alternating rounds, must stay within 1.2x of pytrec_eval's.
+harness's per-query values must equal pytrec_eval's (MRR@10 read off recip_rank). The two run in
+interleaved pairs (their order alternating, so drifting load falls on both), and the median over
+REPEATS pairs of the pair's CPU-time ratio must stay within 1.10.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import statistics
 import time
 
 import pytest
 
 from evals_repro import metrics as M
 
-GOAL = 1.2
+GOAL = 1.10
+REPEATS = int(os.environ.get("EVALS_REPRO_PERF_REPEATS", "15"))
 PYTREC_SPECS = {
     "ndcg_cut.1,3,5,10,20,100",
     "map",
@@ -68,13 +72,18 @@ def test_evaluate_overhead_against_pytrec_eval(n_queries, depth):
         rr = reference[qid]["recip_rank"]
         expected["mrr_at_10"] = rr if rr >= 0.1 else 0.0
         assert row == {name: expected[name] for name in row}, qid
-    best_ours = best_raw = float("inf")
-    for _ in range(5):  # alternate, so drifting machine load hits both sides alike
-        best_ours = min(best_ours, cpu_seconds(ours))
-        best_raw = min(best_raw, cpu_seconds(raw))
-    ratio = best_ours / best_raw
+    ratios, ours_times, raw_times = [], [], []
+    for repeat in range(REPEATS):  # interleaved pairs, the order alternating
+        pair = {}
+        for side in ("ours", "raw") if repeat % 2 == 0 else ("raw", "ours"):
+            pair[side] = cpu_seconds(ours if side == "ours" else raw)
+        ratios.append(pair["ours"] / pair["raw"])
+        ours_times.append(pair["ours"])
+        raw_times.append(pair["raw"])
+    ratio = statistics.median(ratios)
     print(
-        f"\nmetrics.evaluate {n_queries}x{depth}: {best_ours:.3f}s, raw pytrec_eval: {best_raw:.3f}s, "
-        f"ratio {ratio:.2f} (goal <= {GOAL})"
+        f"\nmetrics.evaluate {n_queries}x{depth}: {statistics.median(ours_times):.3f}s, raw pytrec_eval: "
+        f"{statistics.median(raw_times):.3f}s CPU, median ratio of {REPEATS} interleaved pairs {ratio:.3f} "
+        f"(goal <= {GOAL}; load {os.getloadavg()[0]:.1f})"
     )
     assert ratio <= GOAL, f"harness scoring costs {ratio:.2f}x raw pytrec_eval (goal <= {GOAL})"

@@ -57,6 +57,26 @@ def _check_directory(path: Path, named: str) -> None:
         )
 
 
+def check_directories(*paths: tuple[Path, str]) -> None:
+    """Refuse, in one line naming the option, a directory that could not be created or written, creating nothing:
+    a command checks its folders with its other options and makes them only once nothing is left to refuse."""
+    from .errors import UsageError
+
+    for path, option in paths:
+        path = Path(path)
+        named = f"{option} {path}"
+        _check_directory(path, named)
+        existing = next((p for p in (path, *path.parents) if p.exists()), None)
+        if existing is None or os.access(existing, os.W_OK | os.X_OK):
+            continue
+        if existing == path:
+            raise UsageError(f"{named} is not writable", "choose a path you can write to, or fix its permissions")
+        raise UsageError(
+            f"{named} cannot be created ({os.strerror(errno.EACCES)})",
+            "choose a path you can write to, or fix its permissions",
+        )
+
+
 def ensure_directories(*paths: tuple[Path, str]) -> None:
     """`ensure_directory` for several (path, option) pairs, all checked before any is created."""
     for path, option in paths:

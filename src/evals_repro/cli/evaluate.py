@@ -92,12 +92,12 @@ def evaluate_command(
                 "--result re-scores a saved run: it takes no --qrels, --run, --gains or --subtopic-qrels",
                 "give one or the other",
             )
-        from ..records.runs import load_saved
+        from ..records.runs import checked_record
 
-        saved = load_saved(result)  # checks every saved file against the record's sha256
-        folder, scoring = Path(result).parent, saved.record.scoring
-        qrels, run = folder / saved.record.run.qrels_path, str(saved.run_path)
-        gains = folder / saved.record.run.gains_path if saved.record.run.gains_path else None
+        record = checked_record(result)  # every saved file checked against the record's sha256
+        folder, scoring = Path(result).parent, record.scoring
+        qrels, run = folder / record.run.qrels_path, str(folder / record.run.path)
+        gains = folder / record.run.gains_path if record.run.gains_path else None
         measure = measure or list(scoring.measures)
         tie_rule = tie_rule or (scoring.tie_rule if gains is not None else None)
         # The whole protocol of the result is the default; options given override it.

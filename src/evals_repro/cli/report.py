@@ -104,10 +104,10 @@ def report_command(
         )
     if output is not None:
         check_output_file(output, "--output")
-    if plots is not None:
-        from ..base.io import ensure_directory
+    if plots is not None:  # checked now, made when the figures are written: a refusal creates nothing
+        from ..base.io import check_directories
 
-        ensure_directory(plots, "--plots")
+        check_directories((plots, "--plots"))
     output_html = output is not None and output.suffix.lower() == ".html"
     tie_rule = check_tie_rule(value_of(rule_choice))
     by = value_of(by_choice) if by_choice is not None else None

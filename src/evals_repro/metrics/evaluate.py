@@ -86,7 +86,7 @@ def prepare(
         }
     prepared: dict[str, dict[str, float]] = (
         given  # type: ignore[assignment]
-        if all(type(scores) is dict for scores in given.values())
+        if set(map(type, given.values())) <= {dict}
         else {qid: dict(scores) for qid, scores in given.items()}
     )
     if not math.isfinite(sum(map(sum, map(dict.values, prepared.values())))):
@@ -96,8 +96,8 @@ def prepare(
     judged: dict[str, dict[str, int]] = (
         selected
         if type(selected) is dict
-        and all(type(docs) is dict for docs in selected.values())
-        and set(map(type, chain.from_iterable(docs.values() for docs in selected.values()))) <= {int}
+        and set(map(type, selected.values())) <= {dict}
+        and set(map(type, chain.from_iterable(map(dict.values, selected.values())))) <= {int}
         else {qid: _grades(qid, docs) for qid, docs in selected.items()}
     )
     return EvalData(

@@ -107,40 +107,22 @@ def file_sha256(path: Path) -> str:
 
 
 def read_saved_run(path: Path) -> dict[str, dict[str, float]]:
-    """A saved run as `{qid: {doc: score}}` (the writer's own format: six fields, gzip)."""
-    return _read_saved(path, fields=6, value=4)
+    """A saved run as `{qid: {doc: score}}`, read by `evaluate`'s reader (an empty run is `{}`)."""
+    from ..metrics.trec_io.read import RUN, read_table
+
+    return read_table(path, RUN, empty_ok=True)[0]
 
 
 def read_saved_qrels(path: Path) -> dict[str, dict[str, int]]:
-    return {q: {d: int(g) for d, g in docs.items()} for q, docs in _read_saved(path, fields=4, value=3).items()}
+    from ..metrics.trec_io.read import QRELS, read_table
+
+    return read_table(path, QRELS, empty_ok=True)[0]  # type: ignore[return-value]
 
 
 def read_saved_gains(path: Path) -> dict[str, dict[str, float]]:
-    return _read_saved(path, fields=4, value=3)
+    from ..metrics.trec_io.read import SAVED_GAINS, read_table
 
-
-def _read_saved(path: Path, fields: int, value: int) -> dict[str, dict[str, float]]:
-    """`{qid: {doc: float}}` from one of the writer's gzip files: runs and judgments alike hold the query id
-    in column 0 and the doc id in column 2; `value` is the column of the number, lines with fewer than
-    `fields` columns are skipped."""
-    table: dict[str, dict[str, float]] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            columns = line.split()
-            if len(columns) >= fields:
-                table.setdefault(columns[0], {})[columns[2]] = float(columns[value])
-    return table
-
-
-@dataclass(frozen=True)
-class Saved:
-    """A result record with its saved run, judgments and (float-gain results) gains, checked against the record."""
-
-    record: Any
-    run_path: Path
-    run: dict[str, dict[str, float]]
-    qrels: dict[str, dict[str, int]]
-    gains: dict[str, dict[str, float]] | None
+    return read_table(path, SAVED_GAINS, empty_ok=True)[0]
 
 
 def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | None:
@@ -159,8 +141,9 @@ def saved_files_differ(result_path: Path, record: Any) -> tuple[Path, bool] | No
     return None
 
 
-def load_saved(result_path: Path) -> Saved:
-    """Everything needed to re-score a result; a missing or changed file is a one-line DataError."""
+def checked_record(result_path: Path) -> Any:
+    """A result's record once its saved run, judgments and gains are checked to be its own (sha256), for
+    re-scoring them; a missing or changed file is a one-line DataError. The files are read by their scorer."""
     from ..base.errors import DataError
     from .results import DamagedResult, load_record
 
@@ -172,7 +155,6 @@ def load_saved(result_path: Path) -> Saved:
             "give a result file written by `evals-repro run` (results/<benchmark>/<method>/<subset>.json); "
             "rerun that subset if it is damaged",
         ) from None
-    folder = Path(result_path).parent
     differs = saved_files_differ(result_path, record)
     if differs is not None:
         path, missing = differs
@@ -182,11 +164,4 @@ def load_saved(result_path: Path) -> Saved:
             f"{path}: the saved file changed since {result_path} was written (sha256 differs)",
             "rerun that subset, or restore the file",
         )
-    gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else None
-    return Saved(
-        record,
-        folder / record.run.path,
-        read_saved_run(folder / record.run.path),
-        read_saved_qrels(folder / record.run.qrels_path),
-        gains,
-    )
+    return record

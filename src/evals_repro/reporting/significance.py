@@ -26,6 +26,7 @@ or subsets share the table.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
@@ -195,31 +196,66 @@ def _rng(seed: int, name: str, purpose: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, *(int(w) for w in words)]))
 
 
+@functools.cache
+def _blas():
+    """The process's BLAS thread pools (found once)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """The draws' products are small (2,000 draws x 1,000 queries by 1,000 x methods): one BLAS thread does
+    them as fast as several, at a fraction of the CPU (idle threads spin), and sums in the same order on every
+    machine whatever its number of cores, so the intervals do not move in their last bits from one to another."""
+    return _blas().limit(limits=1, user_api="blas")
+
+
 def flip_means(scores: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
     """(permutations, methods): each draw's mean of sign-flipped scores (one sign per query, shared by
     all methods, so that column a minus column b is the draw of the paired difference a - b)."""
+    with one_blas_thread():
+        return _flip_means(scores, permutations, rng)
+
+
+def _flip_means(scores: np.ndarray, permutations: int, rng: np.random.Generator) -> np.ndarray:
     n, m = scores.shape
     out = np.empty((permutations, m))
     total = scores.sum(axis=0)
     step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    bits = np.empty((min(step, permutations), n))  # one buffer for every chunk: no fresh 16 MB per product
     for start in range(0, permutations, step):
         rows = min(step, permutations - start)
-        bits = rng.integers(0, 2, size=(rows, n), dtype=np.uint8).astype(np.float64)
-        out[start : start + rows] = (2.0 * (bits @ scores) - total) / n  # sum of (+x | -x) = 2 * sum(+) - total
+        np.copyto(bits[:rows], rng.integers(0, 2, size=(rows, n), dtype=np.uint8))
+        draws = out[start : start + rows]
+        np.matmul(bits[:rows], scores, out=draws)
+        draws *= 2.0  # sum of (+x | -x) = 2 * sum(+) - total
+        draws -= total
+        draws /= n
     return out
 
 
 def resample_means(scores: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """(resamples, methods): each draw's mean over queries resampled with replacement (paired: one
     draw of queries shared by all methods)."""
+    with one_blas_thread():
+        return _resample_means(scores, resamples, rng)
+
+
+def _resample_means(scores: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     n, m = scores.shape
     out = np.empty((resamples, m))
     step = max(1, min(CHUNK, CHUNK_CELLS // max(1, n)))
+    counts = np.empty((min(step, resamples), n))  # one buffer for every chunk: no fresh 16 MB per product
+    offsets = (np.arange(len(counts)) * n)[:, None]
     for start in range(0, resamples, step):
         rows = min(step, resamples - start)
-        picks = rng.integers(0, n, size=(rows, n)) + (np.arange(rows) * n)[:, None]
-        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
-        out[start : start + rows] = (counts @ scores) / n
+        picks = rng.integers(0, n, size=(rows, n))
+        picks += offsets[:rows]
+        np.copyto(counts[:rows], np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n))
+        draws = out[start : start + rows]
+        np.matmul(counts[:rows], scores, out=draws)
+        draws /= n
     return out
 
 

@@ -32,14 +32,16 @@ class RunContext:
 def _subset_means(path: Path) -> dict[tuple[str, str], float]:
     """(metric, rule) -> the subset's mean over its judged queries, from the saved run of one result."""
     from ..rcp.replay import score_query
-    from ..records.runs import load_saved
+    from ..records.runs import checked_record, read_saved_gains, read_saved_qrels, read_saved_run
 
-    saved = load_saved(path)
-    gains = saved.gains or {}
-    queries = [q for q in gains if q in saved.run]
+    record = checked_record(path)  # its saved files checked to be its own
+    folder = Path(path).parent
+    gains = read_saved_gains(folder / record.run.gains_path) if record.run.gains_path else {}
+    run, qrels = read_saved_run(folder / record.run.path), read_saved_qrels(folder / record.run.qrels_path)
+    queries = [q for q in gains if q in run]
     out = {}
     for rule in RULES:
-        pairs = [score_query(saved.run[q], None, gains[q], saved.qrels.get(q, {}), rule) for q in queries]
+        pairs = [score_query(run[q], None, gains[q], qrels.get(q, {}), rule) for q in queries]
         if pairs:
             out[("rcp_ndcg_at_10", rule)] = running_mean(p[0] for p in pairs)
             out[("qrel_ndcg_at_10", rule)] = running_mean(p[1] for p in pairs)

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from ..base.context import MethodContext
 from ..base.contracts import SHOWN
-from ..base.data import Query, Run
+from ..base.data import Query, Run, Subset
 from ..base.errors import ConfigurationError, EvalsError, UsageError, WriteError, choices
-from ..base.io import DISK_REFUSALS, ensure_directories, jsonable, write_error
+from ..base.io import DISK_REFUSALS, check_directories, ensure_directories, jsonable, write_error
 from ..base.locks import unit_lock
 from ..base.progress import progress_bar
 from ..benchmarks import LoadOptions, get_benchmark, load_subset
@@ -78,8 +78,8 @@ def prepare_run(request: RunRequest, say: Callable[[str], None], planning: bool 
     _validate(request)
     spec = PipelineSpec.from_options(request.method, request.content, request.rerank, request.rerank_depth)
     spec.check_method_options(request.options)
-    if not planning:
-        ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))
+    if not planning:  # checked now, made once a subset is loaded (_run_subsets): a refusal creates nothing
+        check_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))
     decl = get_benchmark(request.benchmark, language=request.language)
     if decl.pooled and spec.rerank is not None:
         pooled = spec.for_pooled_view()
@@ -143,10 +143,14 @@ def _run_subsets(
         for name in subset_names:
             path = result_path(request.results_dir, decl.name, spec.label, name)
             try:
+                # Loaded before the folders and the lock are made: a load that refuses (a Hub benchmark offline
+                # without a cache) leaves nothing behind. Loading only reads, so two runs of a unit may both load.
+                started = time.perf_counter()
+                subset = load_subset(decl, name, options)
+                loaded = (subset, time.perf_counter() - started)
+                ensure_directories((request.results_dir, "--results-dir"), (request.cache_dir, "--cache-dir"))
                 with unit_lock(path, say):  # one writer per result unit; another run of it is waited for
-                    outcomes.append(
-                        _run_subset(request, decl, name, spec, retriever, ctx, options, protocol, path, say)
-                    )
+                    outcomes.append(_run_subset(request, decl, name, spec, retriever, ctx, loaded, protocol, path, say))
             except (UsageError, ConfigurationError, WriteError, CostCeilingReached):
                 raise  # a bad option, an unusable environment, a full disk or the cost ceiling stops every subset alike
             except OSError as exc:
@@ -184,12 +188,12 @@ def _run_subset(
     spec: PipelineSpec,
     retriever: Retriever,
     ctx: MethodContext,
-    options: LoadOptions,
+    loaded: tuple[Subset, float],
     protocol: ScoringProtocol,
     path: Path,
     say: Callable[[str], None],
 ) -> SubsetOutcome:
-    """Evaluate one subset and write its record and saved run; or keep / re-score a result that covers it."""
+    """Evaluate one (loaded) subset and write its record and saved run; or keep / re-score a result that covers it."""
     from ..records.results import Cost, Flags, MethodConfig, read_record  # the models, once there is work
 
     try:
@@ -197,9 +201,7 @@ def _run_subset(
     except DamagedResult as exc:
         say(f"{name}: recomputing, {exc.one_line()}")
         existing = None
-    started = time.perf_counter()
-    subset = load_subset(decl, name, options)
-    load_seconds = time.perf_counter() - started
+    subset, load_seconds = loaded
     checks = subset.source.get("checks") or {}
     if checks:
         say(f"{name}: data checks: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in checks.items()))

@@ -6,87 +6,62 @@ which are ignored. A path `-` reads standard input; gzip files are read as such 
 their magic bytes). Every problem is one DataError naming `file:line`. The rank column is
 ignored, as in trec_eval: the order comes from the scores.
 
-Files are read a line at a time, and a line longer than `MAX_LINE_BYTES` is refused as soon as that
-many bytes are read: a file that is not a TREC file (a binary, a 2 GB JSON blob without line breaks)
-costs a megabyte of memory and a moment, not its whole size. A damaged gzip body is one DataError
-naming the file, as is any other read failure.
+Files are read a block of lines at a time (blocks.py: the line cap, gzip, read failures); each
+block is split into columns with NumPy (columns.py) and read line by line only when it holds
+something that reader must judge, so the messages are the line reader's, word for word.
 """
 
 from __future__ import annotations
 
-import gzip
 import math
-import sys
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import TYPE_CHECKING
 
 from ...base.errors import DataError
+from .blocks import MAX_LINE_BYTES, STDIN, Block, Layout, block_lines, read_blocks, where
 
-STDIN = "-"
+if TYPE_CHECKING:
+    from .columns import Columns
+
+__all__ = ["MAX_LINE_BYTES", "STDIN", "iter_columns", "read_trec_qrels", "read_trec_run", "read_trec_run_and_tag"]
 
 RUN_LAYOUT = "`qid Q0 docid rank score tag`"
 QRELS_LAYOUT = "`qid 0 docid relevance`"
-# Far above any real TREC line (a few ids and numbers); a longer "line" means the file is something else.
-MAX_LINE_BYTES = 1 << 20
-# What a damaged file raises while it is read: truncated or corrupt gzip, an I/O error.
-READ_ERRORS = (OSError, EOFError, zlib.error)
+RUN = Layout(
+    "run",
+    RUN_LAYOUT,
+    6,
+    extra_ok=True,
+    value=4,
+    integer=False,
+    value_name="score",
+    value_hint=f"the fifth column is the score; lines are {RUN_LAYOUT}",
+    tag=5,
+)
+QRELS = Layout(
+    "qrels",
+    QRELS_LAYOUT,
+    4,
+    extra_ok=False,
+    value=3,
+    integer=True,
+    value_name="relevance",
+    value_hint=f"the fourth column is an integer grade; lines are {QRELS_LAYOUT}",
+)
+# The float gains `run` saves beside a result (`qid 0 docid gain`); `evaluate --gains` checks them further.
+SAVED_GAINS = Layout(
+    "gains",
+    "`qid 0 docid gain`",
+    4,
+    extra_ok=False,
+    value=3,
+    integer=False,
+    value_name="gain",
+    value_hint="the fourth column is the gain; lines are `qid 0 docid gain`",
+)
 
-
-def _open(path: str | Path, kind: str) -> IO[bytes]:
-    """The file's bytes (decompressed when gzip), or standard input for `-`."""
-    if str(path) == STDIN:
-        return sys.stdin.buffer
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: {kind} file not found", "check the path")
-    if not path.is_file():
-        raise DataError(f"{path}: {kind} path is not a file", "give the path of a file")
-    try:
-        handle = open(path, "rb")
-        gzipped = handle.peek(2)[:2] == b"\x1f\x8b"
-    except OSError as exc:
-        raise DataError(
-            f"{path}: cannot read the {kind} file ({exc.strerror or type(exc).__name__})",
-            "check the file's permissions",
-        ) from None
-    if gzipped:
-        return gzip.GzipFile(fileobj=handle)  # type: ignore[return-value]
-    return handle
-
-
-def _raw_lines(handle: IO[bytes], name: str, kind: str, layout: str) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of each line, never holding more than MAX_LINE_BYTES of one line."""
-    number = 0
-    while True:
-        raw = handle.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            raise DataError(
-                f"{name}:{number}: line is longer than {MAX_LINE_BYTES // (1 << 20)} MiB; "
-                f"this does not look like a {kind} file",
-                f"{kind} lines are {layout}, one per line",
-            )
-        yield number, raw
-
-
-def _read_failure(name: str, kind: str, exc: BaseException) -> DataError:
-    """A damaged file, in one line: the gzip body (bad data, cut short) or the disk."""
-    if isinstance(exc, (zlib.error, EOFError, gzip.BadGzipFile)):
-        why = str(exc) or type(exc).__name__
-        return DataError(
-            f"{name}: the {kind} file is not valid gzip ({why})",
-            "the file is damaged or cut short: copy or download it again, or give it uncompressed",
-        )
-    why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return DataError(f"{name}: cannot read the {kind} file ({why})", "check that the file is complete and readable")
-
-
-def _where(path: str | Path) -> str:
-    return "<stdin>" if str(path) == STDIN else str(path)
+Table = dict[str, dict[str, float]]
 
 
 def iter_columns(
@@ -97,31 +72,12 @@ def iter_columns(
     Wrong column counts (fewer than `n_columns` when `extra_ok`, whose extra fields are dropped)
     and files without a data line raise.
     """
-    name = _where(path)
+    name = where(path)
     seen_any = False
-    handle = _open(path, kind)
-    try:
-        for number, raw in _raw_lines(handle, name, kind, layout):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DataError(f"{name}:{number}: not valid UTF-8", "save the file as UTF-8") from None
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            if len(fields) != n_columns and not (extra_ok and len(fields) > n_columns):
-                expected = f"at least {n_columns}" if extra_ok else str(n_columns)
-                raise DataError(
-                    f"{name}:{number}: expected {expected} columns, got {len(fields)}",
-                    f"{kind} lines are {layout}",
-                )
+    for block in read_blocks(path, kind, layout):
+        for row in block_lines(block, name, n_columns, kind, layout, extra_ok):
             seen_any = True
-            yield number, fields[:n_columns]
-    except READ_ERRORS as exc:
-        raise _read_failure(name, kind, exc) from None
-    finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
+            yield row
     if not seen_any:
         raise DataError(f"{name}: {kind} file is empty", f"{kind} lines are {layout}")
 
@@ -138,7 +94,7 @@ def _duplicate(path, number: int, qid: str, docid: str, n_columns: int, kind: st
     """The error for a repeated (qid, docid); the first occurrence is found by re-reading the file."""
     verb = "listed" if kind == "run" else "judged"
     if str(path) == STDIN:
-        where = "earlier"
+        at = "earlier"
     else:
         extra_ok = kind == "run"
         first = next(
@@ -146,11 +102,85 @@ def _duplicate(path, number: int, qid: str, docid: str, n_columns: int, kind: st
             for n, fields in iter_columns(path, n_columns, kind, layout, extra_ok)
             if fields[0] == qid and fields[2] == docid
         )
-        where = f"first at line {first}"
+        at = f"first at line {first}"
     return DataError(
-        f"{_where(path)}:{number}: document {docid} is {verb} twice for query {qid} ({where})",
+        f"{where(path)}:{number}: document {docid} is {verb} twice for query {qid} ({at})",
         f"keep one line per query and document; {kind} lines are {layout}",
     )
+
+
+def _merge(table: Table, columns: Columns) -> bool:
+    """Add a block's rows to the table; False (the table untouched) when a document repeats for a query."""
+    staged: Table = {}
+    bounds, docs, values = columns.bounds, columns.docs, columns.values
+    for index, qid in enumerate(columns.qids):
+        low, high = bounds[index], bounds[index + 1]
+        new = dict(zip(docs[low:high], values[low:high]))
+        if len(new) != high - low:
+            return False
+        before = table.get(qid)
+        if before and not before.keys().isdisjoint(new):
+            return False
+        mine = staged.get(qid)
+        if mine is None:
+            staged[qid] = new
+        elif mine.keys().isdisjoint(new):
+            mine.update(new)
+        else:
+            return False
+    for qid, new in staged.items():
+        before = table.get(qid)
+        if before is None:
+            table[qid] = new
+        else:
+            before.update(new)
+    return True
+
+
+def _read_lines(table: Table, block: Block, path: str | Path, layout: Layout) -> tuple[bool, str | None]:
+    """A block the line reader must judge, added row by row: (any data line, the last line's tag)."""
+    name = where(path)
+    kind, text = layout.kind, layout.text
+    seen, tag = False, None
+    convert: Callable[[str], float] = int if layout.integer else float
+    for number, fields in block_lines(block, name, layout.columns, kind, text, layout.extra_ok):
+        seen = True
+        if layout.tag is not None:
+            tag = fields[layout.tag]
+        at = f"{name}:{number}"
+        value = _parse(fields[layout.value], convert, at, layout.value_name, layout.value_hint)
+        if not layout.integer and math.isnan(value):
+            raise DataError(
+                f"{at}: {layout.value_name} is NaN",
+                f"every retrieved document needs a numeric {layout.value_name}; lines are {text}",
+            )
+        qid, docid = fields[0], fields[2]
+        docs = table.setdefault(qid, {})
+        if docid in docs:
+            raise _duplicate(path, number, qid, docid, layout.columns, kind, text)
+        docs[docid] = value
+    return seen, tag
+
+
+def read_table(path: str | Path, layout: Layout, empty_ok: bool = False) -> tuple[Table, str]:
+    """`{qid: {docid: value}}` and the last tag of a run, qrels or gains file (see the module docstring)."""
+    from .columns import split_block
+
+    table: Table = {}
+    tag, seen = "", False
+    for block in read_blocks(path, layout.kind, layout.text):
+        columns = split_block(block.data, layout)
+        if columns is not None and _merge(table, columns):
+            rows, last = len(columns.docs) > 0, columns.tag
+            block.lines = columns.lines
+        else:
+            rows, last = _read_lines(table, block, path, layout)
+        seen = seen or rows
+        if last is not None:
+            tag = last
+    if not seen and not empty_ok:
+        raise DataError(f"{where(path)}: {layout.kind} file is empty", f"{layout.kind} lines are {layout.text}")
+    return table, tag
 
 
 def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
@@ -160,33 +190,9 @@ def read_trec_run(path: str | Path) -> dict[str, dict[str, float]]:
 
 def read_trec_run_and_tag(path: str | Path) -> tuple[dict[str, dict[str, float]], str]:
     """The run and its tag (the sixth column of its last line: what trec_eval prints as runid)."""
-    run: dict[str, dict[str, float]] = {}
-    tag = ""
-    for number, (qid, _q0, docid, _rank, score_text, line_tag) in iter_columns(path, 6, "run", RUN_LAYOUT, True):
-        tag = line_tag
-        where = f"{_where(path)}:{number}"
-        score = _parse(score_text, float, where, "score", f"the fifth column is the score; lines are {RUN_LAYOUT}")
-        if math.isnan(score):
-            raise DataError(
-                f"{where}: score is NaN", f"every retrieved document needs a numeric score; lines are {RUN_LAYOUT}"
-            )
-        docs = run.setdefault(qid, {})
-        if docid in docs:
-            raise _duplicate(path, number, qid, docid, 6, "run", RUN_LAYOUT)
-        docs[docid] = score
-    return run, tag
+    return read_table(path, RUN)
 
 
 def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """TREC qrels as `{qid: {docid: relevance}}` with integer grades; duplicates are an error."""
-    qrels: dict[str, dict[str, int]] = {}
-    for number, (qid, _iteration, docid, rel_text) in iter_columns(path, 4, "qrels", QRELS_LAYOUT):
-        where = f"{_where(path)}:{number}"
-        rel = _parse(
-            rel_text, int, where, "relevance", f"the fourth column is an integer grade; lines are {QRELS_LAYOUT}"
-        )
-        docs = qrels.setdefault(qid, {})
-        if docid in docs:
-            raise _duplicate(path, number, qid, docid, 4, "qrels", QRELS_LAYOUT)
-        docs[docid] = rel
-    return qrels
+    return read_table(path, QRELS)[0]  # type: ignore[return-value]
