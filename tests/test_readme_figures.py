@@ -20,8 +20,9 @@ from evals_repro.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def readme_figures() -> tuple[list[str], dict[str, dict[str, tuple[str, str]]]]:
-    """(subsets, method -> subset -> (mono, cross)) from the README's reference table."""
+def readme_figures() -> tuple[list[str], dict[str, list[dict[str, tuple[str, str]]]]]:
+    """(subsets, method -> its rows: subset -> (mono, cross)) from the README's reference table; a row named
+    `method (where)` is another machine's figures of the same method (the README says why they differ)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("Reference figures on `sample`", 1)[1].splitlines()
     start = next(i for i, line in enumerate(section) if line.startswith("|"))
@@ -32,11 +33,13 @@ def readme_figures() -> tuple[list[str], dict[str, dict[str, tuple[str, str]]]]:
         lines.append(line)
     header, rows = lines[0], lines[2:]
     subsets = [cell.strip().removesuffix(" mono / cross") for cell in header.strip("|").split("|")[1:]]
-    figures: dict[str, dict[str, tuple[str, str]]] = {}
+    figures: dict[str, list[dict[str, tuple[str, str]]]] = {}
     for row in rows:
         method, *cells = [cell.strip() for cell in row.strip("|").split("|")]
         pairs = [tuple(part.strip() for part in cell.split("/")) for cell in cells]
-        figures[method] = {subset: (pair[0], pair[1]) for subset, pair in zip(subsets, pairs)}
+        figures.setdefault(method.split(" (")[0], []).append(
+            {subset: (pair[0], pair[1]) for subset, pair in zip(subsets, pairs)}
+        )
     return subsets, figures
 
 
@@ -46,7 +49,10 @@ SUBSETS, FIGURES = readme_figures()
 def test_the_readme_table_is_what_this_test_reads():
     assert SUBSETS == ["heat-pumps", "railway-maintenance", "clinical-trials"]
     assert list(FIGURES) == ["bm25", "minilm", "multilingual-e5-small"]
-    assert all(re.fullmatch(r"\d+\.\d", v) for row in FIGURES.values() for pair in row.values() for v in pair)
+    assert [len(rows) for rows in FIGURES.values()] == [1, 1, 2]  # e5: this machine's or the other machines' row
+    assert all(
+        re.fullmatch(r"\d+\.\d", v) for rows in FIGURES.values() for row in rows for pair in row.values() for v in pair
+    )
 
 
 def _tables(report: str) -> dict[str, dict[str, dict[str, str]]]:
@@ -83,9 +89,9 @@ NEURAL = pytest.mark.figures
 @pytest.mark.parametrize("method", [pytest.param(m, marks=() if m == "bm25" else (NEURAL,)) for m in FIGURES])
 def test_report_prints_the_readme_figures(workspace, method):
     printed = _printed(workspace, method)
-    expected = {s: FIGURES[method][s][0] for s in SUBSETS}, {s: FIGURES[method][s][1] for s in SUBSETS}
+    expected = [({s: row[s][0] for s in SUBSETS}, {s: row[s][1] for s in SUBSETS}) for row in FIGURES[method]]
     got = (
         {s: printed["monolingual"][method][s] for s in SUBSETS},
         {s: printed["crosslingual"][method][s] for s in SUBSETS},
     )
-    assert got == expected
+    assert got in expected, (got, expected)
