@@ -28,22 +28,21 @@ from .significance import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     WORSE,
+    HolmTested,
     PairedStats,
     Stratum,
     check_family,
     check_permutations,
     check_seed,
-    confidence,
     difference_cells,
     format_p,
     holm_factors,
-    verdict,
     x100,
 )
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(HolmTested):
     method: str
     vs: str
     column: str
@@ -58,15 +57,6 @@ class Comparison:
     p_adjusted: float | None = None  # Holm over the table's comparisons
     p_ttest_adjusted: float | None = None
     factor: int = 1  # the interval's level is 1 - ALPHA / factor (Holm's step for this comparison)
-
-    @property
-    def verdict(self) -> str:
-        """better / worse than `vs` at ALPHA after adjustment (randomization test), else ''."""
-        return verdict(self.diff, self.p_adjusted)
-
-    @property
-    def level(self) -> str:
-        return confidence(self.factor)
 
 
 @dataclass

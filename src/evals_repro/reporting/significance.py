@@ -179,6 +179,24 @@ def confidence(factor: int, alpha: float = ALPHA) -> str:
     return f"{100 * (1 - alpha / factor):.4g}%"
 
 
+class HolmTested:
+    """What a tested difference shows (a report's or the study's comparison): its marker and its interval's
+    confidence, from its `diff`, Holm-adjusted `p_adjusted` and Holm `factor`."""
+
+    diff: float
+    p_adjusted: float | None
+    factor: int
+
+    @property
+    def verdict(self) -> str:
+        """better / worse than what it is compared with at ALPHA after adjustment (randomization test), else ''."""
+        return verdict(self.diff, self.p_adjusted)
+
+    @property
+    def level(self) -> str:
+        return confidence(self.factor)
+
+
 def check_seed(seed: int) -> None:
     """`--seed` must be a whole number of at least 0 (NumPy's SeedSequence takes no negative entropy)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

@@ -23,15 +23,14 @@ from ..reporting.significance import (
     DEFAULT_PERMUTATIONS,
     DEFAULT_SEED,
     WORSE,
+    HolmTested,
     PairedStats,
     Stratum,
     check_family,
-    confidence,
     difference_cells,
     format_p,
     holm,
     holm_factors,
-    verdict,
 )
 from .quality_table import BASELINE, group_scores, overall_scores
 
@@ -39,7 +38,7 @@ OVERALL = "overall"
 
 
 @dataclass(frozen=True)
-class StudyComparison:
+class StudyComparison(HolmTested):
     model: str
     vs: str
     scope: str  # "overall", a group, or "bench/subset"
@@ -53,14 +52,6 @@ class StudyComparison:
     queries: int
     p_adjusted: float | None = None
     factor: int = 1  # the interval's level is 1 - ALPHA / factor (Holm's step for this comparison)
-
-    @property
-    def verdict(self) -> str:
-        return verdict(self.diff, self.p_adjusted)
-
-    @property
-    def level(self) -> str:
-        return confidence(self.factor)
 
 
 @dataclass
