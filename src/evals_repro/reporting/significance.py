@@ -15,8 +15,9 @@ and every pair and every cell that reads the stratum shares them.
   symmetric about 0" is not rejected at the level Holm's step-down tests the comparison at (`holm_factors`),
   so it excludes 0 exactly when the comparison is significant after adjustment: never a contradiction
   between an interval and a marker.
-- Paired t-test: on one stratum exactly `scipy.stats.ttest_rel`; over several, the weighted mean
-  over its stratified standard error, with Welch-Satterthwaite degrees of freedom.
+- Paired t-test: on one stratum `scipy.stats.ttest_rel` (to a relative 1e-13: the t tail is computed here,
+  `student_t.py`); over several, the weighted mean over its stratified standard error, with Welch-Satterthwaite
+  degrees of freedom.
 - Holm-Bonferroni over a family of p-values.
 
 Draws come from `numpy.random.default_rng` seeded with (seed, stratum name), so a p-value depends
@@ -398,8 +399,9 @@ class PairedStats:
 
 
 def stratified_ttest(diffs: Sequence[np.ndarray], weights: Sequence[float]) -> float | None:
-    """Two-sided p of a paired t-test on sum_s w_s * mean(d_s); one stratum: scipy's ttest_rel exactly."""
-    from scipy import special
+    """Two-sided p of a paired t-test on sum_s w_s * mean(d_s); one stratum: scipy's ttest_rel (to its last bits:
+    the t distribution's tail is `student_t.two_sided_p`, which spares the report importing scipy)."""
+    from .student_t import two_sided_p
 
     if any(len(d) < 2 for d in diffs):
         return None
@@ -412,8 +414,7 @@ def stratified_ttest(diffs: Sequence[np.ndarray], weights: Sequence[float]) -> f
         df = float(len(diffs[0]) - 1)
     else:  # Welch-Satterthwaite
         df = variance**2 / sum(part**2 / (len(d) - 1) for part, d in zip(parts, diffs))
-    t = estimate / math.sqrt(variance)
-    return float(2.0 * special.stdtr(df, -abs(t)))
+    return two_sided_p(estimate / math.sqrt(variance), df)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
