@@ -243,6 +243,40 @@ def test_report_reads_the_per_query_scores_it_shows(folder, tmp_path, capsys):
         results.load_record(path)
 
 
+def test_reading_results_freezes_no_garbage_and_keeps_a_collector_turned_off(folder, tmp_path):
+    """The records read are frozen out of the cyclic collector's sight; garbage cycles made before are collected
+    first, not frozen with them (automatic collection is off here, so only that collection can free the cycle)."""
+    import gc
+    import weakref
+
+    from evals_repro.records import results
+
+    assert cli(folder, tmp_path) == 0
+
+    class Node:
+        pass
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(0)
+    try:
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        alive = weakref.ref(node)
+        del node
+        results._READ.clear()
+        assert len(results.scan_records(tmp_path / "results", "bench")) == 1
+        assert alive() is None and gc.isenabled() and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        gc.disable()
+        results._READ.clear()
+        assert len(results.scan_records(tmp_path / "results", "bench")) == 1
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
 def test_a_result_file_that_is_not_utf8_is_named_in_one_line(folder, tmp_path, capsys):
     assert cli(folder, tmp_path) == 0
     path = tmp_path / "results/bench/scripted/alpha.json"
