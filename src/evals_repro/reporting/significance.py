@@ -15,7 +15,7 @@ and every pair and every cell that reads the stratum shares them.
   symmetric about 0" is not rejected at the level Holm's step-down tests the comparison at (`holm_factors`),
   so it excludes 0 exactly when the comparison is significant after adjustment: never a contradiction
   between an interval and a marker.
-- Paired t-test: on one stratum `scipy.stats.ttest_rel` (to a relative 1e-13: the t tail is computed here,
+- Paired t-test: on one stratum `scipy.stats.ttest_rel` (to a relative 2e-13: the t tail is computed here,
   `student_t.py`); over several, the weighted mean over its stratified standard error, with Welch-Satterthwaite
   degrees of freedom.
 - Holm-Bonferroni over a family of p-values.
@@ -427,7 +427,7 @@ class PairedStats:
 
 
 def stratified_ttest(diffs: Sequence[np.ndarray], weights: Sequence[float]) -> float | None:
-    """Two-sided p of a paired t-test on sum_s w_s * mean(d_s); one stratum: scipy's ttest_rel (to its last bits:
+    """Two-sided p of a paired t-test on sum_s w_s * mean(d_s); one stratum: scipy's ttest_rel (to a relative 2e-13:
     the t distribution's tail is `student_t.two_sided_p`, which spares the report importing scipy)."""
     from .student_t import two_sided_p
 
