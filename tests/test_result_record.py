@@ -205,19 +205,76 @@ def test_a_result_is_parsed_once_and_again_when_its_bytes_change(folder, tmp_pat
 
 
 def test_report_parses_each_result_file_once(folder, tmp_path, monkeypatch, capsys):
+    """Once, for its tables, comparisons and figures alike, keeping the per-query scores of the measure it shows."""
     from evals_repro.records import results
 
     assert cli(folder, tmp_path) == 0
     parses = []
-    for name in ("model_validate_json", "model_validate"):
-        original = getattr(ResultRecord, name)
-        monkeypatch.setattr(
-            ResultRecord, name, lambda data, original=original, name=name: parses.append(name) or original(data)
-        )
+    for name in ("_parse", "_validated"):
+        original = getattr(results, name)
+        monkeypatch.setattr(results, name, lambda *a, original=original, name=name: parses.append(name) or original(*a))
     results._READ.clear()
     assert main(["report", "-b", str(folder), "--results-dir", str(tmp_path / "results"), "--compare"]) == 0
     files = list((tmp_path / "results").rglob("*.json"))
     assert len(parses) == len(files) == 1
+    (record,) = [record for _, record in results._READ.values()]
+    assert {name for entry in record.per_query.values() for name in entry.metrics} == {"ndcg_at_10"}
+    assert set(record.metrics) == set(stored(tmp_path)["metrics"])  # the rest of the record is whole
+
+
+def test_report_reads_the_per_query_scores_it_shows(folder, tmp_path, capsys):
+    """`report -m` keeps each query's score of the measures it shows and skips the others: a damaged score of a
+    kept measure is named as any damaged field is; one of a skipped measure is what `report` does not read (any
+    other reader of the record, which reads it whole, names it)."""
+    from evals_repro.records import results
+
+    assert cli(folder, tmp_path) == 0
+    path = tmp_path / "results/bench/scripted/alpha.json"
+    data = json.loads(path.read_text())
+    data["per_query"]["q1"]["metrics"]["recall_at_100"] = "lots"
+    path.write_text(json.dumps(data))
+    results._READ.clear()
+    report = ["report", "-b", str(folder), "--results-dir", str(tmp_path / "results"), "--baseline", "scripted"]
+    assert main([*report, "-m", "ndcg_at_10"]) == 0
+    assert main([*report, "-m", "recall_at_100"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: {path}: result file field 'per_query.q1.metrics.recall_at_100' is invalid")
+    with pytest.raises(results.DamagedResult, match="recall_at_100"):
+        results.load_record(path)
+
+
+def test_reading_results_freezes_no_garbage_and_keeps_a_collector_turned_off(folder, tmp_path):
+    """The records read are frozen out of the cyclic collector's sight; garbage cycles made before are collected
+    first, not frozen with them (automatic collection is off here, so only that collection can free the cycle)."""
+    import gc
+    import weakref
+
+    from evals_repro.records import results
+
+    assert cli(folder, tmp_path) == 0
+
+    class Node:
+        pass
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(0)
+    try:
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        alive = weakref.ref(node)
+        del node
+        results._READ.clear()
+        assert len(results.scan_records(tmp_path / "results", "bench")) == 1
+        assert alive() is None and gc.isenabled() and gc.get_freeze_count() > 0
+        gc.unfreeze()
+        gc.disable()
+        results._READ.clear()
+        assert len(results.scan_records(tmp_path / "results", "bench")) == 1
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def test_a_result_file_that_is_not_utf8_is_named_in_one_line(folder, tmp_path, capsys):

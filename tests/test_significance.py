@@ -281,3 +281,35 @@ def test_draws_are_the_same_whatever_the_blas_threads():
                 resample_means(scores, 4000, _rng(42, "s", "bootstrap")),
             )
     assert all(np.array_equal(a, b) for a, b in zip(draws[1], draws[2]))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_coin_flips_are_numpys_integers_draws(seed):
+    """`CoinFlips` reads the sign flips from the raw 64-bit stream; they must be the draws NumPy's
+    `integers(0, 2, size, dtype=np.uint8)` gives, call after call, on shapes of every size mod 8 (a byte count
+    that leaves a 32-bit word part-used, or a 64-bit output half-used, carries over to the next call)."""
+    from evals_repro.reporting.significance import CoinFlips
+
+    shapes = np.random.default_rng(1000 + seed).integers(1, 23, size=(5, 2))
+    reference, ours = np.random.default_rng(seed), np.random.default_rng(seed)
+    flips = CoinFlips(ours)
+    for shape in map(tuple, shapes.tolist()):
+        out = np.empty(shape)
+        flips.fill(out)
+        assert np.array_equal(out, reference.integers(0, 2, size=shape, dtype=np.uint8)), shape
+
+
+def test_flip_means_are_the_sign_flipped_means_of_numpys_draws():
+    """Each draw's mean of sign-flipped scores, for the generator's `integers(0, 2)` draws in the engine's
+    chunks (1,000 queries: 2,000 draws a product, the last one short), computed here one draw at a time."""
+    from evals_repro.reporting.significance import CHUNK, _rng, flip_means
+
+    scores = np.random.default_rng(5).random((1000, 3))
+    found = flip_means(scores, 4501, _rng(42, "s", "randomization"))
+    reference = _rng(42, "s", "randomization")
+    signs = np.concatenate(
+        [reference.integers(0, 2, size=(min(CHUNK, 4501 - start), 1000), dtype=np.uint8) for start in (0, 2000, 4000)]
+    )
+    expected = np.array([(np.where(row == 1, 1.0, -1.0) @ scores) / 1000 for row in signs])
+    assert found.shape == (4501, 3)
+    assert np.allclose(found, expected, rtol=0, atol=1e-15)

@@ -212,15 +212,17 @@ def report_command(
         return
     tables: list = []
     notes: list[str] = []
-    for m in measures:
-        measure_tables, measure_notes = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, chosen)
+    for m in measures:  # the tables read no per-query score
+        measure_tables, measure_notes = declared_report(
+            results_dir, decl, m, first_stage_only, tie_rule, cost, chosen, per_query=()
+        )
         tables += measure_tables
         notes += [note for note in measure_notes if note not in notes]
     if published:
         from ..reporting.report import select_results
         from ..reproduce.beside import add_published
 
-        results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule)
+        results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule, per_query=())
         notes += add_published(tables, decl.name, tie_rule, results, results_dir)
     for note in notes:
         typer.echo(f"note: {note}", err=True)

@@ -15,12 +15,13 @@ killed run or a full disk never leaves a partial file, nor a record beside files
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -249,14 +250,19 @@ def _configuration_change(recorded: dict[str, Any], requested: dict[str, Any]) -
     return "its method configuration differs"
 
 
-# Records read in this process, by path, with a digest of the bytes they were read from: `report` reads every
-# result of a benchmark for its tables, again for its comparisons and figures, and each file is parsed once.
-# Keyed by content, not by file times: a file rewritten in place within one clock tick is still read anew.
-_READ: dict[Path, tuple[bytes, ResultRecord]] = {}
+# Records read in this process, by path and by which per-query scores were kept (`load_record`), with a digest of
+# the bytes they were read from: `report` reads every result of a benchmark for its tables, again for its comparisons
+# and figures, and each file is parsed once. Keyed by content, not by file times: a file rewritten in place within
+# one clock tick is still read anew.
+_READ: dict[tuple[Path, frozenset[str] | None], tuple[bytes, ResultRecord]] = {}
 
 
-def load_record(path: Path) -> ResultRecord:
-    """The record at `path`; DamagedResult names the file and the first bad field."""
+def load_record(path: Path, per_query: Collection[str] | None = None) -> ResultRecord:
+    """The record at `path`; DamagedResult names the file and the first bad field.
+
+    `per_query`: the measures whose per-query scores to keep (None: every one). `report` shows one or two measures
+    of files that hold twenty per query: the others are skipped, their JSON checked but their values neither
+    validated nor kept (half the reading, a fifth of the objects). Every other field is read and validated whole."""
     import xxhash
 
     path = Path(path)
@@ -265,15 +271,36 @@ def load_record(path: Path) -> ResultRecord:
     except OSError as exc:
         raise DataError(f"{path}: cannot read result file ({exc.strerror})", "check the path") from None
     digest = xxhash.xxh3_128_digest(text)
-    known = _READ.get(path)
-    if known is not None and known[0] == digest:
-        return known[1]
+    kept = None if per_query is None else frozenset(per_query)
+    for key in dict.fromkeys([(path, None), (path, kept)]):  # a whole record serves any reading
+        known = _READ.get(key)
+        if known is not None and known[0] == digest:
+            return known[1]
     try:
-        record = ResultRecord.model_validate_json(text)  # parsed and checked in one pass (pydantic-core)
+        record = _parse(text, kept)
     except ValidationError:
         record = _validated(path, text)  # names what is wrong, as it always has
-    _READ[path] = (digest, record)
+    _READ[(path, kept)] = (digest, record)
     return record
+
+
+def _parse(text: bytes, kept: frozenset[str] | None) -> ResultRecord:
+    """Parsed and checked in one pass (pydantic-core), with only the `kept` measures' per-query scores."""
+    model = ResultRecord if kept is None else _keeping(kept)
+    return model.model_validate_json(text)
+
+
+@functools.cache
+def _keeping(kept: frozenset[str]) -> type[ResultRecord]:
+    """ResultRecord whose per-query entries keep the scores of `kept` only (a subclass: every reader takes it).
+    Their `metrics` stay dicts; each kept score is validated as a float, the others are skipped unparsed into
+    Python (pydantic-core's `extra="ignore"`). A file this refuses, the whole model refuses too."""
+    from pydantic import create_model
+
+    scores = TypedDict("QueryScores", dict.fromkeys(sorted(kept), float), total=False)  # type: ignore[misc]
+    scores.__pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[attr-defined]
+    entry = create_model("QueryEntry", __base__=QueryEntry, metrics=(scores, ...))
+    return create_model("ResultRecord", __base__=ResultRecord, per_query=(dict[str, entry], ...))  # type: ignore[valid-type]
 
 
 def _validated(path: Path, raw: bytes) -> ResultRecord:
@@ -310,27 +337,38 @@ def read_record(path: Path) -> ResultRecord | None:
     return load_record(path)
 
 
-def scan_records(results_dir: Path, benchmark: str) -> list[tuple[Path, ResultRecord]]:
-    """Every result file of a benchmark, in a stable order; the first damaged one raises DamagedResult."""
+def scan_records(
+    results_dir: Path, benchmark: str, per_query: Collection[str] | None = None
+) -> list[tuple[Path, ResultRecord]]:
+    """Every result file of a benchmark, in a stable order, keeping the per-query scores of `per_query`'s measures
+    (None: all; `load_record`); the first damaged one raises DamagedResult."""
     root = Path(results_dir) / benchmark
     if root.exists() and not root.is_dir():
         raise DataError(f"{root} is a file, not a results folder", "pass --results-dir pointing at a folder")
     paths = sorted(root.glob("*/*.json"))
     with _collector_paused():
-        return [(path, load_record(path)) for path in paths]
+        return [(path, load_record(path, per_query)) for path in paths]
 
 
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Reading a benchmark's results makes hundreds of thousands of objects, none of them garbage: the cyclic
-    collector, run every few hundred allocations, would walk them all again and again (a fifth of the time)."""
-    was_enabled = gc.isenabled()
+    collector, run every few hundred allocations, would walk them all again and again (a fifth of the time). Once
+    read they stay (`_READ` keeps them for the process), so they are then frozen out of its sight (`gc.freeze`):
+    else it walks them all again as it promotes them, at each full collection after, and at exit (a third of
+    `report --baseline`'s CPU on 160 files). Frozen objects are still freed when their last reference goes
+    (records hold no cycles); the garbage cycles of before are collected first (a few milliseconds), so none is
+    frozen with them. A caller that turned the collector off keeps it off, and nothing is frozen."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.collect()
     gc.disable()
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        gc.freeze()
+        gc.enable()
 
 
 def export_schema(path: Path) -> None:

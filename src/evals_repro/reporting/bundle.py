@@ -14,7 +14,7 @@ from ..benchmarks.declaration import BenchmarkDeclaration
 from ..records.results import ResultRecord
 from .comparisons import TableComparisons, check_measure, compare_tables, comparisons_csv, render_markdown
 from .plots import Figure
-from .report import Table, declared_report, select_results, to_csv
+from .report import Table, declared_report, per_query_measures, select_results, to_csv
 from .significance import DEFAULT_PERMUTATIONS, DEFAULT_SEED, check_permutations, check_seed
 
 
@@ -59,13 +59,14 @@ def build_bundle(
     comparing = baseline is not None or all_pairs
     tables: list[Table] = []
     notes: list[str] = []
+    read = per_query_measures(measures)  # each file is read once, with these measures' per-query scores
     for m in measures:
         if comparing:
             check_measure(m)
-        found, more = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, methods)
+        found, more = declared_report(results_dir, decl, m, first_stage_only, tie_rule, cost, methods, read)
         tables += found
         notes += [note for note in more if note not in notes]
-    results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods)
+    results, _ = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods, read)
     bundle = ReportBundle(decl.name, measures, tables, notes, results, tie_rule=tie_rule, seed=seed)
     if comparing:
         bundle.comparisons = compare_tables(results, tables, decl.name, baseline, all_pairs, permutations, seed=seed)

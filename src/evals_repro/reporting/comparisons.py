@@ -112,20 +112,27 @@ class TableData:
         self.strata_index: dict[tuple[str, str], int] = {}
         self.queries: dict[tuple[str, str], dict[str, dict[str, float]]] = {}  # stratum -> method -> qid -> score
         self.reference: dict[tuple[str, str], str] = {}
+        # stratum -> method -> a number per distinct set of queries scored there (equal numbers: the same queries)
+        self.query_sets: dict[tuple[str, str], dict[str, int]] = {}
         strata: list[Stratum] = []
         for method in self.methods:
             for column in table.columns:
                 if self.values[(method, column)] is None:
                     continue
                 for key in self._cell(method, column):
-                    self.queries.setdefault(key, {})[method] = self._scores(method, *key)
+                    if method not in self.queries.setdefault(key, {}):  # a subset's column and the average share it
+                        self.queries[key][method] = self._scores(method, *key)
         for key, by_method in self.queries.items():
             self.strata_index[key] = len(strata)
             self.reference[key] = reference if reference in by_method else next(iter(by_method))
             order = sorted(by_method[self.reference[key]])
+            numbered: dict[frozenset[str], int] = {}
+            self.query_sets[key] = {
+                m: numbered.setdefault(frozenset(scores), len(numbered)) for m, scores in by_method.items()
+            }
+            same = self.query_sets[key][self.reference[key]]
             columns = [
-                [by_method[m][q] for q in order] if m in by_method and set(by_method[m]) == set(order) else None
-                for m in self.methods
+                [by_method[m][q] for q in order] if self.query_sets[key].get(m) == same else None for m in self.methods
             ]
             strata.append(Stratum.from_columns("/".join(key), columns))
         self.stats = PairedStats(strata, permutations, resamples, seed)
@@ -167,11 +174,11 @@ class TableData:
                 "compare results run with the same --setting and languages",
             )
         for key in cell_a:
-            qa, qb = self.queries[key][a], self.queries[key][b]
-            if set(qa) == set(qb) and not self.stats.strata[self.strata_index[key]].present[self.methods.index(a)]:
+            sets = self.query_sets[key]
+            if sets[a] == sets[b] and not self.stats.strata[self.strata_index[key]].present[self.methods.index(a)]:
                 b = self.reference[key]  # both differ from the reference's queries: name that difference
-                qb = self.queries[key][b]
-            if set(qa) != set(qb):
+            if sets[a] != sets[b]:
+                qa, qb = self.queries[key][a], self.queries[key][b]
                 subset, lang = key
                 raise DataError(
                     f"{self.benchmark}/{subset} ({lang}): {a} has {len(qa)} scored queries and {b} {len(qb)}"

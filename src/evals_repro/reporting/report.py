@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,20 +59,28 @@ def method_order(results: list[ResultRecord], chosen: Sequence[str] | None = Non
     return ordered
 
 
+def per_query_measures(measures: Sequence[str]) -> frozenset[str]:
+    """The measures whose per-query scores a report of `measures` reads (for its comparisons and figures): them
+    and their companions (`select_results`' per_query)."""
+    return frozenset(name for m in measures for name in (m, *COMPANIONS.get(m, ())))
+
+
 def select_results(
     results_dir: Path,
     benchmark: str,
     first_stage_only: bool = False,
     tie_rule: str | None = DEFAULT_TIE_RULE,
     methods: Sequence[str] | None = None,
+    per_query: Collection[str] | None = None,
 ) -> tuple[list[ResultRecord], list[str]]:
     """The results to report (of `methods` only, when given), and notes on what was left out (other tie rules)
     and on a method whose subsets were made by different identities of a plugin or Python object (`provenance.py`).
+    `per_query`: the measures whose per-query scores are read (None: all; the tables need none of them).
 
     A damaged result file stops the report with its name (DamagedResult): a table silently
     missing a subset would be read as complete.
     """
-    results = [record for _, record in scan_records(results_dir, benchmark)]
+    results = [record for _, record in scan_records(results_dir, benchmark, per_query)]
     if not results:
         raise DataError(
             f"no complete result files under {Path(results_dir) / benchmark}",
@@ -156,10 +164,12 @@ def declared_report(
     tie_rule: str | None = DEFAULT_TIE_RULE,
     cost: bool = False,
     methods: Sequence[str] | None = None,
+    per_query: Collection[str] | None = None,
 ) -> tuple[list[Table], list[str]]:
     """Every table of a declared benchmark (per measure: its summary views, if any, then the subset
-    tables) and the notes on what was left out; `methods` chooses and orders the rows."""
-    results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods)
+    tables) and the notes on what was left out; `methods` chooses and orders the rows; `per_query`: the
+    measures whose per-query scores are read (`select_results`)."""
+    results, notes = select_results(results_dir, decl.name, first_stage_only, tie_rule, methods, per_query)
     single_language = len(decl.query_languages) <= 1
     if single_language:
         notes.append(f"{decl.name} has one query language ({decl.query_languages[0]}): monolingual only")
