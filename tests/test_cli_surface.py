@@ -105,7 +105,7 @@ def test_choices_match_the_library():
     from evals_repro.reporting.significance import DEFAULT_SEED
     from evals_repro.runner.run_request import SETTINGS
     from evals_repro.stores.upload import PARSING
-    from evals_repro.vidore_paper.contexts import CONTEXTS
+    from evals_repro.vidore_paper.pipeline import CONTEXTS
 
     assert [c.value for c in options.Setting] == list(SETTINGS)
     assert [c.value for c in options.Content] == list(CONTENTS) == list(PIPELINE_CONTENTS)

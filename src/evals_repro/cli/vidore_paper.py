@@ -155,9 +155,9 @@ def answer_command(
 ) -> None:
     """Answer every query from a retrieval pipeline's pages, judge against the gold answer (resumable)."""
     from ..base.errors import UsageError
-    from ..vidore_paper.answer import AnswerRequest, answer_table, run_answer
-    from ..vidore_paper.contexts import Pipeline
+    from ..vidore_paper.answer_request import AnswerRequest, checked_request
     from ..vidore_paper.llm import GenerationSettings
+    from ..vidore_paper.pipeline import Pipeline
 
     if ctx.args and not models:
         raise UsageError(f"unexpected argument(s) {' '.join(ctx.args)}", "name panel models with --models a b c")
@@ -182,7 +182,10 @@ def answer_command(
         cache_dir=cache_dir,
         options=options,
     )
+    if not money.plan:
+        checked_request(request)  # a bad request or a missing key is refused before any dataset code loads
     from ..planning.answer import plan_answer
+    from ..vidore_paper.answer import answer_table, run_answer
 
     table = money.gate(lambda: plan_answer(request))
     if table is None:

@@ -17,7 +17,7 @@ from ..providers.calibration import ratios
 from ..providers.plan import Plan, Prior, text_prior
 from ..vidore_paper import labels as L
 from ..vidore_paper.annotations import PaperSubset, check_paper_benchmark, load_paper_subset
-from ..vidore_paper.answer import AnswerRequest, parse_request, run_dir_of
+from ..vidore_paper.answer_request import AnswerRequest, parse_request, run_dir_of
 from ..vidore_paper.calls import CallTask, completed
 from ..vidore_paper.contexts import compute_contexts, context_parts, spec_of
 from ..vidore_paper.judge import judge_request

@@ -14,25 +14,24 @@ table of runs are in answer_results.py.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import UsageError
 from ..base.io import atomic_write_json, atomic_write_text
 from ..base.usage import Usage
 from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, load_paper_subset
-from .answer_results import PANEL_DIR, accuracy, answer_table, collect_results, panel_scores, pipeline_scores
+from .answer_request import PANEL_DIR, AnswerRequest, checked_request, run_dir_of, safe_name
+from .answer_results import accuracy, answer_table, collect_results, panel_scores, pipeline_scores
 from .calls import CallOutcome, CallTask, execute, spend, spend_line
-from .contexts import Pipeline, compute_contexts, context_parts, frozen_contexts
+from .contexts import compute_contexts, context_parts, frozen_contexts
 from .judge import judge_request, parse_verdict
-from .llm import GenerationSettings, ModelSpec, parse_model, require_keys
+from .llm import ModelSpec
 from .prompts import load_prompt
 from .rundir import record_dataset, run_directory
 
@@ -50,78 +49,12 @@ __all__ = [  # the results side lives in answer_results.py; callers import it fr
 ]
 
 
-@dataclass
-class AnswerRequest:
-    benchmark: str = "vidore-v3"
-    subsets: list[str] | None = None
-    language: str | None = None  # None: each domain's native language
-    revision: str | None = None
-    pipeline: Pipeline = field(default_factory=Pipeline)
-    generator: str | None = None
-    judge: str | None = None
-    panel: list[str] = field(default_factory=list)  # --no-context --models ...
-    generation: GenerationSettings = field(default_factory=GenerationSettings)
-    judge_generation: GenerationSettings = field(default_factory=GenerationSettings)
-    out_dir: Path = Path("results/vidore-v3-paper")
-    run_name: str | None = None
-    labels: Path | None = None  # default: <out-dir>/easy-hard/labels.json
-    workers: int = 4
-    cache_dir: Path = Path("cache")
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def panel_mode(self) -> bool:
-        return self.pipeline.none
-
-
-def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+@=-]+", "_", text).strip("_") or "run"
-
-
-def run_dir_of(request: AnswerRequest, generator: ModelSpec | None) -> Path:
-    if request.panel_mode:
-        return Path(request.out_dir) / PANEL_DIR
-    name = request.run_name or f"{request.pipeline.label}__{generator.name if generator else ''}"
-    return Path(request.out_dir) / "answer" / safe_name(name)
-
-
-def parse_request(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
-    """The request checked (no key needed): its generators and its judge."""
-    return _validate(request)
-
-
-def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
-    if request.workers < 1:
-        raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
-    if not request.judge:
-        raise UsageError(
-            "--judge is required",
-            "e.g. --judge openai:gpt-5.2 (the paper does not name its judge model: report the one you use)",
-        )
-    request.pipeline.validate()
-    if request.panel_mode:
-        if request.generator or not request.panel:
-            raise UsageError(
-                "--no-context builds the easy/hard label with a panel: give --models, not --generator",
-                "e.g. --no-context --models gemini:gemini-3-pro-preview openai:gpt-5.2",
-            )
-        generators = [parse_model(m, "--models") for m in request.panel]
-    else:
-        if request.panel:
-            raise UsageError("--models goes with --no-context", "give one --generator for a pipeline run")
-        if not request.generator:
-            raise UsageError("--generator is required", "e.g. --generator gemini:gemini-3-pro-preview")
-        generators = [parse_model(request.generator, "--generator")]
-    return generators, parse_model(request.judge, "--judge")
-
-
 def run_answer(request: AnswerRequest, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Generate, judge and score; returns the result (also written to result.json and table.md)."""
     echo = echo or log.info  # no callback: the lines are log records (the CLI shows them)
     from ..runner.subset_result import package_versions
 
-    generators, judge = _validate(request)
-    require_keys([*generators, judge], request.pipeline.key_variables())
+    generators, judge = checked_request(request)
     decl = get_benchmark(request.benchmark)
     check_paper_benchmark(decl)
     names = resolve_subsets(decl, request.subsets)

@@ -17,9 +17,8 @@ from ..base.io import atomic_write_json, read_jsonl
 from ..metrics.protocol import running_mean
 from . import labels as L
 from .annotations import PaperSubset
+from .answer_request import PANEL_DIR
 from .llm import ModelSpec
-
-PANEL_DIR = "easy-hard"
 
 
 def accuracy(rows: list[dict[str, Any]], domains: list[str]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from ..benchmarks import LoadOptions, get_benchmark
 from ..benchmarks.registry import resolve_subsets
 from . import labels as L
 from .annotations import PaperSubset, check_paper_benchmark, clip_to_pages, image_size, load_paper_subset
-from .answer import safe_name
+from .answer_request import safe_name
 from .bboxes import parse_answer
 from .calls import CallTask, execute, spend, spend_line
 from .conventions import BoxConvention, choose_convention
