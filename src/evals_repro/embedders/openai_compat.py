@@ -125,7 +125,7 @@ class OpenAIEmbedder(ApiEmbedder):
     provider = "openai"
 
     def __init__(self, name: str, ctx: MethodContext) -> None:
-        from ..providers.clients import OPENAI_DEFAULT_BASE_URL
+        from ..providers.clients import openai_self_hosted
 
         model = name.partition(":")[2].strip()
         if not model:
@@ -137,7 +137,7 @@ class OpenAIEmbedder(ApiEmbedder):
         self.query_prefix, self.document_prefix = prefixes(options)
         batch = _whole(options, "batch_size", 1, MAX_BATCH_ITEMS) or DEFAULT_BATCH_SIZE
         super().__init__(name, model, ctx, dimension=_whole(options, "dimensions", 1))
-        own_server = all(url != OPENAI_DEFAULT_BASE_URL for url in self.urls)
+        own_server = all(openai_self_hosted(url) for url in self.urls)
         tpm, rpm = (0, 0) if own_server else (OPENAI_EMBED_TPM, OPENAI_EMBED_RPM)  # unless --openai-tpm/-rpm
         given = self.settings
         self.settings = replace(

@@ -18,9 +18,17 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_KEY = "EMPTY"  # sent to a server of your own that takes no key (the SDK insists on one); vLLM's docs use it
 
 
+def openai_self_hosted(base_url: str | None) -> bool:
+    """Whether an OpenAI-compatible `base_url` is a server of your own (a vLLM, TEI or Infinity replica) rather
+    than OpenAI itself (None: the SDK's default, OpenAI). The one rule for `openai:` work, wherever it is decided:
+    its key (`openai_key_required`), its budget and its price: work on a server of your own has no price
+    (`prices.SELF_HOSTED`), for the embedder (`openai:<model>`) and the generators and judges of vidore_paper."""
+    return bool(base_url) and str(base_url).rstrip("/") != OPENAI_DEFAULT_BASE_URL
+
+
 def openai_key_required(base_url: str | None) -> bool:
     """OPENAI_API_KEY is needed for OpenAI itself, optional for a server of your own (vLLM, TEI, Infinity)."""
-    return not (base_url and base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL)
+    return not openai_self_hosted(base_url)
 
 
 def openai_key(base_url: str | None) -> str | None:
