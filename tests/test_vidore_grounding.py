@@ -154,6 +154,23 @@ def test_grounding_cli_with_an_openai_compatible_server_without_key(servers, tmp
     assert "--generator is required" in capsys.readouterr().err
 
 
+def test_grounding_on_a_server_of_your_own_is_self_hosted_in_its_spend_and_records(servers, tmp_path, capsys):
+    """Issue 30 item 8: OPENAI_BASE_URL is the fake (a vLLM replica): no price, and never "price unknown"."""
+    args = ["grounding", "predict", "-s", "hr", "--generator", "openai:qwen3-vl", "--out-dir", str(tmp_path)]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    spent = [line for line in err.splitlines() if line.startswith(("spent this session", "run total"))]
+    assert len(spent) == 2 and all(line.endswith(", cost self-hosted: no price") for line in spent), err
+    assert "price unknown" not in err
+    run_dir = tmp_path / "grounding/openai_qwen3-vl"
+    total = json.loads((run_dir / "result.json").read_text())["spend"]["total"]
+    assert total["tokens_in"] == sum(r["prompt"] for r in servers["openai"].reported)  # counted all the same
+    assert total["cost"] == "self-hosted: no price" and total["cost_usd"] == 0 and total["price_unknown"] == []
+    assert total["self_hosted"] == ["openai qwen3-vl"]
+    records = read_jsonl(run_dir / "grounding.jsonl")
+    assert len(records) == 2 and all(r["self_hosted"] is True for r in records)  # hr: 2 queries with boxes
+
+
 def test_killed_grounding_resumes_without_repeating_a_completed_call(servers, tmp_path):
     servers["gemini"].hold_after = 1  # the second call waits: the kill lands after exactly one answer
     code = (

@@ -96,3 +96,36 @@ def test_an_answer_of_another_shape_names_the_base_url(server):
         "openai fake-judge: the answer lacks choices[0].message: "
         "the server is not OpenAI-compatible; check OPENAI_BASE_URL (with /v1)"
     )
+
+
+def test_a_server_of_your_own_bills_nothing_and_passes_max_cost_while_openai_itself_bills(server, monkeypatch):
+    """Issue 30 item 8: the embedder's rule (`providers.clients.openai_self_hosted`) for generators and judges."""
+    from evals_repro.providers.ceiling import CostCeilingReached, CostGuard, install_guard
+    from evals_repro.providers.prices import PriceTable
+
+    def ask(usage: Usage) -> None:
+        chat = client()
+        try:
+            chat.complete("Be brief.", [Part(text="Capital of France?")], usage)
+        finally:
+            chat.close()
+
+    install_guard(CostGuard(0.01, PriceTable("2026-01-01", "no prices at all")))  # --max-cost 0.01
+    try:
+        own = Usage()
+        ask(own)  # OPENAI_BASE_URL is the fake: a server of your own, never refused for its unknown price
+        assert own.billed() == {} and own.served() == {("openai", "fake-judge"): 1}
+        monkeypatch.setattr("evals_repro.providers.clients.OPENAI_DEFAULT_BASE_URL", f"{server.url}/v1")
+        with pytest.raises(CostCeilingReached, match="price unknown for openai fake-judge"):
+            ask(Usage())  # the fake now stands in for OpenAI itself: an unpriced model cannot be bounded
+        assert len(server.requests) == 1  # refused before it was sent
+    finally:
+        install_guard(None)
+    paid = Usage()
+    ask(paid)
+    count = server.reported[-1]
+    assert paid.served() == {}
+    assert paid.billed() == {
+        ("openai", "fake-judge", "input_tokens"): count["prompt"],
+        ("openai", "fake-judge", "output_tokens"): count["output"],
+    }

@@ -1,5 +1,6 @@
 """`answer --plan`: the generator and judge calls still to send (and the retrieval behind contexts not yet
-built), from the data, the stored contexts and what answers.jsonl / verdicts.jsonl already hold."""
+built), from the data, the stored contexts and what answers.jsonl / verdicts.jsonl already hold. A generator or
+judge on a server of your own (`ChatClient.self_hosted`) is counted but never priced: `prices.SELF_HOSTED`."""
 
 from __future__ import annotations
 
@@ -36,8 +37,21 @@ def _count(
     extra_prior: Prior | None = None,
 ) -> None:
     """One call; its input is the prompt's text (first guess: `text_prior`), `extra` context tokens not built
-    yet (guessed from the pages) and what stays at the throttle's estimate (images, an answer not written)."""
+    yet (guessed from the pages) and what stays at the throttle's estimate (images, an answer not written).
+    A server of your own bills nothing: its call is counted with no price and no guess at what it would bill."""
     tokens = int(units["input_tokens"] + units["output_tokens"])
+    if client.self_hosted:
+        plan.add(
+            spec.provider,
+            spec.model,
+            what,
+            requests=1,
+            items=1,
+            tokens=tokens,
+            settings=client.settings,
+            self_hosted=True,
+        )
+        return
     if (spec.provider, spec.model) in plan.ratios or not prompt:
         input_tokens = plan.guess(spec.provider, spec.model, int(units["input_tokens"]))
     else:
@@ -140,7 +154,7 @@ def plan_answer(request: AnswerRequest) -> Plan:
                 task = CallTask(spec, request.generation, system, user, fields)
                 answer = answered.get(task.digest) if contexts is not None else None
                 if answer is not None:
-                    plan.add(spec.provider, spec.model, "generation", held=1)
+                    plan.add(spec.provider, spec.model, "generation", held=1, self_hosted=clients[spec].self_hosted)
                 else:
                     units = clients[spec].estimate_units(system, user)
                     units["input_tokens"] += extra
@@ -152,7 +166,7 @@ def plan_answer(request: AnswerRequest) -> Plan:
                     jfields = {**fields, "answer_digest": task.digest}
                     verdict = CallTask(judge, request.judge_generation, jsystem, juser, jfields)
                     if verdict.digest in judged:
-                        plan.add(judge.provider, judge.model, "judge", held=1)
+                        plan.add(judge.provider, judge.model, "judge", held=1, self_hosted=judge_client.self_hosted)
                         continue
                 units = judge_client.estimate_units(jsystem, juser)
                 if answer is None:  # the answer is not written yet: count the generator's expected output

@@ -233,23 +233,24 @@ def _rows(
 
 
 def _retrieval_cost(usage: Usage) -> dict[str, Any] | None:
-    """What the contexts' retrieval billed this session (embeddings, reranks), priced; None when nothing."""
+    """What the contexts' retrieval billed this session (embeddings, reranks), priced, with the models it called on
+    servers of your own (no price); None when nothing was billed and nothing self-hosted was called."""
     from ..providers.prices import cost_of
 
-    units = usage.billed()
-    return cost_of(units).as_dict() if units else None
+    units, served = usage.billed(), usage.served_labels()
+    return cost_of(units, served).as_dict() if units or served else None
 
 
 def _summarise(result: dict[str, Any], run_dir: Path, echo: Callable[[str], None]) -> None:
-    from ..providers.prices import usd_text
+    from ..providers.prices import SELF_HOSTED, cost_text
 
     spent = result["spend"]
     if result["retrieval_usage"]:
         usage = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in result["retrieval_usage"].items())
         cost = result.get("retrieval_cost")
         if cost:
-            shown = usd_text(cost["usd"]) if cost["usd"] is not None else "unknown"
-            usage += f", cost {shown} (prices of {cost['prices_date']})"
+            shown = cost_text(cost["usd_priced"], cost["price_unknown"], bool(cost["self_hosted"]))
+            usage += f", cost {shown}" + ("" if shown == SELF_HOSTED else f" (prices of {cost['prices_date']})")
         echo(f"retrieval spent: {usage}")
     echo(spend_line("spent this session", spent["this_session"]))
     echo(spend_line("run total (generation + judge)", spent["total"]))

@@ -4,7 +4,8 @@ A call is identified by the digest of everything its request holds (model, gener
 system instruction, text parts, sha256 of each image), so a resumed run skips exactly the calls
 already answered (`status` "ok") and retries the failed ones. Workers share the provider's throttle;
 each worker thread keeps its own SDK client. Each record carries the call's tokens in and out, its
-attempts, retries, 429s and waits, so a run's spend is the sum of its records.
+attempts, retries, 429s and waits, so a run's spend is the sum of its records; a call answered by a server
+of your own says so (`self_hosted`: true) and is priced as `prices.SELF_HOSTED`, never billed.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def execute(
         usage = Usage()
         started = time.perf_counter_ns()
         record: dict[str, Any] = {**task.fields, "model": task.spec.name, "digest": task.digest}
+        if clients[key].self_hosted:
+            record["self_hosted"] = True  # where it was answered: its tokens bill nothing
         try:
             completion = clients[key].complete(task.system, task.parts, usage)
             record.update(
@@ -159,9 +162,12 @@ def _where(record: dict[str, Any]) -> str:
 
 
 def billed(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
-    """What the calls billed: tokens in and out (reasoning included in out) per provider model."""
+    """What the calls billed: tokens in and out (reasoning included in out) per provider model; a call to a
+    server of your own bills nothing."""
     units: dict[tuple[str, str, str], float] = {}
     for record in records:
+        if record.get("self_hosted"):
+            continue
         provider, _, model = str(record["model"]).partition(":")
         for unit, key in (("input_tokens", "tokens_in"), ("output_tokens", "tokens_out")):
             if record.get(key):
@@ -169,18 +175,26 @@ def billed(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
     return units
 
 
+def self_hosted(records: list[dict[str, Any]]) -> list[str]:
+    """The "provider model" of every call answered by a server of your own, as costs name them."""
+    return sorted({str(r["model"]).replace(":", " ", 1) for r in records if r.get("self_hosted")})
+
+
 def spend(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Calls, tokens in/out (reasoning included in out), attempts, retries and 429s, and the cost in USD (None
-    when a model has no price: named in `price_unknown`), in total and per model."""
+    when a model has no price: named in `price_unknown`; models on servers of your own are named in
+    `self_hosted` and cost nothing), with `cost` worded as every record shows it, in total and per model."""
     from ..providers.prices import cost_of
 
     def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
         block: dict[str, Any] = {"calls": len(rows)}
         for key in SPEND_KEYS:
             block[key] = int(sum(r.get(key) or 0 for r in rows))
-        costing = cost_of(billed(rows))
+        costing = cost_of(billed(rows), self_hosted(rows))
         block["cost_usd"] = round(costing.usd, 8) if costing.known else None
         block["price_unknown"] = costing.unknown
+        block["self_hosted"] = costing.self_hosted
+        block["cost"] = costing.text()
         block["prices_date"] = costing.date
         return block
 
@@ -191,15 +205,16 @@ def spend(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def spend_line(label: str, block: dict[str, Any]) -> str:
-    from ..providers.prices import usd_text
+    """The counters and the cost as every spend line words it: `$1.23 (prices of ...)`, `price unknown: ...`,
+    `self-hosted: no price`, or those joined by ` + `."""
+    from ..providers.prices import SELF_HOSTED
 
     line = (
         f"{label}: {block['calls']:,} call(s), {block['tokens_in']:,} tokens in, {block['tokens_out']:,} out "
         f"({block['reasoning_tokens']:,} reasoning), {block['attempts']:,} attempt(s), "
         f"{block['retries']:,} retried, {block['rate_limited']:,} rate-limited"
     )
-    if "cost_usd" not in block or not block["calls"]:
+    if "cost" not in block or not block["calls"]:
         return line
-    if block["cost_usd"] is not None:
-        return f"{line}, cost {usd_text(block['cost_usd'])} (prices of {block['prices_date']})"
-    return f"{line}, cost unknown (price unknown: {', '.join(block['price_unknown'])})"
+    dated = "" if block["cost"] == SELF_HOSTED else f" (prices of {block['prices_date']})"  # nothing priced
+    return f"{line}, cost {block['cost']}{dated}"

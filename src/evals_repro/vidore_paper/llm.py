@@ -5,6 +5,9 @@ Every call goes through `providers.retry.call_with_retries`: the provider's shar
 harness's retries (429, 5xx, timeouts, dropped connections; Retry-After honoured), one-line errors.
 Keys: `GEMINI_API_KEY` (or `GOOGLE_API_KEY`); `OPENAI_API_KEY`, optional when `OPENAI_BASE_URL` points at
 a server of your own. Base URLs: `GOOGLE_GEMINI_BASE_URL`, `OPENAI_BASE_URL` (with `/v1`).
+An `openai:<model>` on a server of your own (`providers.clients.openai_self_hosted`, the embedder's rule) bills
+nothing: its calls are counted as self-hosted (`Usage.self_hosted`), never priced nor held to `--max-cost`, and
+plans, spend lines and results say `prices.SELF_HOSTED`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from ..base.errors import ProviderError, UsageError, choices
 from ..base.usage import Usage
 from ..providers.batching import estimate_tokens
-from ..providers.clients import openai_key_required
+from ..providers.clients import openai_key_required, openai_self_hosted
 from ..providers.retry import call_with_retries
 from ..providers.settings import KEY_ENV, provider_settings
 from .render import Part
@@ -85,6 +88,11 @@ class ChatClient:
         self._client: Any = None
         self._keyless = False
 
+    @property
+    def self_hosted(self) -> bool:
+        """An OpenAI-compatible server of your own (OPENAI_BASE_URL not OpenAI's): no price, no --max-cost."""
+        return self.spec.provider == "openai" and openai_self_hosted(self.settings.base_url)
+
     def _estimate(self, system: str, parts: list[Part]) -> int:
         estimate = self.estimate_units(system, parts)
         return int(estimate["input_tokens"] + estimate["output_tokens"])
@@ -98,17 +106,21 @@ class ChatClient:
 
     def complete(self, system: str, parts: list[Part], usage: Usage) -> Completion:
         call = self._gemini if self.spec.provider == "gemini" else self._openai
-        return call_with_retries(
+        own = self.self_hosted
+        completion = call_with_retries(
             self.settings,
             lambda: call(system, parts),
             usage=usage,
             tokens=self._estimate(system, parts),
             what=f"{self.spec.model} generation",
             reported_tokens=lambda c: c.tokens_in + c.tokens_out,
-            model=self.spec.model,
+            model=None if own else self.spec.model,  # a server of your own: nothing billed, no --max-cost
             bill=lambda c: {"input_tokens": c.tokens_in, "output_tokens": c.tokens_out},
             estimate=self.estimate_units(system, parts),
         )
+        if own:
+            usage.self_hosted(self.spec.provider, self.spec.model)
+        return completion
 
     # -- Gemini (google-genai generateContent) -------------------------------------------------
     def _gemini(self, system: str, parts: list[Part]) -> Completion:
