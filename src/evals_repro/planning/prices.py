@@ -124,8 +124,10 @@ def render_prices(table: PriceTable, found: list[Billable]) -> str:
     embedders = sorted(p.model for p in prices if p.provider == "openai" and ("openai", p.model) not in chat)
     lines += [
         f"  openai:<model> at api.openai.com, except {', '.join(embedders)}" if embedders else "  openai:<model>",
-        "  generator and judge models of answer and grounding (gemini:<model>, openai:<model>) not priced above",
+        "  generator and judge models of answer and grounding (gemini:<model>, openai:<model> at api.openai.com) "
+        "not priced above",
         '  plugins: billed as provider "plugin" under their own names',
-        f"{SELF_HOSTED}: openai:<model> at a --base-url of your own, {', '.join(self_hosted_names())}",
+        f"{SELF_HOSTED}: openai:<model> at a --base-url of your own, {', '.join(self_hosted_names())}, "
+        "and answer's and grounding's openai:<model> at an OPENAI_BASE_URL of your own",
     ]
     return "\n".join(lines)
