@@ -1,5 +1,5 @@
 """What an installed plugin hands back is checked where it hands it back, and a run's exit code says whose the
-failure was: `evals-repro run` in the session's plugin venv (tests/plugin_venv.py), with the demo package's
+failure was: `evals-repro run` (and `rerank-study`) in the session's plugin venv (tests/plugin_venv.py), with the demo package's
 misbehaving components (tests/plugins/demo/evals_repro_demo/misbehaving.py) broken per subset by
 EVALS_REPRO_DEMO_BREAK.
 
@@ -187,3 +187,29 @@ def test_an_embedder_returning_zero_rows_is_named_and_nothing_is_cached(venv, tm
     )
     assert "are all zeros and cannot be normalised" in last
     assert not list(cache.rglob("*.emb")) and written(tmp_path, "demo-zeros") == []  # (no other run embeds)
+
+
+def test_a_plugin_reranker_breaking_its_contract_stops_the_study_with_exit_5(venv, tmp_path, cache):
+    """In `rerank-study quality` and `latency` the installed plugin's NaN stops the phase at once on the line
+    `run` ends on (above), exit 5: it used to be a failed request among others, the phase going on, exit 3."""
+    folders = ("--study-dir", str(tmp_path / "study"), "--cache-dir", str(cache))
+    prepared = venv.cli("rerank-study", "prepare", "-b", "sample", "-s", "heat-pumps", *folders, cwd=tmp_path)
+    assert prepared.returncode == 0, prepared.stderr
+    broken = {"EVALS_REPRO_DEMO_BREAK": "rerank=nan"}
+    phases = {
+        "quality": (("--quality-workers", "1"), "quality.jsonl"),
+        "latency": (("--samples", "3", "--repeats", "2"), "warmup.jsonl"),  # the first call is a warm-up
+    }
+    for phase, (options, journal) in phases.items():
+        args = ("rerank-study", phase, "--models", "demo-misranks", *options, *folders)
+        done = venv.cli(*args, cwd=tmp_path, env=broken)
+        assert done.returncode == 5, done.stderr
+        last = last_line(done)
+        assert last.startswith(f"error: {RERANK_LABEL}: rerank() returned 1 score(s) that are not finite numbers for ")
+        assert last.endswith(
+            "document 0 scored nan: return a finite float per document (NaN and ±inf cannot be ranked)"
+        )
+        assert "request(s) failed" not in done.stderr and done.stderr.count("scored nan") == 1
+        rows = jsonl(tmp_path / "study" / journal)
+        assert [r["status"] for r in rows] == ["failed"]  # the first answer broke: nothing more was sent
+        assert rows[0]["error"] == last.removeprefix("error: ")

@@ -53,7 +53,7 @@ def overall_table(report: str) -> tuple[list[str], dict[str, list[str]]]:
     for line in lines[start + 4 :]:
         if not line.startswith("|"):
             break
-        cells = [c.strip() for c in line.strip("|").split("|")]
+        cells = [c.strip(" *") for c in line.strip("|").split("|")]  # a column's best value is bold
         rows[cells[0]] = cells[1:]
     return header[1:], rows
 

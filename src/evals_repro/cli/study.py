@@ -77,7 +77,8 @@ def _gated_run(stage: str, make_plan: Callable[[], Any], work: Callable[[], dict
 
 
 def _fail_on_provider_errors(counts: dict[str, int], what: str) -> None:
-    """Failed requests are kept out of the records; the command still exits 3 so scripts notice."""
+    """Failed requests are kept out of the records; the command still exits 3 so scripts notice. (A reranker of
+    the user's own that broke its contract never gets here: the phase stopped on its ComponentError, exit 5.)"""
     from ..base.errors import ProviderError
 
     if counts["failed"]:

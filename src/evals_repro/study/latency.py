@@ -5,6 +5,8 @@ resume. Each invocation warms every (model, subset) once (recorded in `warmup.js
 then runs the remaining (query, repeat, model) calls one at a time in a seed-shuffled order.
 `latency_ms` is the time inside successful SDK calls; `wall_ms` adds failed attempts, backoff
 and throttle waits. Calls that needed a retry are kept but flagged and left out of the statistics.
+A plugin's or Python object's reranker that raises or breaks its contract (`ComponentError`) stops the
+phase at once, its call recorded as failed: its one line ends the command with exit 5, as in `run`.
 
 Models served by local replicas (qwen3-8b, zerank-2) are timed only after every replica has been shown
 to have its prefix cache off (rerankers/vllm_metrics.py); the evidence is written into this session's
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import EvalsError, UsageError
+from ..base.errors import ComponentError, EvalsError, UsageError
 from ..base.io import JsonlAppender, atomic_write_json, read_jsonl
 from ..base.locks import study_writer
 from ..base.progress import progress_bar
@@ -127,15 +129,22 @@ def schedule(plan: dict[str, Any], models: list[StudyModel]) -> list[tuple[str, 
     return calls
 
 
-def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
+def _timed_call(
+    reranker, usage, model: StudyModel, candidate: Candidate, texts: dict[str, str]
+) -> tuple[dict[str, Any], ComponentError | None]:
+    """The call's record, and the ComponentError of a user's reranker that broke its contract."""
     before, billed = usage.as_dict(), usage.billed()
     record = call_record(model, candidate)
+    broken = None
     started = time.perf_counter_ns()
     try:
         reranker.rerank(candidate.query, [texts[i] for i in candidate.ids])
         record["status"] = "ok"
     except CostCeilingReached:
         raise  # --max-cost: stop here, every timed call so far is already in latency.jsonl
+    except ComponentError as exc:  # the user's own code to fix, not the provider's: recorded, then the stop
+        record.update(status="failed", error=exc.one_line())
+        broken = exc
     except EvalsError as exc:
         record.update(status="failed", error=exc.one_line())
     wall_ns = time.perf_counter_ns() - started
@@ -146,7 +155,7 @@ def _timed_call(reranker, usage, model: StudyModel, candidate: Candidate, texts:
     # request had to be split), measured inside providers.retry and read off this worker's Usage.
     record["latency_ms"] = record.pop("call_ms") if record["status"] == "ok" else None
     record["retried"] = record["attempts"] > 1
-    return record
+    return record, broken
 
 
 def run_latency(request: LatencyRequest, echo: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -262,6 +271,7 @@ def _run(
     echo(f"latency: {len(calls)} timed call(s) to make, {len(done)} already recorded")
     warmed: set[tuple[str, str, str]] = set()
     counts = {"timed": 0, "failed": 0, "warmups": 0}
+    stop: ComponentError | None = None  # a user's reranker that broke its contract: nothing more is sent
     spent = Usage()  # warm-ups included: they are paid like the timed calls
     with (
         JsonlAppender(study_dir / LATENCY) as out,
@@ -272,25 +282,34 @@ def _run(
             candidate, texts = lookup[(bench, subset, qid)]
             reranker, usage = rerankers[model.name]
             if (model.name, bench, subset) not in warmed:
-                record = _timed_call(reranker, usage, model, *warmup_query[(bench, subset)])
+                record, broken = _timed_call(reranker, usage, model, *warmup_query[(bench, subset)])
                 record.update(invocation=invocation, host_location=location)
                 warm.append(record)
                 add_spent(spent, record)
                 bill_into(spent, record)
                 warmed.add((model.name, bench, subset))
                 counts["warmups"] += 1
-            record = _timed_call(reranker, usage, model, candidate, texts)
+                if broken is not None:
+                    stop = broken
+                    break
+            record, broken = _timed_call(reranker, usage, model, candidate, texts)
             record.update(repeat=repeat, invocation=invocation, host_location=location)
             out.append(record)
             add_spent(spent, record)
             bill_into(spent, record)
             counts["timed"] += 1
+            if broken is not None:
+                stop = broken
+                break
             if record["status"] != "ok":
                 counts["failed"] += 1
                 echo(f"latency: {model.name} {bench}/{subset} {qid} failed: {record['error']}")
             bar.advance()
     echo(
-        f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s); "
-        f"spent: {spend_text(spent.summary(), spent.billed()) if spent.get('requests') else 'nothing'}"
+        f"latency: {counts['timed']} timed, {counts['failed']} failed, {counts['warmups']} warm-up call(s)"
+        + (", stopped on a broken reranker" if stop else "")
+        + f"; spent: {spend_text(spent.summary(), spent.billed()) if spent.get('requests') else 'nothing'}"
     )
+    if stop is not None:
+        raise stop  # exit 5: the component's own line, as `evals-repro run` says it
     return counts

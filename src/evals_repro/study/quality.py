@@ -3,6 +3,11 @@
 One worker pool per provider, so a budget wait at one provider never holds another's workers.
 Every finished request is appended to `quality.jsonl` and flushed before the next is counted, so
 a killed run resumes without repeating a completed request; adding a model reuses the rest.
+
+A provider's failed request is recorded as failed and the phase goes on (exit 3 at the end; the next
+run sends it again). A plugin's or Python object's reranker that raises or breaks its contract
+(`ComponentError`, base/contracts.py) stops the phase at once: nothing more is sent, the calls already
+under way are recorded, and its one line ends the command with exit 5, as `evals-repro run` ends.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import EvalsError, UsageError
+from ..base.errors import ComponentError, EvalsError, UsageError
 from ..base.io import JsonlAppender, read_jsonl
 from ..base.locks import study_writer
 from ..base.progress import progress_bar
@@ -202,8 +207,16 @@ def _score_all(
     spent = Usage()
     write_lock = threading.Lock()
     local = threading.local()
+    halted = threading.Event()
 
-    def score(model: StudyModel, candidate: Candidate, texts: dict[str, str]) -> dict[str, Any]:
+    def score(
+        model: StudyModel, candidate: Candidate, texts: dict[str, str]
+    ) -> tuple[dict[str, Any] | None, ComponentError | None]:
+        """The request's record (None: not sent, the phase is stopping), and the ComponentError of a user's
+        reranker that broke its contract."""
+        if halted.is_set():
+            return None, None
+        broken = None
         cache = local.__dict__.setdefault("rerankers", {})
         if model.name not in cache:
             cache[model.name] = build_reranker(model, Path(request.cache_dir), options)
@@ -217,6 +230,10 @@ def _score_all(
             record.update(status="ok", scores=[float(s) for s in scores])
         except CostCeilingReached:
             raise  # --max-cost: stop here, every answered request is already in quality.jsonl
+        except ComponentError as exc:  # the user's own code to fix, not the provider's: recorded, then the stop
+            record.update(status="failed", error=exc.one_line())
+            broken = exc
+            halted.set()  # no worker starts another request
         except DocumentTooLong as exc:  # the reranker knows the text, the candidate its page
             record.update(status="failed", error=exc.named(f"page {candidate.ids[exc.index]}").one_line())
         except EvalsError as exc:
@@ -224,20 +241,30 @@ def _score_all(
         record["wall_ms"] = (time.perf_counter_ns() - started) / 1e6
         record.update(call_costs(before, usage.as_dict(), model.provider))
         record.update(call_bill(billed, usage.billed()))
-        return record
+        return record, broken
 
+    stop: ComponentError | None = None  # the first broken answer of a user's reranker
     with JsonlAppender(study_dir / QUALITY) as out, progress_bar("quality", total) as bar:
         pools = {p: ThreadPoolExecutor(max_workers=request.workers, thread_name_prefix=f"q-{p}") for p in todo}
         try:
             futures = [pools[p].submit(score, *task) for p, tasks in todo.items() for task in tasks]
             for future in as_completed(futures):
-                record = future.result()
+                if future.cancelled():
+                    continue
+                record, broken = future.result()
+                if record is None:
+                    continue
                 with write_lock:
                     out.append(record)
                 counts["sent"] += 1
                 add_spent(spent, record)
                 bill_into(spent, record)
-                if record["status"] != "ok":
+                if broken is not None:
+                    if stop is None:  # nothing more is sent; the calls under way are awaited and recorded
+                        stop = broken
+                        for waiting in futures:
+                            waiting.cancel()
+                elif record["status"] != "ok":
                     counts["failed"] += 1
                     echo(
                         f"quality: {record['model']} {record['benchmark']}/{record['subset']} "
@@ -248,7 +275,10 @@ def _score_all(
             for pool in pools.values():
                 pool.shutdown(wait=True, cancel_futures=True)
     echo(
-        f"quality: {counts['sent']} sent, {counts['failed']} failed (rerun to retry them), {reused} reused; "
-        f"spent: {spend_text(spent.summary(), spent.billed()) if counts['sent'] else 'nothing'}"
+        f"quality: {counts['sent']} sent, {counts['failed']} failed"
+        + (", stopped on a broken reranker" if stop else " (rerun to retry them)")
+        + f", {reused} reused; spent: {spend_text(spent.summary(), spent.billed()) if counts['sent'] else 'nothing'}"
     )
+    if stop is not None:
+        raise stop  # exit 5: the component's own line, as `evals-repro run` says it
     return counts

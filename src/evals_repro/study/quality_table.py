@@ -5,7 +5,9 @@ in the manifest when it was prepared). A subset's score exists only when every o
 was scored; a group's score is the mean over its datasets of each one's headline measure
 (`[study] measure`: alpha-nDCG@10 for FreshStack, nDCG@10 elsewhere), only when all are complete;
 the overall score weighs every group of the suite equally, only when every group is complete.
-Blank cells mark what is missing.
+Blank cells mark what is missing. In the report's quality tables each column's best value as printed is bold
+(the first stage ranked with the models), by `report`'s own rule (reporting.report.best_cells) and with its
+line under the table; a measure with no better side bolds nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from ..base.io import read_jsonl
 from ..metrics.protocol import running_mean
+from ..reporting.report import BOLD_RULE, Table, best_cells, higher_is_better
 from .models import current_rows, reported_versions
 from .quality import QUALITY, load_prepared
 from .scoring import score_queries
@@ -137,15 +140,37 @@ def overall_scores(quality: dict[str, Any], groups: dict[str, dict[str, float | 
     return {n: _mean([groups[g][n] for g in quality["groups"]]) for n in names}
 
 
+DECIMALS = 1  # x100 scores as the report prints them
+
+
 def pct(value: float | None) -> str:
-    return "" if value is None else f"{value * 100:.1f}"
+    return "" if value is None else f"{value * 100:.{DECIMALS}f}"
+
+
+def _ranked_measure(measures: set[str]) -> str:
+    """The measure whose direction decides a column's bold: one of `measures` with no better side if any (then
+    nothing in the column is bold), else any of them."""
+    return min((m for m in measures if not higher_is_better(m)), default=min(measures, default=""))
+
+
+def best_printed(
+    rows: dict[str, list[float | None]], columns: list[str], measures: list[set[str]]
+) -> set[tuple[str, str]]:
+    """(name, column) of each column's best value as printed, by `report`'s rule (reporting.report.best_cells):
+    `rows` name -> one value per column, `measures` per column the measures its values are of."""
+    best: set[tuple[str, str]] = set()
+    for k, (column, of) in enumerate(zip(columns, measures)):
+        single = Table("", [column], [(name, [values[k]]) for name, values in rows.items()], _ranked_measure(of))
+        best |= best_cells(single, DECIMALS)
+    return best
+
+
+def _shown(value: float | None, bold: bool) -> str:
+    return f"**{pct(value)}**" if bold else pct(value)
 
 
 def headline_note(quality: dict[str, Any]) -> str:
-    measures: dict[str, set[str]] = defaultdict(set)
-    for subsets in quality["benchmarks"].values():
-        for row in subsets.values():
-            measures[row["group"]].add(row["measure"])
+    measures = _headline_measures(quality)
     parts = [f"{g}: {', '.join(sorted(measures[g])) or 'not prepared'}" for g in quality["groups"]]
     return "Headline measure per group: " + "; ".join(parts) + "."
 
@@ -157,17 +182,31 @@ def quality_markdown(quality: dict[str, Any], marks: dict[tuple[str, str], str] 
     groups = group_scores(quality)
     overall = overall_scores(quality, groups)
     order = quality["groups"]
+    columns = [*order, "overall"]
+    rows = {n: [*(groups[g][n] for g in order), overall[n]] for n in names}
+    headlines = _headline_measures(quality)
+    measures = [headlines.get(g, set()) for g in order]
+    best = best_printed(rows, columns, [*measures, set().union(*measures)])
     lines = [
         "## Overall quality (x100; each group weighs the same; blank = incomplete)",
         "",
-        "| model | " + " | ".join(order) + " | overall |",
-        "|---|" + "---:|" * (len(order) + 1),
+        "| model | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
     ]
     for n in names:
-        cells = [pct(groups[g][n]) + marks.get((n, g), "") for g in order]
-        lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(overall[n])}{marks.get((n, 'overall'), '')} |")
-    lines += ["", headline_note(quality)]
+        cells = [_shown(v, (n, c) in best) + marks.get((n, c), "") for c, v in zip(columns, rows[n])]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines += ["", *([BOLD_RULE, ""] if best else []), headline_note(quality)]
     return lines
+
+
+def _headline_measures(quality: dict[str, Any]) -> dict[str, set[str]]:
+    """Group -> the headline measures of its datasets."""
+    measures: dict[str, set[str]] = defaultdict(set)
+    for subsets in quality["benchmarks"].values():
+        for row in subsets.values():
+            measures[row["group"]].add(row["measure"])
+    return measures
 
 
 def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
@@ -177,16 +216,18 @@ def benchmark_markdown(quality: dict[str, Any], bench: str) -> list[str]:
     lines: list[str] = []
     for measure in measures:
         means = benchmark_means(quality, bench, measure)
+        columns = [*subsets, "mean"]
+        rows = {n: [*(row["scores"][n].get(measure) for row in subsets.values()), means[n]] for n in names}
+        best = best_printed(rows, columns, [{measure}] * len(columns))
         lines += [
             f"### {measure} (x100)",
             "",
-            "| model | " + " | ".join(subsets) + " | mean |",
-            "|---|" + "---:|" * (len(subsets) + 1),
+            "| model | " + " | ".join(columns) + " |",
+            "|---|" + "---:|" * len(columns),
         ]
         for n in names:
-            cells = [pct(row["scores"][n].get(measure)) for row in subsets.values()]
-            lines.append(f"| {n} | " + " | ".join(cells) + f" | {pct(means[n])} |")
-        lines.append("")
+            lines.append(f"| {n} | " + " | ".join(_shown(v, (n, c) in best) for c, v in zip(columns, rows[n])) + " |")
+        lines += ["", *([BOLD_RULE, ""] if best else [])]
     first_stages = sorted({row["first_stage"] for row in subsets.values()})
     lines.append(
         f"First stage: {', '.join(first_stages)}; queries: "
