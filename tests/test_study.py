@@ -367,7 +367,9 @@ def test_report_seed_fixes_every_draw_and_another_seed_moves_p_within_monte_carl
 
     models = ["cohere-fast", "voyage"]
     run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
-    latency = LatencyRequest(study_dir=study, models=["voyage"], samples=6, repeats=2, cache_dir=tmp_path / "cache")
+    latency = LatencyRequest(
+        study_dir=study, models=["voyage"], samples=6, repeats=2, cache_dir=tmp_path / "cache", options=FAST
+    )
     run_latency(latency, echo=QUIET)
     permutations = 2000
 
@@ -468,7 +470,13 @@ def test_report_plots_and_html_page_render_offline_in_chromium(study, providers,
     models = ["cohere-fast", "voyage"]
     run_quality(QualityRequest(study_dir=study, models=models, cache_dir=tmp_path / "cache", options=FAST), echo=QUIET)
     latency = LatencyRequest(
-        study_dir=study, models=models, samples=4, repeats=2, host_location="test-host", cache_dir=tmp_path / "cache"
+        study_dir=study,
+        models=models,
+        samples=4,
+        repeats=2,
+        host_location="test-host",
+        cache_dir=tmp_path / "cache",
+        options=FAST,
     )
     run_latency(latency, echo=QUIET)
     paths = write_report(study, resamples=300, permutations=500)
