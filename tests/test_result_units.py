@@ -330,9 +330,18 @@ def test_another_subset_does_not_wait_for_a_held_one(tmp_path, capsys):
 
 
 def test_two_runs_of_the_same_result_at_once_both_finish_with_one_consistent_unit(tmp_path, capsys):
-    """Before, both said "written" and the record could sit beside the other run's files."""
+    """Before, both said "written" and the record could sit beside the other run's files. The test holds the
+    unit's lock until both runs are waiting on it, so they overlap whatever the machine's load (left to their
+    start-up times, the first could finish before the second reached the unit, and nobody waited)."""
+    import threading
+
+    from evals_repro.base.locks import OwnerLock, lock_path
+
     results, cache = tmp_path / "F", tmp_path / "cache"
     assert cli(run_args(results, cache, "-s", "railway-maintenance"), capsys)[0] == 0  # the index, cached once
+    folder = results / "sample" / "bm25"
+    held = OwnerLock(lock_path(folder / "heat-pumps.json"), command="the test").acquire(lambda holder: None)
+    waiting = f"heat-pumps: waiting for pid {os.getpid()}"
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", CLI, *run_args(results, cache, "--top-k", str(k))],
@@ -342,10 +351,33 @@ def test_two_runs_of_the_same_result_at_once_both_finish_with_one_consistent_uni
         )
         for k in (10, 20)
     ]
-    outputs = [r.communicate(timeout=300) for r in runs]
+    outputs: list[list[list[str]]] = [[[], []] for _ in runs]
+    both_wait = threading.Semaphore(0)
+
+    def drain(stream, lines: list[str], signal_wait: bool) -> None:
+        for line in stream:
+            lines.append(line)
+            if signal_wait and line.startswith(waiting):
+                both_wait.release()
+
+    readers = [
+        threading.Thread(target=drain, args=(getattr(run, name), outputs[i][j], name == "stderr"), daemon=True)
+        for i, run in enumerate(runs)
+        for j, name in enumerate(("stdout", "stderr"))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        assert both_wait.acquire(timeout=120) and both_wait.acquire(timeout=120), outputs
+    finally:
+        held.release()
+    for run in runs:
+        run.wait(timeout=300)
+    for reader in readers:
+        reader.join(timeout=60)
+    errs = ["".join(err) for _, err in outputs]
     assert [r.returncode for r in runs] == [0, 0], outputs
-    assert sum("heat-pumps: waiting for pid" in err for _, err in outputs) == 1, outputs
-    folder = results / "sample" / "bm25"
+    assert [err.count("heat-pumps: waiting for pid") for err in errs] == [1, 1], errs  # each waited once, on us
     assert cli(["evaluate", "--result", str(folder / "heat-pumps.json")], capsys)[0] == 0
 
 
