@@ -448,7 +448,8 @@ def test_what_an_embedder_accepts_is_read_from_its_supports_images():
     """`methods` and the `--content images` refusal read the same attribute: an object or plugin class
     saying False is listed as markdown only, True as markdown and images; a factory function (whose
     embedder exists only once called) is undecided until built."""
-    from evals_repro.base.registry import Entry, PluginFactory, PluginOrigin
+    from evals_repro.base.identity import PluginOrigin
+    from evals_repro.base.registry import Entry, PluginFactory
     from evals_repro.methods.plugins import accepted_contents, object_entry
 
     assert accepted_contents(object_entry("embedder", "bag", BagEmbedder())) == ("markdown",)

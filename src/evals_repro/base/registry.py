@@ -36,10 +36,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import ConfigurationError, UsageError, choices
-from .identity import ComponentIdentity, PluginOrigin
+
+if TYPE_CHECKING:  # identity.py (hashing, JSON) is imported where a plugin is found: listing names needs none of it
+    from .identity import ComponentIdentity, PluginOrigin
 
 log = logging.getLogger(__name__)
 
@@ -427,6 +429,8 @@ def _may_declare_plugins(path: tuple[str, ...]) -> bool:
 
 
 def plugin_origin(entry_point: Any) -> PluginOrigin:
+    from .identity import PluginOrigin
+
     dist = getattr(entry_point, "dist", None)
     return PluginOrigin(
         distribution=dist.metadata["Name"] if dist is not None else None,

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..base.data import Subset, check_subset
 from ..base.errors import UsageError, choices
-from ..base.registry import LOADERS, Entry, PluginOrigin, entry_points_of, plugin_origin
+from ..base.identity import PluginOrigin
+from ..base.registry import LOADERS, Entry, entry_points_of, plugin_origin
 from .declaration import BenchmarkDeclaration, LoadOptions, SubsetDeclaration, parse_declaration
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,14 @@ from typing import Any
 
 from ..base import contracts
 from ..base.errors import EvalsError, UsageError
-from ..base.identity import OBJECT_GROUP, ComponentIdentity, distribution_of_module, identify, note_identity
+from ..base.identity import (
+    OBJECT_GROUP,
+    ComponentIdentity,
+    PluginOrigin,
+    distribution_of_module,
+    identify,
+    note_identity,
+)
 from ..base.registry import (
     EMBEDDERS,
     METHODS,
@@ -28,7 +35,6 @@ from ..base.registry import (
     UNUSABLE_IN_NAMES,
     Entry,
     PluginFactory,
-    PluginOrigin,
     Registry,
     plugin_contents,
 )
