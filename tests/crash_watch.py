@@ -61,7 +61,7 @@ def threads_of(pid: int) -> dict[str, tuple[str, int, int]] | None:
     """tid -> (state, voluntary, involuntary context switches) of each thread of `pid`; None once it is gone."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone (a process being reaped reads as ESRCH)
         return None
     found = {}
     for tid in tids:
