@@ -101,3 +101,19 @@ def registered():
     yield add
     for registry, name in added:
         registry.unregister(name)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """A rerank study prepared once per test module (BM25 over the sample's two subsets); `study` gives each test
+    its own copy. A module that needs another preparation defines its own `prepared`."""
+    from study_fixtures import prepare_sample
+
+    return prepare_sample(tmp_path_factory.mktemp("prepared"))
+
+
+@pytest.fixture
+def study(prepared, tmp_path):
+    from study_fixtures import copy_study
+
+    return copy_study(prepared, tmp_path)

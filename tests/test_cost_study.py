@@ -20,8 +20,8 @@ from fakes.base import count_tokens
 from fakes.rerankers import count_requests
 from test_study import FAST, QUIET
 
-# the study's own fixtures: a prepared sample study (copied per test) and the fake rerank providers
-prepared, providers, study = test_study.prepared, test_study.providers, test_study.study
+# the study's fake rerank providers (the prepared sample study, copied per test, is conftest's `study`)
+providers = test_study.providers
 
 MODELS = ["cohere-pro", "voyage"]
 

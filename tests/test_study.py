@@ -22,7 +22,6 @@ from fakes.base import route
 from fakes.mixedbread_store import FakeMixedbreadStores
 from fakes.rerankers import FakeCohereRerank, FakeVoyageRerank, count_requests
 from reference_stats import reference_holm
-from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
 FAST = {"voyage_interval": 0.0}
@@ -95,17 +94,6 @@ def providers(monkeypatch):
     yield {"cohere": cohere, "voyage": voyage, "mixedbread": mixedbread, "env": env}
     for fake in (cohere, voyage, mixedbread):
         fake.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
-    return prepare_sample(tmp_path_factory.mktemp("prepared"))
-
-
-@pytest.fixture
-def study(prepared, tmp_path):
-    return copy_study(prepared, tmp_path)
 
 
 def test_prepare_freezes_native_candidates(study):

@@ -23,7 +23,6 @@ from evals_repro.cli import main
 from evals_repro.methods.plugins import object_entry
 from evals_repro.study.latency import LATENCY, WARMUP
 from evals_repro.study.quality import QUALITY
-from study_fixtures import copy_study, prepare_sample
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "sample"
 BROKEN_QUERY = "hp-q05-en"  # the query the reranker breaks on (English: a heat-pumps query the study froze)
@@ -85,16 +84,6 @@ def last_error(err: str) -> str:
     line = err.strip().splitlines()[-1]
     assert line.startswith("error: ") and "Traceback" not in err, err
     return line
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    return prepare_sample(tmp_path_factory.mktemp("prepared"))
-
-
-@pytest.fixture
-def study(prepared, tmp_path):
-    return copy_study(prepared, tmp_path)
 
 
 def run_line(tmp_path: Path, reranker: Misranks, capsys) -> str:

@@ -19,7 +19,6 @@ from evals_repro.study.latency import LATENCY, WARMUP, LatencyRequest, run_laten
 from evals_repro.study.quality import QUALITY, QualityRequest, run_quality
 from evals_repro.study.report import write_report
 from fakes.vllm import FakeVllm
-from study_fixtures import copy_study, prepare_sample
 
 QUIET = lambda _line: None  # noqa: E731
 QWEN_ID = "Qwen/Qwen3-Reranker-8B@77d193c791ed757ca307ee72715aa132723da912"
@@ -32,17 +31,6 @@ def fresh_replicas():
     client.reset_replica_sets()
     yield
     client.reset_replica_sets()
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    """Prepare once per module (BM25 over two sample subsets); each test gets a copy."""
-    return prepare_sample(tmp_path_factory.mktemp("prepared"))
-
-
-@pytest.fixture
-def study(prepared, tmp_path):
-    return copy_study(prepared, tmp_path)
 
 
 def start(monkeypatch, env: str, *fakes: FakeVllm) -> None:
