@@ -219,27 +219,6 @@ def test_a_server_key_echoed_back_shows_nowhere(client, monkeypatch, tmp_path, c
     reset_replica_sets()
 
 
-STAND_IN_REPLICA = """
-import hashlib, http.server, json, os, signal, sys
-args = sys.argv[1:]
-port = int(args[args.index("--port") + 1])
-print("vllm stand-in started with", args, flush=True)  # what a replica's log holds
-key = os.environ.get("VLLM_API_KEY", "")
-with open(os.environ["STAND_IN_RECORD"] + f".{port}", "w") as out:
-    json.dump({"pid": os.getpid(), "key_sha256": hashlib.sha256(key.encode()).hexdigest()}, out)
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", port), Health)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-server.serve_forever()
-"""
-
-
 @pytest.mark.parametrize("command", ["serve-embedder", "serve-reranker"])
 def test_serve_hands_the_key_to_each_replica_in_its_environment_only(command, monkeypatch, tmp_path):
     """The replica gets VLLM_API_KEY in its environment; its command line (what `ps` shows), our printed lines
@@ -252,9 +231,8 @@ def test_serve_hands_the_key_to_each_replica_in_its_environment_only(command, mo
 
     from evals_repro.serving import embedder as serve_embedder
     from evals_repro.serving import reranker as serving
+    from fakes.vllm_stand_in import SCRIPT as script
 
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN_REPLICA)
     monkeypatch.setenv("STAND_IN_RECORD", str(tmp_path / "record"))
     monkeypatch.setenv("VLLM_API_KEY", SERVER_KEY)
     with socket.socket() as probe:

@@ -23,6 +23,7 @@ from evals_repro.base.errors import ConfigurationError
 from evals_repro.cli import main
 from evals_repro.serving import embedder as serve_embedder
 from evals_repro.serving import reranker as reranker_serving
+from fakes.vllm_stand_in import SCRIPT as STAND_IN
 from vllm_options import check_argv, option_table
 
 TABLE_PATH = Path(__file__).parent / "data" / "vllm-0.33.0-serve-options.json"
@@ -142,28 +143,7 @@ def test_without_gpu_or_group_says_what_is_missing(monkeypatch, capsys):
     assert "uv run --locked --group gpu evals-repro serve-embedder" in err and err.count("\n") == 1
 
 
-STAND_IN = """
-import http.server, json, os, signal, sys
-args = sys.argv[1:]
-port = int(args[args.index("--port") + 1])
-with open(os.environ["STAND_IN_RECORD"] + f".{port}", "w") as out:
-    json.dump({"argv": args, "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}, out)
-class Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-    def log_message(self, *a):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", port), Health)
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-server.serve_forever()
-"""
-
-
 def test_starts_waits_prints_and_stops(tmp_path, monkeypatch):
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
     monkeypatch.setenv("STAND_IN_RECORD", str(tmp_path / "record"))
     ports = []
     for _ in range(2):
@@ -196,7 +176,7 @@ def test_starts_waits_prints_and_stops(tmp_path, monkeypatch):
         log_dir=tmp_path / "logs",
         echo=lines.append,
         check=lambda commands: None,
-        executable=[sys.executable, str(script)],
+        executable=[sys.executable, str(STAND_IN)],
         startup_timeout=60,
         poll=0.05,
         sleep=sleep,

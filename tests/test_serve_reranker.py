@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from evals_repro.base.errors import ConfigurationError, UsageError
 from evals_repro.cli import main
 from evals_repro.serving import reranker as serving
+from fakes.vllm_stand_in import SCRIPT as STAND_IN
 
 QWEN_0 = (
     "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0 vllm serve Qwen/Qwen3-Reranker-8B "
@@ -113,35 +113,11 @@ def test_missing_requirements_each_alone():
         serving.check_environment(commands, gpus=lambda: ["1"], has_vllm=lambda: True, platform="linux")
 
 
-STAND_IN = textwrap.dedent(
-    """
-    # Stands in for `vllm`: answers /health on --port, records its arguments and environment, exits on SIGTERM.
-    import http.server, json, os, signal, sys
-    args = sys.argv[1:]
-    port = int(args[args.index("--port") + 1])
-    with open(os.environ["STAND_IN_RECORD"] + f".{port}", "w") as out:
-        json.dump({"argv": args, "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}, out)
-    class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200 if self.path == "/health" else 404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        def log_message(self, *a):
-            pass
-    server = http.server.HTTPServer(("127.0.0.1", port), Health)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server.serve_forever()
-    """
-)
-
-
 def test_starts_waits_prints_urls_and_stops_on_ctrl_c(tmp_path, monkeypatch):
     import json
 
     from evals_repro.rerankers import local_models
 
-    script = tmp_path / "stand_in.py"
-    script.write_text(STAND_IN)
     monkeypatch.setenv("STAND_IN_RECORD", str(tmp_path / "record"))
     # free ports instead of 8300/8301, which may be taken on a shared machine
     ports = []
@@ -180,7 +156,7 @@ def test_starts_waits_prints_urls_and_stops_on_ctrl_c(tmp_path, monkeypatch):
         log_dir=tmp_path / "logs",
         echo=lines.append,
         check=lambda commands: None,
-        executable=[sys.executable, str(script)],
+        executable=[sys.executable, str(STAND_IN)],
         sleep=sleep,
         startup_timeout=60,
     )
