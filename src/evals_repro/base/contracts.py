@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .data import StoredPages
-from .errors import ComponentError
+from .errors import ComponentError, EvalsError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,6 +51,18 @@ def unchecked() -> Iterator[None]:
         yield
     finally:
         _BYPASS["on"] = False
+
+
+@contextmanager
+def user_call(component: str, call: str) -> Iterator[None]:
+    """Around a call into the user's code: what it raises becomes one ComponentError line (`raised`); our own
+    errors raised through it (a provider's, a usage error) pass unchanged."""
+    try:
+        yield
+    except EvalsError:
+        raise
+    except Exception as exc:
+        raise raised(component, call, exc) from exc
 
 
 def raised(component: str, call: str, exc: Exception) -> ComponentError:

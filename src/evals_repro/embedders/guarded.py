@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import contracts
-from ..base.errors import EvalsError, UsageError
+from ..base.errors import UsageError
 from ..base.identity import ComponentIdentity
 from ..base.rendering import PageStyle
 from ..base.usage import Usage
@@ -92,11 +92,8 @@ class GuardedEmbedder:
             if waited:
                 self.usage.add(f"{self.name}_wait_seconds", waited)
         try:
-            result = self.inner.embed(items, input_type)
-        except EvalsError:
-            raise
-        except Exception as exc:
-            raise contracts.raised(self.label, "embed()", exc) from exc
+            with contracts.user_call(self.label, "embed()"):
+                result = self.inner.embed(items, input_type)
         finally:
             if ticket is not None and self.throttle is not None:
                 self.throttle.release(ticket)

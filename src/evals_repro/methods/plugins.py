@@ -146,12 +146,8 @@ class BilledRetriever:
         return self.inner.describe()
 
     def run(self, subset: Any, queries: list[Any], top_k: int) -> Any:
-        try:
+        with contracts.user_call(self.label, "run()"):
             found = self.inner.run(subset, queries, top_k)
-        except EvalsError:
-            raise
-        except Exception as exc:
-            raise contracts.raised(self.label, "run()", exc) from exc
         if queries:
             tokens = sum(_tokens(query.text) for query in queries)
             self.usage.bill(GUARDED_PROVIDER, self.billed_as, {"input_tokens": tokens})
@@ -187,12 +183,8 @@ class BilledReranker:
         return self.inner.describe()
 
     def rerank(self, query: str, documents: list[str]) -> list[float]:
-        try:
+        with contracts.user_call(self.label, "rerank()"):
             scores = self.inner.rerank(query, documents)
-        except EvalsError:
-            raise
-        except Exception as exc:
-            raise contracts.raised(self.label, "rerank()", exc) from exc
         if documents:
             tokens = _pair_tokens(_tokens(query), [_tokens(d) for d in documents])
             self.usage.add(f"{self.billed_as}_requests")
