@@ -52,10 +52,6 @@ def run_dir_of(request: AnswerRequest, generator: ModelSpec | None) -> Path:
 
 def parse_request(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     """The request checked (no key needed): its generators and its judge."""
-    return _validate(request)
-
-
-def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     if request.workers < 1:
         raise UsageError(f"--workers {request.workers} must be at least 1", "use e.g. 4")
     if not request.judge:
@@ -82,6 +78,6 @@ def _validate(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
 
 def checked_request(request: AnswerRequest) -> tuple[list[ModelSpec], ModelSpec]:
     """The request checked and its keys present: its generators and its judge (UsageError, then the missing keys)."""
-    generators, judge = _validate(request)
+    generators, judge = parse_request(request)
     require_keys([*generators, judge], request.pipeline.key_variables())
     return generators, judge
